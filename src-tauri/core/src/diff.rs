@@ -1,0 +1,234 @@
+//! Line diffs between the text before and after a proposed change: hunks for the approval panel,
+//! partial application when the user rejects some hunks, the changed ranges the ledger records,
+//! and unified diff text (stored in the ledger for the trace explorer).
+
+use similar::{DiffOp, DiffTag, TextDiff};
+
+use crate::protocol::{DiffHunk, DiffLine};
+
+const CONTEXT: usize = 3;
+
+fn line_diff<'a>(old: &'a str, new: &'a str) -> TextDiff<'a, 'a, 'a, str> {
+    TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_secs(2))
+        .diff_lines(old, new)
+}
+
+fn strip_eol(s: &str) -> &str {
+    s.strip_suffix('\n')
+        .map(|s| s.strip_suffix('\r').unwrap_or(s))
+        .unwrap_or(s)
+}
+
+/// Hunks with three lines of context, numbered from 0.
+pub fn hunks(old: &str, new: &str) -> Vec<DiffHunk> {
+    let diff = line_diff(old, new);
+    let old_lines = diff.old_slices();
+    let new_lines = diff.new_slices();
+    diff.grouped_ops(CONTEXT)
+        .iter()
+        .enumerate()
+        .map(|(index, group)| {
+            let mut lines = Vec::new();
+            for op in group {
+                let (tag, old_range, new_range) = op.as_tag_tuple();
+                match tag {
+                    DiffTag::Equal => lines.extend(old_range.map(|i| line(' ', old_lines[i]))),
+                    DiffTag::Delete => lines.extend(old_range.map(|i| line('-', old_lines[i]))),
+                    DiffTag::Insert => lines.extend(new_range.map(|i| line('+', new_lines[i]))),
+                    DiffTag::Replace => {
+                        lines.extend(old_range.map(|i| line('-', old_lines[i])));
+                        lines.extend(new_range.map(|i| line('+', new_lines[i])));
+                    }
+                }
+            }
+            let (old_start, old_len) = span(group.iter().map(|op| op.old_range()));
+            let (new_start, new_len) = span(group.iter().map(|op| op.new_range()));
+            DiffHunk {
+                index: index as u32,
+                old_start: one_based(old_start, old_len),
+                old_lines: old_len as u32,
+                new_start: one_based(new_start, new_len),
+                new_lines: new_len as u32,
+                lines,
+            }
+        })
+        .collect()
+}
+
+fn line(tag: char, text: &str) -> DiffLine {
+    DiffLine {
+        tag: tag.to_string(),
+        text: strip_eol(text).to_string(),
+    }
+}
+
+fn span(ranges: impl Iterator<Item = std::ops::Range<usize>>) -> (usize, usize) {
+    let mut start = usize::MAX;
+    let mut end = 0;
+    for r in ranges {
+        start = start.min(r.start);
+        end = end.max(r.end);
+    }
+    if start == usize::MAX {
+        (0, 0)
+    } else {
+        (start, end - start)
+    }
+}
+
+/// Unified-diff convention: an empty side starts at the line before it.
+fn one_based(start: usize, len: usize) -> u32 {
+    if len == 0 {
+        start as u32
+    } else {
+        start as u32 + 1
+    }
+}
+
+/// The new text with the rejected hunks left as they were in the old text.
+pub fn apply_selected(old: &str, new: &str, rejected: &[u32]) -> String {
+    if rejected.is_empty() {
+        return new.to_string();
+    }
+    let diff = line_diff(old, new);
+    let groups = diff.grouped_ops(CONTEXT);
+    let rejected_ops: Vec<DiffOp> = groups
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| rejected.contains(&(*i as u32)))
+        .flat_map(|(_, g)| g.iter().filter(|op| op.tag() != DiffTag::Equal).copied())
+        .collect();
+    let old_lines = diff.old_slices();
+    let new_lines = diff.new_slices();
+    let mut out = String::with_capacity(new.len().max(old.len()));
+    for op in diff.ops() {
+        let keep_old = op.tag() == DiffTag::Equal
+            || rejected_ops
+                .iter()
+                .any(|r| r.old_range() == op.old_range() && r.new_range() == op.new_range());
+        if keep_old {
+            op.old_range().for_each(|i| out.push_str(old_lines[i]));
+        } else {
+            op.new_range().for_each(|i| out.push_str(new_lines[i]));
+        }
+    }
+    out
+}
+
+/// Line ranges (1-based, inclusive) of the new text that were inserted or replaced.
+pub fn changed_ranges(old: &str, new: &str) -> Vec<(u32, u32)> {
+    let diff = line_diff(old, new);
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for op in diff.ops() {
+        if matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
+            let r = op.new_range();
+            if r.is_empty() {
+                continue;
+            }
+            let (start, end) = (r.start as u32 + 1, r.end as u32);
+            match ranges.last_mut() {
+                Some(last) if last.1 + 1 >= start => last.1 = end,
+                _ => ranges.push((start, end)),
+            }
+        }
+    }
+    ranges
+}
+
+/// A unified diff of the change, as `git diff` would show it.
+pub fn unified(old: &str, new: &str, path: &str) -> String {
+    let diff = line_diff(old, new);
+    diff.unified_diff()
+        .context_radius(CONTEXT)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+/// Reads unified diff text back into hunks (for the trace explorer).
+pub fn parse_unified(text: &str) -> Vec<DiffHunk> {
+    let mut hunks: Vec<DiffHunk> = Vec::new();
+    for raw in text.lines() {
+        if let Some(header) = raw.strip_prefix("@@ ") {
+            let nums: Vec<(u32, u32)> = header
+                .split_whitespace()
+                .take(2)
+                .map(|part| {
+                    let part = part.trim_start_matches(['-', '+']);
+                    let mut it = part.splitn(2, ',');
+                    let start = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+                    let len = it.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+                    (start, len)
+                })
+                .collect();
+            let (o, n) = match nums.as_slice() {
+                [o, n] => (*o, *n),
+                _ => continue,
+            };
+            hunks.push(DiffHunk {
+                index: hunks.len() as u32,
+                old_start: o.0,
+                old_lines: o.1,
+                new_start: n.0,
+                new_lines: n.1,
+                lines: Vec::new(),
+            });
+            continue;
+        }
+        let Some(hunk) = hunks.last_mut() else {
+            continue;
+        };
+        let (tag, rest) = match raw.chars().next() {
+            Some(c @ (' ' | '+' | '-')) => (c, &raw[1..]),
+            _ => continue,
+        };
+        hunk.lines.push(line(tag, rest));
+    }
+    hunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    const OLD: &str = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\n";
+    const NEW: &str = "a\nB\nc\nd\ne\nf\ng\nh\ni\nj\nk\nL\nl\nm\n";
+
+    #[test]
+    fn two_distant_changes_make_two_hunks() {
+        let h = hunks(OLD, NEW);
+        assert_eq!(h.len(), 2);
+        assert_eq!((h[0].old_start, h[0].old_lines, h[0].new_start, h[0].new_lines), (1, 5, 1, 5));
+        assert_eq!(h[1].lines.iter().filter(|l| l.tag == "+").count(), 1);
+    }
+
+    #[test]
+    fn rejecting_a_hunk_keeps_the_old_lines_there() {
+        assert_eq!(apply_selected(OLD, NEW, &[]), NEW);
+        assert_eq!(apply_selected(OLD, NEW, &[0, 1]), OLD);
+        assert_eq!(
+            apply_selected(OLD, NEW, &[1]),
+            "a\nB\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\n"
+        );
+        assert_eq!(
+            apply_selected(OLD, NEW, &[0]),
+            "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nL\nl\nm\n"
+        );
+    }
+
+    #[test]
+    fn changed_ranges_cover_inserted_and_replaced_lines() {
+        assert_eq!(changed_ranges(OLD, NEW), vec![(2, 2), (12, 12)]);
+        assert_eq!(changed_ranges("", "x\ny\n"), vec![(1, 2)]);
+        assert_eq!(changed_ranges("x\ny\n", "x\n"), vec![]);
+    }
+
+    #[test]
+    fn unified_text_parses_back_to_the_same_hunks() {
+        let text = unified(OLD, NEW, "f.txt");
+        assert!(text.starts_with("--- a/f.txt\n+++ b/f.txt\n"));
+        assert_eq!(parse_unified(&text), hunks(OLD, NEW));
+    }
+}

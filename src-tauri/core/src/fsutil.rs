@@ -1,0 +1,82 @@
+//! Writing files so that a crash, a full disk or a bad value never leaves a half-written file:
+//! write a temporary file beside the target, fsync it, rename it over the target, fsync the
+//! directory. Readers see the old version or the new one, nothing in between.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Replaces `path` with `bytes` atomically. The parent directory is created if missing.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let tmp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        // Keep the permissions of the file being replaced (a user may have made it read-only for others).
+        if let Ok(meta) = fs::metadata(path) {
+            let _ = file.set_permissions(meta.permissions());
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        sync_dir(&dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Makes a rename or a new directory entry durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_content_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a/b.txt");
+        write_atomic(&path, b"one").expect("first write");
+        write_atomic(&path, b"two").expect("second write");
+        assert_eq!(fs::read(&path).expect("read"), b"two");
+        let entries: Vec<_> = fs::read_dir(path.parent().expect("parent"))
+            .expect("list")
+            .collect();
+        assert_eq!(entries.len(), 1, "temp files left behind");
+    }
+
+    #[test]
+    fn failed_write_keeps_previous_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.txt");
+        write_atomic(&path, b"good").expect("write");
+        // A directory in place of the target makes the rename fail.
+        let blocked = dir.path().join("blocked");
+        fs::create_dir_all(blocked.join("inner")).expect("mkdir");
+        assert!(write_atomic(&blocked, b"bad").is_err());
+        assert_eq!(fs::read(&path).expect("read"), b"good");
+    }
+}

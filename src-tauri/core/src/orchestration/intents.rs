@@ -1,0 +1,527 @@
+//! `.orchestration/active_intents.yaml`: read liberally, compile globs once, write canonically.
+//!
+//! The file is owned by people as much as by the app, so: unknown keys survive a round trip, a
+//! file that does not parse is never overwritten, and the last good version stays in use while
+//! the file on disk is broken. External edits are noticed by the file's stamp.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_yaml::{Mapping, Value};
+
+use super::yaml;
+use crate::fsutil::write_atomic;
+use crate::protocol::{IntentDraft, IntentStatus, IntentView, IntentsView};
+
+pub const INTENTS_FILE: &str = ".orchestration/active_intents.yaml";
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IntentError {
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: intent `{id}` (line {line}): {message}")]
+    Invalid {
+        file: String,
+        id: String,
+        line: usize,
+        message: String,
+    },
+    #[error("no intent with id `{0}`")]
+    NotFound(String),
+    #[error("{0}")]
+    Rejected(String),
+    #[error("could not write {file}: {message}")]
+    Io { file: String, message: String },
+}
+
+/// One intent with its scope compiled.
+#[derive(Debug, Clone)]
+pub struct Intent {
+    pub id: String,
+    pub name: String,
+    pub status: IntentStatus,
+    pub owned_scope: Vec<String>,
+    pub constraints: Vec<String>,
+    pub acceptance_criteria: Vec<String>,
+    /// Keys this version does not know, kept as they were.
+    pub extra: Mapping,
+    scope: GlobSet,
+}
+
+impl Intent {
+    /// Whether a workspace-relative POSIX path is inside the owned scope.
+    pub fn owns(&self, rel_path: &str) -> bool {
+        self.scope.is_match(rel_path)
+    }
+
+    pub fn view(&self) -> IntentView {
+        IntentView {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            status: self.status,
+            owned_scope: self.owned_scope.clone(),
+            constraints: self.constraints.clone(),
+            acceptance_criteria: self.acceptance_criteria.clone(),
+        }
+    }
+}
+
+/// The parsed file: intents in file order plus the top-level keys Mandate does not own.
+#[derive(Debug, Clone, Default)]
+pub struct IntentsDoc {
+    pub intents: Vec<Intent>,
+    pub extra: Mapping,
+}
+
+impl IntentsDoc {
+    pub fn get(&self, id: &str) -> Option<&Intent> {
+        self.intents.iter().find(|i| i.id == id)
+    }
+
+    /// Parses and validates the whole file; any problem names the intent and its line.
+    pub fn parse(text: &str, file: &str) -> Result<IntentsDoc, IntentError> {
+        let root: Value = yaml::from_str(text).map_err(|message| IntentError::Parse {
+            file: file.into(),
+            message,
+        })?;
+        let mut extra = match root {
+            Value::Mapping(m) => m,
+            Value::Null => Mapping::new(),
+            _ => {
+                return Err(IntentError::Parse {
+                    file: file.into(),
+                    message: "the top level must be a mapping with an `active_intents` list".into(),
+                })
+            }
+        };
+        let list = match (extra.remove("active_intents"), extra.remove("intents")) {
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => Value::Sequence(Vec::new()),
+            (Some(_), Some(_)) => {
+                return Err(IntentError::Parse {
+                    file: file.into(),
+                    message: "both `active_intents` and `intents` are present; keep one".into(),
+                })
+            }
+        };
+        let items = match list {
+            Value::Sequence(items) => items,
+            Value::Null => Vec::new(),
+            _ => {
+                return Err(IntentError::Parse {
+                    file: file.into(),
+                    message: "`active_intents` must be a list".into(),
+                })
+            }
+        };
+        let mut intents: Vec<Intent> = Vec::with_capacity(items.len());
+        for (n, item) in items.into_iter().enumerate() {
+            let intent = intent_from_value(item, n, text, file)?;
+            if intents.iter().any(|i| i.id == intent.id) {
+                return Err(IntentError::Invalid {
+                    file: file.into(),
+                    line: id_line(text, &intent.id, 2),
+                    id: intent.id,
+                    message: "this id is used by another intent; ids must be unique".into(),
+                });
+            }
+            intents.push(intent);
+        }
+        Ok(IntentsDoc { intents, extra })
+    }
+
+    /// The canonical YAML: `active_intents` first, fields in a fixed order, unknown keys kept.
+    pub fn to_yaml(&self) -> Result<String, IntentError> {
+        let mut root = Mapping::new();
+        let list: Vec<Value> = self.intents.iter().map(intent_to_value).collect();
+        root.insert("active_intents".into(), Value::Sequence(list));
+        for (k, v) in &self.extra {
+            root.insert(k.clone(), v.clone());
+        }
+        let body = yaml::to_string(&Value::Mapping(root)).map_err(IntentError::Rejected)?;
+        Ok(format!(
+            "# Intents: units of work the agent may act under. Edited by Mandate and by people.\n{body}"
+        ))
+    }
+}
+
+fn str_list(value: Option<Value>, key: &str) -> Result<Vec<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![s]),
+        Some(Value::Sequence(items)) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                Value::Number(n) => Ok(n.to_string()),
+                Value::Bool(b) => Ok(b.to_string()),
+                other => Err(format!("`{key}` items must be strings, found {}", kind(&other))),
+            })
+            .collect(),
+        Some(other) => Err(format!("`{key}` must be a list of strings, found {}", kind(&other))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+pub fn parse_status(s: &str) -> Option<IntentStatus> {
+    match s.trim().to_ascii_uppercase().replace(['-', ' '], "_").as_str() {
+        "NOT_STARTED" | "TODO" | "PENDING" => Some(IntentStatus::NotStarted),
+        "IN_PROGRESS" | "ACTIVE" => Some(IntentStatus::InProgress),
+        "DONE" | "COMPLETED" | "COMPLETE" => Some(IntentStatus::Done),
+        "BLOCKED" => Some(IntentStatus::Blocked),
+        _ => None,
+    }
+}
+
+pub fn status_str(s: IntentStatus) -> &'static str {
+    match s {
+        IntentStatus::NotStarted => "NOT_STARTED",
+        IntentStatus::InProgress => "IN_PROGRESS",
+        IntentStatus::Done => "DONE",
+        IntentStatus::Blocked => "BLOCKED",
+    }
+}
+
+fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<Intent, IntentError> {
+    let mut map = match item {
+        Value::Mapping(m) => m,
+        other => {
+            return Err(IntentError::Parse {
+                file: file.into(),
+                message: format!("intent #{} must be a mapping, found {}", n + 1, kind(&other)),
+            })
+        }
+    };
+    let id = match map.remove("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Value::Number(num)) => num.to_string(),
+        _ => {
+            return Err(IntentError::Parse {
+                file: file.into(),
+                message: format!("intent #{} has no `id`", n + 1),
+            })
+        }
+    };
+    let invalid = |message: String| IntentError::Invalid {
+        file: file.into(),
+        id: id.clone(),
+        line: id_line(text, &id, 1),
+        message,
+    };
+    let name = match map.remove("name").or_else(|| map.remove("title")) {
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => id.clone(),
+        Some(other) => return Err(invalid(format!("`name` must be a string, found {}", kind(&other)))),
+    };
+    let status = match map.remove("status") {
+        None | Some(Value::Null) => IntentStatus::NotStarted,
+        Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
+            invalid(format!(
+                "unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)"
+            ))
+        })?,
+        Some(other) => return Err(invalid(format!("`status` must be a string, found {}", kind(&other)))),
+    };
+    let owned_scope = match map.remove("owned_scope") {
+        Some(v) => str_list(Some(v), "owned_scope").map_err(&invalid)?,
+        None => match map.remove("scope") {
+            // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
+            Some(Value::Mapping(mut scope)) => {
+                let paths = str_list(scope.remove("paths"), "scope.paths").map_err(&invalid)?;
+                if !scope.is_empty() {
+                    map.insert("scope".into(), Value::Mapping(scope));
+                }
+                paths
+            }
+            Some(v) => str_list(Some(v), "scope").map_err(&invalid)?,
+            None => Vec::new(),
+        },
+    };
+    let constraints = str_list(map.remove("constraints"), "constraints").map_err(&invalid)?;
+    let acceptance_criteria = str_list(
+        map.remove("acceptance_criteria")
+            .or_else(|| map.remove("definition_of_done")),
+        "acceptance_criteria",
+    )
+    .map_err(&invalid)?;
+    let scope = compile_scope(&owned_scope).map_err(&invalid)?;
+    Ok(Intent {
+        id,
+        name,
+        status,
+        owned_scope,
+        constraints,
+        acceptance_criteria,
+        extra: map,
+        scope,
+    })
+}
+
+/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
+pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
+    let trimmed = pattern.trim();
+    if trimmed.is_empty() {
+        return Err("an owned_scope entry is empty".into());
+    }
+    if trimmed.starts_with('/') || trimmed.contains('\\') || trimmed.split('/').any(|c| c == "..")
+    {
+        return Err(format!(
+            "owned_scope entry `{trimmed}` must be a workspace-relative path with `/` separators and no `..`"
+        ));
+    }
+    let normalized = trimmed.trim_start_matches("./");
+    let normalized = if let Some(dir) = normalized.strip_suffix('/') {
+        format!("{dir}/**")
+    } else {
+        normalized.to_string()
+    };
+    GlobBuilder::new(&normalized)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| format!("owned_scope entry `{trimmed}` is not a valid glob: {}", e.kind()))
+}
+
+pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        builder.add(compile_glob(p)?);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+fn intent_to_value(intent: &Intent) -> Value {
+    let mut m = Mapping::new();
+    let list = |items: &[String]| Value::Sequence(items.iter().cloned().map(Value::String).collect());
+    m.insert("id".into(), intent.id.clone().into());
+    m.insert("name".into(), intent.name.clone().into());
+    m.insert("status".into(), status_str(intent.status).into());
+    m.insert("owned_scope".into(), list(&intent.owned_scope));
+    m.insert("constraints".into(), list(&intent.constraints));
+    m.insert("acceptance_criteria".into(), list(&intent.acceptance_criteria));
+    for (k, v) in &intent.extra {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Mapping(m)
+}
+
+/// Best-effort line of `id: ID` in the source, for error messages.
+fn id_line(text: &str, id: &str, nth: usize) -> usize {
+    let mut seen = 0;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim_start().trim_start_matches('-').trim_start();
+        if let Some(rest) = l.strip_prefix("id:") {
+            let value = rest.trim().trim_matches(|c| c == '"' || c == '\'');
+            if value == id {
+                seen += 1;
+                if seen == nth {
+                    return i + 1;
+                }
+            }
+        }
+    }
+    0
+}
+
+/// Builds a validated intent from a GUI draft (keeping unknown keys of the one it replaces).
+pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, IntentError> {
+    let id = draft.id.trim().to_string();
+    if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err(IntentError::Rejected(
+            "an intent id is 1 to 64 characters: letters, digits, `-`, `_` or `.`".into(),
+        ));
+    }
+    if draft.name.trim().is_empty() {
+        return Err(IntentError::Rejected(format!("intent `{id}` needs a name")));
+    }
+    let clean = |items: Vec<String>| -> Vec<String> {
+        items
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let owned_scope = clean(draft.owned_scope);
+    let scope = compile_scope(&owned_scope)
+        .map_err(|m| IntentError::Rejected(format!("intent `{id}`: {m}")))?;
+    Ok(Intent {
+        id,
+        name: draft.name.trim().to_string(),
+        status: draft.status,
+        owned_scope,
+        constraints: clean(draft.constraints),
+        acceptance_criteria: clean(draft.acceptance_criteria),
+        extra,
+        scope,
+    })
+}
+
+/// Identity of the file on disk, to notice external edits without re-reading it every time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(FileStamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        inode: meta.ino(),
+    })
+}
+
+#[derive(Default)]
+struct StoreState {
+    good: Arc<IntentsDoc>,
+    stamp: Option<FileStamp>,
+    exists: bool,
+    error: Option<String>,
+    loaded_once: bool,
+}
+
+/// The intents of one workspace, reloaded when the file changes.
+pub struct IntentStore {
+    root: PathBuf,
+    path: PathBuf,
+    state: Mutex<StoreState>,
+}
+
+/// What the store holds now: the last good intents and, if the file is broken, why.
+#[derive(Debug, Clone)]
+pub struct IntentsSnapshot {
+    pub doc: Arc<IntentsDoc>,
+    pub exists: bool,
+    pub error: Option<String>,
+}
+
+impl IntentsSnapshot {
+    pub fn view(&self) -> IntentsView {
+        IntentsView {
+            path: INTENTS_FILE.into(),
+            exists: self.exists,
+            intents: self.doc.intents.iter().map(Intent::view).collect(),
+            error: self.error.clone(),
+        }
+    }
+}
+
+impl IntentStore {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            path: root.join(INTENTS_FILE),
+            state: Mutex::default(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The current intents; re-reads the file if its stamp changed. The bool says whether
+    /// anything changed since the previous call (for pushing updates to the UI).
+    pub fn refresh(&self) -> (IntentsSnapshot, bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let now = stamp(&self.path);
+        let changed = !state.loaded_once || now != state.stamp;
+        if changed {
+            state.loaded_once = true;
+            state.stamp = now;
+            state.exists = now.is_some();
+            match std::fs::read_to_string(&self.path) {
+                Ok(text) => match IntentsDoc::parse(&text, INTENTS_FILE) {
+                    Ok(doc) => {
+                        state.good = Arc::new(doc);
+                        state.error = None;
+                    }
+                    Err(e) => state.error = Some(format!("{e}. The last good version stays in use.")),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    state.good = Arc::new(IntentsDoc::default());
+                    state.error = None;
+                }
+                Err(e) => state.error = Some(format!("could not read {INTENTS_FILE}: {e}")),
+            }
+        }
+        let snapshot = IntentsSnapshot {
+            doc: state.good.clone(),
+            exists: state.exists,
+            error: state.error.clone(),
+        };
+        (snapshot, changed)
+    }
+
+    pub fn snapshot(&self) -> IntentsSnapshot {
+        self.refresh().0
+    }
+
+    /// Changes the intents on disk: re-reads the file under a lock, refuses if it does not parse
+    /// (a person's half-finished edit is never overwritten), applies `change`, writes atomically.
+    pub fn update(
+        &self,
+        change: impl FnOnce(&mut IntentsDoc) -> Result<(), IntentError>,
+    ) -> Result<IntentsSnapshot, IntentError> {
+        let io = |e: std::io::Error| IntentError::Io {
+            file: INTENTS_FILE.into(),
+            message: e.to_string(),
+        };
+        let dir = self.root.join(".orchestration");
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".active_intents.lock"))
+            .map_err(io)?;
+        lock.lock().map_err(io)?;
+        let mut doc = match std::fs::read_to_string(&self.path) {
+            Ok(text) => IntentsDoc::parse(&text, INTENTS_FILE).map_err(|e| {
+                IntentError::Rejected(format!(
+                    "{e}. Fix the file first; Mandate does not overwrite a file that does not parse."
+                ))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => IntentsDoc::default(),
+            Err(e) => return Err(io(e)),
+        };
+        change(&mut doc)?;
+        let text = doc.to_yaml()?;
+        // Check that what is about to be written reads back to the same intents.
+        IntentsDoc::parse(&text, INTENTS_FILE)?;
+        write_atomic(&self.path, text.as_bytes()).map_err(io)?;
+        drop(lock);
+        Ok(self.refresh().0)
+    }
+
+    /// Sets one intent's status (used by the status post-hook and the GUI).
+    pub fn set_status(&self, id: &str, status: IntentStatus) -> Result<IntentsSnapshot, IntentError> {
+        self.update(|doc| {
+            let intent = doc
+                .intents
+                .iter_mut()
+                .find(|i| i.id == id)
+                .ok_or_else(|| IntentError::NotFound(id.to_string()))?;
+            intent.status = status;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "intents_tests.rs"]
+mod tests;

@@ -1,0 +1,10 @@
+//! The files under `.orchestration/` in the user's workspace: intents, the trace ledger and the
+//! files derived from it, shared lessons, and the command policy.
+
+pub mod git;
+pub mod intent_map;
+pub mod intents;
+pub mod ledger;
+pub mod lessons;
+pub mod trace;
+pub mod yaml;

@@ -1,0 +1,396 @@
+//! Reading the ledger back: `verify` (chain, digests, and every range against the files now),
+//! `blame` (which recorded change produced each line now), per-intent history and stored diffs.
+//!
+//! Blame and the per-intent queries do not parse the whole ledger: records are canonical JSON,
+//! so a byte search for `"path":"…"` (or `"intent_id":"…"`) finds the few lines worth parsing.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::ledger::{
+    content_hash, read_lines, record_digest, split_lines, GENESIS, LEDGER_FILE, VENDOR_KEY,
+};
+use crate::fsutil::sha256_hex;
+use crate::protocol::{
+    BlameLine, ChangeDiffView, FileBlame, FindingKind, LineOrigin, LineRange, TraceChange,
+    VerifyFinding, VerifyReport,
+};
+
+fn vendor(record: &Value) -> Option<&serde_json::Map<String, Value>> {
+    record.get("metadata")?.get(VENDOR_KEY)?.as_object()
+}
+
+fn vstr(record: &Value, key: &str) -> String {
+    vendor(record)
+        .and_then(|v| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn approval_summary(record: &Value) -> String {
+    let Some(a) = vendor(record).and_then(|v| v.get("approval")) else {
+        return String::new();
+    };
+    let by = a.get("by").and_then(Value::as_str).unwrap_or("unknown");
+    let at = a.get("at").and_then(Value::as_str).unwrap_or("");
+    let rejected = a
+        .get("rejected_hunks")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
+    let edited = a.get("edited").and_then(Value::as_bool).unwrap_or(false);
+    let mut s = format!("{by} {at}").trim().to_string();
+    if rejected > 0 {
+        s.push_str(&format!(", {rejected} hunk(s) rejected"));
+    }
+    if edited {
+        s.push_str(", edited before accepting");
+    }
+    s
+}
+
+/// (path, conversation) pairs of a record with their ranges.
+struct RecordFile<'a> {
+    path: &'a str,
+    contributor: &'a str,
+    model: &'a str,
+    ranges: Vec<(u32, u32, &'a str)>,
+}
+
+fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
+    let mut out = Vec::new();
+    for file in record.get("files").and_then(Value::as_array).into_iter().flatten() {
+        let Some(path) = file.get("path").and_then(Value::as_str) else {
+            continue;
+        };
+        for conv in file.get("conversations").and_then(Value::as_array).into_iter().flatten() {
+            let contributor = conv
+                .pointer("/contributor/type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            let model = conv
+                .pointer("/contributor/model_id")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let ranges = conv
+                .get("ranges")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| {
+                    Some((
+                        r.get("start_line")?.as_u64()? as u32,
+                        r.get("end_line")?.as_u64()? as u32,
+                        r.get("content_hash").and_then(Value::as_str).unwrap_or(""),
+                    ))
+                })
+                .collect();
+            out.push(RecordFile {
+                path,
+                contributor,
+                model,
+                ranges,
+            });
+        }
+    }
+    out
+}
+
+/// Lines of the ledger whose raw text contains `needle`, parsed.
+fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
+    let bytes = match std::fs::read(root.join(LEDGER_FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let mut out = Vec::new();
+    let mut last_line_start = usize::MAX;
+    for pos in finder.find_iter(&bytes) {
+        let start = memchr::memrchr(b'\n', &bytes[..pos]).map(|p| p + 1).unwrap_or(0);
+        if start == last_line_start {
+            continue;
+        }
+        last_line_start = start;
+        let end = memchr::memchr(b'\n', &bytes[pos..])
+            .map(|p| pos + p)
+            .unwrap_or(bytes.len());
+        if let Ok(v) = serde_json::from_slice::<Value>(&bytes[start..end]) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+fn json_key(key: &str, value: &str) -> String {
+    format!("\"{key}\":{}", Value::String(value.to_string()))
+}
+
+/// Where a block of `n` lines with `hash` is in `lines`: at `preferred` (0-based) if it is still
+/// there, else the first place it occurs.
+fn find_block(lines: &[&str], preferred: usize, n: usize, hash: &str) -> Option<(usize, bool)> {
+    if n == 0 || n > lines.len() {
+        return None;
+    }
+    if preferred + n <= lines.len() && content_hash(&lines[preferred..preferred + n]) == hash {
+        return Some((preferred, false));
+    }
+    (0..=lines.len() - n)
+        .filter(|&s| s != preferred)
+        .find(|&s| content_hash(&lines[s..s + n]) == hash)
+        .map(|s| (s, true))
+}
+
+/// Which recorded change produced each line of `rel_path` now.
+pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
+    let text = std::fs::read_to_string(root.join(rel_path))?;
+    let lines = split_lines(&text);
+    let mut origins: Vec<Option<LineOrigin>> = vec![None; lines.len()];
+    let records = matching_records(root, &json_key("path", rel_path))?;
+    // Newest first: a later change wins over an earlier one for the same lines.
+    for record in records.iter().rev() {
+        for file in record_files(record).into_iter().filter(|f| f.path == rel_path) {
+            for (start, end, hash) in &file.ranges {
+                if *start == 0 || end < start || hash.is_empty() {
+                    continue;
+                }
+                let n = (end - start + 1) as usize;
+                let Some((at, _moved)) = find_block(&lines, *start as usize - 1, n, hash) else {
+                    continue;
+                };
+                let origin = LineOrigin {
+                    intent_id: vstr(record, "intent_id"),
+                    record_id: record.get("id").and_then(Value::as_str).unwrap_or("").into(),
+                    task_id: vstr(record, "task_id"),
+                    model: file.model.to_string(),
+                    contributor: file.contributor.to_string(),
+                    approval: approval_summary(record),
+                    timestamp: record
+                        .get("timestamp")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
+                };
+                for slot in origins.iter_mut().skip(at).take(n) {
+                    if slot.is_none() {
+                        *slot = Some(origin.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(FileBlame {
+        path: rel_path.to_string(),
+        lines: lines
+            .iter()
+            .zip(origins)
+            .enumerate()
+            .map(|(i, (text, origin))| BlameLine {
+                line: i as u32 + 1,
+                text: text.to_string(),
+                origin,
+            })
+            .collect(),
+    })
+}
+
+/// The changes recorded under one intent, oldest first.
+pub fn intent_changes(root: &Path, intent_id: &str) -> std::io::Result<Vec<TraceChange>> {
+    let records = matching_records(root, &json_key("intent_id", intent_id))?;
+    let mut out = Vec::new();
+    for record in records.iter().filter(|r| vstr(r, "intent_id") == intent_id) {
+        for file in record_files(record) {
+            out.push(TraceChange {
+                record_id: record.get("id").and_then(Value::as_str).unwrap_or("").into(),
+                timestamp: record.get("timestamp").and_then(Value::as_str).unwrap_or("").into(),
+                path: file.path.into(),
+                ranges: file
+                    .ranges
+                    .iter()
+                    .map(|(s, e, _)| LineRange {
+                        start_line: *s,
+                        end_line: *e,
+                    })
+                    .collect(),
+                model: file.model.into(),
+                contributor: file.contributor.into(),
+                tool: vstr(record, "tool"),
+                task_id: vstr(record, "task_id"),
+                mutation_class: vendor(record)
+                    .and_then(|v| v.get("mutation_class"))
+                    .and_then(|m| m.get("computed"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
+                approval: approval_summary(record),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The diff stored with a record for one of its files.
+pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<ChangeDiffView> {
+    let records = matching_records(root, &json_key("id", record_id))?;
+    let diff = records
+        .iter()
+        .find(|r| r.get("id").and_then(Value::as_str) == Some(record_id))
+        .and_then(|r| vendor(r)?.get("diffs")?.get(path)?.as_str().map(str::to_string));
+    Ok(ChangeDiffView {
+        record_id: record_id.into(),
+        path: path.into(),
+        available: diff.is_some(),
+        hunks: diff.map(|d| crate::diff::parse_unified(&d)).unwrap_or_default(),
+    })
+}
+
+/// Checks the chain, each record's digest, and every recorded range against the files now.
+pub fn verify(root: &Path) -> std::io::Result<VerifyReport> {
+    let lines = read_lines(&root.join(LEDGER_FILE))?;
+    let mut report = VerifyReport {
+        records: 0,
+        ranges: 0,
+        intact: 0,
+        moved: 0,
+        superseded: 0,
+        changed: 0,
+        missing: 0,
+        tampered: 0,
+        malformed: 0,
+        findings: Vec::new(),
+        chain_ok: true,
+    };
+    let mut prev = GENESIS.to_string();
+    let mut good: Vec<(u32, &Value)> = Vec::new();
+    for line in &lines {
+        let raw_hash = sha256_hex(line.raw.as_bytes());
+        let finding = |kind, detail: String, record: Option<&Value>| VerifyFinding {
+            kind,
+            ledger_line: line.number,
+            record_id: record.and_then(|r| r.get("id")?.as_str().map(str::to_string)),
+            path: None,
+            range: None,
+            detail,
+        };
+        let Some(record) = line.record.as_ref().filter(|r| vendor(r).is_some()) else {
+            report.malformed += 1;
+            report.chain_ok = false;
+            report.findings.push(finding(
+                FindingKind::Malformed,
+                "this line is not a Mandate trace record (torn write or hand edit)".into(),
+                None,
+            ));
+            prev = raw_hash;
+            continue;
+        };
+        report.records += 1;
+        let recorded_prev = vstr(record, "prev");
+        if recorded_prev != prev {
+            report.tampered += 1;
+            report.chain_ok = false;
+            report.findings.push(finding(
+                FindingKind::Tampered,
+                "the chain is broken here: the line before was edited, removed or reordered".into(),
+                Some(record),
+            ));
+        }
+        if vstr(record, "digest") != record_digest(record) {
+            report.tampered += 1;
+            report.chain_ok = false;
+            report.findings.push(finding(
+                FindingKind::Tampered,
+                "this record was edited after it was written (its digest does not match)".into(),
+                Some(record),
+            ));
+        }
+        prev = raw_hash;
+        good.push((line.number, record));
+    }
+    check_ranges(root, &good, &mut report);
+    Ok(report)
+}
+
+fn check_ranges(root: &Path, records: &[(u32, &Value)], report: &mut VerifyReport) {
+    // Ranges recorded per path, so that a range replaced by a later recorded change to the same
+    // lines is not blamed on someone else. Line numbers shift between records; an overlap of the
+    // recorded positions is the approximation used.
+    let mut touches: HashMap<&str, Vec<(u32, u32, u32)>> = HashMap::new();
+    for (n, record) in records {
+        for f in record_files(record) {
+            let list = touches.entry(f.path).or_default();
+            list.extend(f.ranges.iter().map(|(s, e, _)| (*n, *s, *e)));
+        }
+    }
+    let superseded = |path: &str, n: u32, start: u32, end: u32| {
+        touches.get(path).is_some_and(|list| {
+            list.iter()
+                .any(|(m, s, e)| *m > n && *s <= end.saturating_add(1) && start <= e.saturating_add(1))
+        })
+    };
+    let mut contents: HashMap<&str, Option<String>> = HashMap::new();
+    for (n, record) in records {
+        for file in record_files(record) {
+            let text = contents
+                .entry(file.path)
+                .or_insert_with(|| std::fs::read_to_string(root.join(file.path)).ok());
+            for (start, end, hash) in &file.ranges {
+                report.ranges += 1;
+                let range = LineRange {
+                    start_line: *start,
+                    end_line: *end,
+                };
+                let mut push = |kind, detail: String| {
+                    report.findings.push(VerifyFinding {
+                        kind,
+                        ledger_line: *n,
+                        record_id: record.get("id").and_then(Value::as_str).map(str::to_string),
+                        path: Some(file.path.to_string()),
+                        range: Some(range.clone()),
+                        detail,
+                    })
+                };
+                let Some(text) = text.as_deref() else {
+                    report.missing += 1;
+                    push(FindingKind::Missing, format!("{} no longer exists", file.path));
+                    continue;
+                };
+                let lines = split_lines(text);
+                let n_lines = end.saturating_sub(*start) as usize + 1;
+                match find_block(&lines, start.saturating_sub(1) as usize, n_lines, hash) {
+                    Some((_, false)) => report.intact += 1,
+                    Some((at, true)) => {
+                        report.moved += 1;
+                        push(
+                            FindingKind::Moved,
+                            format!(
+                                "lines {start}-{end} moved to {}-{}",
+                                at + 1,
+                                at + n_lines
+                            ),
+                        );
+                    }
+                    None if superseded(file.path, *n, *start, *end) => {
+                        // A later recorded change to the same file accounts for it.
+                        report.superseded += 1;
+                    }
+                    None => {
+                        report.changed += 1;
+                        push(
+                            FindingKind::Changed,
+                            format!(
+                                "lines {start}-{end} were changed by someone else after this record"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "trace_tests.rs"]
+mod tests;

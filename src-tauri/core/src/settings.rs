@@ -1,0 +1,217 @@
+//! User settings (everything but secrets), persisted as JSON in the user's config directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::write_atomic;
+use crate::protocol::{ApprovalPolicy, ProviderKind, SettingsUpdate};
+
+/// Where Mandate keeps per-user files. Overridable for tests and portable installs.
+#[derive(Debug, Clone)]
+pub struct AppDirs {
+    pub config: PathBuf,
+    pub data: PathBuf,
+}
+
+impl AppDirs {
+    /// `MANDATE_CONFIG_DIR` / `MANDATE_DATA_DIR`, else the XDG directories + `mandate`.
+    pub fn from_env() -> Self {
+        let config = std::env::var_os("MANDATE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| dirs::config_dir().map(|d| d.join("mandate")))
+            .unwrap_or_else(|| PathBuf::from(".mandate/config"));
+        let data = std::env::var_os("MANDATE_DATA_DIR")
+            .map(PathBuf::from)
+            .or_else(|| dirs::data_dir().map(|d| d.join("mandate")))
+            .unwrap_or_else(|| PathBuf::from(".mandate/data"));
+        Self { config, data }
+    }
+
+    pub fn settings_file(&self) -> PathBuf {
+        self.config.join("settings.json")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub provider: ProviderKind,
+    pub preset: String,
+    pub base_url: String,
+    pub model: String,
+    pub custom_instructions: String,
+    pub approval: ApprovalPolicy,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            provider: ProviderKind::Openai,
+            preset: "openai".into(),
+            base_url: "https://api.openai.com/v1".into(),
+            model: "gpt-4.1-mini".into(),
+            custom_instructions: String::new(),
+            approval: ApprovalPolicy::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("could not save settings to {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+pub const PRESETS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "openrouter",
+    "ollama",
+    "lmstudio",
+    "custom",
+];
+
+impl Settings {
+    /// Loads the settings file. A file that does not parse is set aside (never silently
+    /// overwritten) and defaults are used; the returned warning says so.
+    pub fn load(dirs: &AppDirs) -> (Settings, Option<String>) {
+        let path = dirs.settings_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Settings::default(), None),
+            Err(e) => {
+                return (
+                    Settings::default(),
+                    Some(format!("could not read {}: {e}", path.display())),
+                )
+            }
+        };
+        match serde_json::from_str::<Settings>(&text) {
+            Ok(s) => (s, None),
+            Err(e) => {
+                let aside = path.with_extension("json.unreadable");
+                let _ = std::fs::rename(&path, &aside);
+                (
+                    Settings::default(),
+                    Some(format!(
+                        "{} is not valid ({e}); it was kept as {} and defaults are in use",
+                        path.display(),
+                        aside.display()
+                    )),
+                )
+            }
+        }
+    }
+
+    pub fn save(&self, dirs: &AppDirs) -> Result<(), SettingsError> {
+        let path = dirs.settings_file();
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| SettingsError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        text.push('\n');
+        write_atomic(&path, text.as_bytes()).map_err(|source| SettingsError::Io {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Checks an update from the UI and turns it into settings.
+    pub fn from_update(update: SettingsUpdate) -> Result<Settings, SettingsError> {
+        let base_url = update.base_url.trim().trim_end_matches('/').to_string();
+        validate_base_url(&base_url)?;
+        let model = update.model.trim().to_string();
+        if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
+            return Err(SettingsError::Invalid(
+                "the model name must be 1 to 200 printable characters".into(),
+            ));
+        }
+        if !PRESETS.contains(&update.preset.as_str()) {
+            return Err(SettingsError::Invalid(format!(
+                "unknown provider preset `{}` (expected one of {})",
+                update.preset,
+                PRESETS.join(", ")
+            )));
+        }
+        if update.custom_instructions.len() > 20_000 {
+            return Err(SettingsError::Invalid(
+                "custom instructions are limited to 20,000 characters".into(),
+            ));
+        }
+        Ok(Settings {
+            provider: update.provider,
+            preset: update.preset,
+            base_url,
+            model,
+            custom_instructions: update.custom_instructions,
+            approval: update.approval,
+        })
+    }
+}
+
+/// A provider base URL must be http(s) with a host; anything else is refused before any request.
+pub fn validate_base_url(url: &str) -> Result<(), SettingsError> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| SettingsError::Invalid(format!("the base URL `{url}` is not a URL ({e})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(SettingsError::Invalid(format!(
+            "the base URL `{url}` must start with http:// or https:// and name a host"
+        )));
+    }
+    Ok(())
+}
+
+/// Stable, filesystem-safe key for a workspace path (used to file tasks per workspace).
+pub fn workspace_key(root: &Path) -> String {
+    crate::fsutil::sha256_hex(root.to_string_lossy().as_bytes())[..16].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(tmp: &Path) -> AppDirs {
+        AppDirs {
+            config: tmp.join("config"),
+            data: tmp.join("data"),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_bad_file_is_kept_aside() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = dirs(tmp.path());
+        let mut s = Settings::default();
+        s.model = "m".into();
+        s.save(&d).expect("save");
+        assert_eq!(Settings::load(&d), (s, None));
+
+        std::fs::write(d.settings_file(), "{ not json").expect("write");
+        let (loaded, warning) = Settings::load(&d);
+        assert_eq!(loaded, Settings::default());
+        assert!(warning.expect("warning").contains("not valid"));
+        assert!(d.config.join("settings.json.unreadable").exists());
+    }
+
+    #[test]
+    fn updates_are_validated() {
+        let update = |url: &str, model: &str| SettingsUpdate {
+            provider: ProviderKind::Openai,
+            preset: "custom".into(),
+            base_url: url.into(),
+            model: model.into(),
+            custom_instructions: String::new(),
+            approval: ApprovalPolicy::default(),
+        };
+        assert!(Settings::from_update(update("http://127.0.0.1:9/v1/", "m")).is_ok());
+        assert!(Settings::from_update(update("file:///etc/passwd", "m")).is_err());
+        assert!(Settings::from_update(update("javascript:alert(1)", "m")).is_err());
+        assert!(Settings::from_update(update("http://x/v1", "")).is_err());
+    }
+}

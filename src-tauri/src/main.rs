@@ -1,0 +1,5 @@
+fn main() {
+    tauri::Builder::default()
+        .run(tauri::generate_context!())
+        .unwrap_or_else(|e| eprintln!("{e}"));
+}

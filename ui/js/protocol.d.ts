@@ -1,0 +1,152 @@
+// Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
+
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, };
+
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, };
+
+export type IpcError = { code: IpcErrorCode, message: string, };
+
+export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
+
+export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, safe_html: string, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "notice", level: NoticeLevel, message: string, };
+
+export type NoticeLevel = "info" | "warning" | "error";
+
+export type AppState = { workspace: string, version: string, settings: SettingsView, tasks: Array<TaskSummary>, intents: IntentsView, };
+
+export type ProviderKind = "anthropic" | "openai";
+
+export type ApprovalPolicy = { ask_before_writes: boolean, ask_before_safe_commands: boolean, };
+
+export type SettingsView = { provider: ProviderKind, 
+/**
+ * A label for the provider preset: anthropic, openai, openrouter, ollama, lmstudio, custom.
+ */
+preset: string, base_url: string, model: string, api_key_set: boolean, 
+/**
+ * Where the key comes from: `keyring`, `env:NAME` or `none`.
+ */
+api_key_source: string, custom_instructions: string, approval: ApprovalPolicy, 
+/**
+ * Why the keyring cannot be used, when it cannot.
+ */
+keyring_error: string | null, };
+
+export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, };
+
+export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled";
+
+export type Usage = { input_tokens: number, output_tokens: number, 
+/**
+ * In US dollars, when the model's price is known.
+ */
+cost_usd: number | null, };
+
+export type TaskSummary = { id: string, title: string, status: TaskStatus, intent_id: string | null, model: string, usage: Usage, created_at: string, updated_at: string, 
+/**
+ * The last error, in words for the user.
+ */
+error: string | null, };
+
+export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, };
+
+export type ToolKind = "read" | "mutate" | "command";
+
+export type ToolCallStatus = "running" | "waiting_for_approval" | "succeeded" | "denied" | "failed";
+
+export type ToolCallView = { call_id: string, tool: string, kind: ToolKind, 
+/**
+ * What it acts on: a path, a command, an intent id.
+ */
+target: string, status: ToolCallStatus, 
+/**
+ * One line on the outcome (or the denial code and message).
+ */
+summary: string, 
+/**
+ * Command output or result text, truncated for display.
+ */
+output: string, };
+
+export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, };
+
+export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, } | { "kind": "continue", reason: string, };
+
+export type DiffHunk = { index: number, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLine>, };
+
+export type DiffLine = { 
+/**
+ * ' ' context, '+' added, '-' removed.
+ */
+tag: string, text: string, };
+
+export type ApprovalDecision = { "decision": "approve", rejected_hunks: Array<number>, edited_content: string | null, } | { "decision": "reject", reason: string, } | { "decision": "always_allow" };
+
+export type IntentStatus = "NOT_STARTED" | "IN_PROGRESS" | "DONE" | "BLOCKED";
+
+export type IntentView = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, };
+
+export type IntentDraft = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, };
+
+export type IntentsView = { 
+/**
+ * Workspace-relative path of the intents file.
+ */
+path: string, exists: boolean, intents: Array<IntentView>, 
+/**
+ * Why the file on disk does not load (the last good version stays in use).
+ */
+error: string | null, };
+
+export type GlobPreview = { glob: string, error: string | null, 
+/**
+ * The first matching files, workspace-relative.
+ */
+matches: Array<string>, total: number, };
+
+export type LineRange = { start_line: number, end_line: number, };
+
+export type TraceChange = { record_id: string, timestamp: string, path: string, ranges: Array<LineRange>, model: string, contributor: string, tool: string, task_id: string, mutation_class: string, 
+/**
+ * Who approved, or "policy" when no approval was needed.
+ */
+approval: string, };
+
+export type FileBlame = { path: string, lines: Array<BlameLine>, };
+
+export type BlameLine = { line: number, text: string, 
+/**
+ * None when no recorded change covers this line now.
+ */
+origin: LineOrigin | null, };
+
+export type LineOrigin = { intent_id: string, record_id: string, task_id: string, model: string, contributor: string, approval: string, timestamp: string, };
+
+export type FindingKind = "intact" | "moved" | "changed" | "missing" | "tampered" | "malformed";
+
+export type VerifyFinding = { kind: FindingKind, 
+/**
+ * 1-based line of the ledger.
+ */
+ledger_line: number, record_id: string | null, path: string | null, range: LineRange | null, detail: string, };
+
+export type VerifyReport = { records: number, ranges: number, intact: number, moved: number, 
+/**
+ * Replaced later by another recorded change to the same file.
+ */
+superseded: number, changed: number, missing: number, tampered: number, malformed: number, 
+/**
+ * Every finding that is not `intact`.
+ */
+findings: Array<VerifyFinding>, 
+/**
+ * True when the chain holds and no record is malformed (edits by people are not tampering).
+ */
+chain_ok: boolean, };
+
+export type ChangeDiffView = { record_id: string, path: string, hunks: Array<DiffHunk>, 
+/**
+ * False when the text before the change was not kept.
+ */
+available: boolean, };
+
