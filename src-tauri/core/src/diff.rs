@@ -200,7 +200,15 @@ mod tests {
     fn two_distant_changes_make_two_hunks() {
         let h = hunks(OLD, NEW);
         assert_eq!(h.len(), 2);
-        assert_eq!((h[0].old_start, h[0].old_lines, h[0].new_start, h[0].new_lines), (1, 5, 1, 5));
+        assert_eq!(
+            (
+                h[0].old_start,
+                h[0].old_lines,
+                h[0].new_start,
+                h[0].new_lines
+            ),
+            (1, 5, 1, 5)
+        );
         assert_eq!(h[1].lines.iter().filter(|l| l.tag == "+").count(), 1);
     }
 

@@ -1,10 +1,18 @@
 //! Mandate's host: everything trusted, with no dependency on the window.
 
+pub mod agent;
+pub mod cli;
 pub mod diff;
 pub mod fsutil;
+pub mod hooks;
+pub mod host;
 pub mod llm;
+pub mod markdown;
+pub mod mutation;
 pub mod orchestration;
+pub mod prompt;
 pub mod protocol;
 pub mod secrets;
 pub mod settings;
+pub mod tools;
 pub mod workspace;

@@ -103,18 +103,43 @@ pub enum Request {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Reply {
     Ok,
-    State { state: AppState },
-    Settings { settings: SettingsView },
-    Models { models: Vec<String> },
-    Task { task: TaskSummary },
-    Tasks { tasks: Vec<TaskSummary> },
-    TaskDetail { task: TaskSummary, messages: Vec<UiMessage> },
-    Intents { intents: IntentsView },
-    ScopePreview { globs: Vec<GlobPreview> },
-    IntentTrace { changes: Vec<TraceChange> },
-    Blame { blame: FileBlame },
-    Verify { report: VerifyReport },
-    Diff { diff: ChangeDiffView },
+    State {
+        state: AppState,
+    },
+    Settings {
+        settings: SettingsView,
+    },
+    Models {
+        models: Vec<String>,
+    },
+    Task {
+        task: TaskSummary,
+    },
+    Tasks {
+        tasks: Vec<TaskSummary>,
+    },
+    TaskDetail {
+        task: TaskSummary,
+        messages: Vec<UiMessage>,
+    },
+    Intents {
+        intents: IntentsView,
+    },
+    ScopePreview {
+        globs: Vec<GlobPreview>,
+    },
+    IntentTrace {
+        changes: Vec<TraceChange>,
+    },
+    Blame {
+        blame: FileBlame,
+    },
+    Verify {
+        report: VerifyReport,
+    },
+    Diff {
+        diff: ChangeDiffView,
+    },
 }
 
 /// A refused or failed request: a stable code and a sentence for the user.
@@ -428,9 +453,7 @@ pub enum ApprovalDetail {
         reasons: Vec<String>,
     },
     /// The agent repeated itself or kept failing; go on?
-    Continue {
-        reason: String,
-    },
+    Continue { reason: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -695,13 +718,17 @@ mod tests {
             r#"{"type":"save_settings","settings":{"provider":"openai","preset":"x","base_url":"u","model":"m","custom_instructions":"","approval":{"ask_before_writes":true,"ask_before_safe_commands":false},"api_key":"k"}}"#,
             r#"{"type":"decide_approval","task_id":"t","approval_id":"a","decision":{"decision":"reject","reason":"no","x":1}}"#,
         ] {
-            assert!(serde_json::from_str::<Request>(bad).is_err(), "accepted: {bad}");
+            assert!(
+                serde_json::from_str::<Request>(bad).is_err(),
+                "accepted: {bad}"
+            );
         }
     }
 
     #[test]
     fn typescript_declarations_are_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/js/protocol.d.ts");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/js/protocol.d.ts");
         let generated = typescript_declarations();
         if std::env::var_os("UPDATE_TS").is_some() {
             std::fs::write(&path, &generated).expect("write protocol.d.ts");

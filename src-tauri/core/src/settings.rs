@@ -84,7 +84,9 @@ impl Settings {
         let path = dirs.settings_file();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Settings::default(), None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (Settings::default(), None)
+            }
             Err(e) => {
                 return (
                     Settings::default(),

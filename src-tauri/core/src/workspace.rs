@@ -159,7 +159,9 @@ impl Workspace {
 pub fn protected_reason(rel: &str) -> Option<&'static str> {
     let first = rel.split('/').next().unwrap_or("").to_ascii_lowercase();
     match first.as_str() {
-        ".orchestration" => Some("`.orchestration/` holds the intents and the trace ledger; only Mandate writes there"),
+        ".orchestration" => Some(
+            "`.orchestration/` holds the intents and the trace ledger; only Mandate writes there",
+        ),
         ".git" => Some("`.git/` is the repository's own database"),
         _ => None,
     }

@@ -39,7 +39,10 @@ fn ordinary_paths_resolve_to_posix_relatives() {
         assert!(r.abs.starts_with(ws.root()), "{input}");
     }
     let abs = format!("{}/src/auth/login.rs", ws.root().display());
-    assert_eq!(ws.resolve(&abs).expect("absolute inside").rel, "src/auth/login.rs");
+    assert_eq!(
+        ws.resolve(&abs).expect("absolute inside").rel,
+        "src/auth/login.rs"
+    );
 }
 
 #[test]
@@ -75,7 +78,11 @@ fn hostile_paths_are_refused() {
             "{input:?}: expected `{expected}` in `{err}`"
         );
     }
-    let outside_abs = ws.root().parent().expect("parent").join("outside/secret.txt");
+    let outside_abs = ws
+        .root()
+        .parent()
+        .expect("parent")
+        .join("outside/secret.txt");
     assert!(ws.resolve(&outside_abs.to_string_lossy()).is_err());
     assert!(ws.resolve(&"a/".repeat(3000)).is_err());
 }

@@ -168,7 +168,9 @@ impl EventDecoder {
                 let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
                 let delta = data.get("delta").unwrap_or(&Value::Null);
                 match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => out.push(Ok(ModelEvent::TextDelta(str_at(delta, "text")))),
+                    Some("text_delta") => {
+                        out.push(Ok(ModelEvent::TextDelta(str_at(delta, "text"))))
+                    }
                     Some("input_json_delta") => {
                         let partial = str_at(delta, "partial_json");
                         if !partial.is_empty() {
@@ -305,15 +307,39 @@ mod tests {
         let mut d = EventDecoder::default();
         let mut all = Vec::new();
         for (name, data) in [
-            ("message_start", r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":12,"output_tokens":1}}}"#),
-            ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+            (
+                "message_start",
+                r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":12,"output_tokens":1}}}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            ),
             ("ping", r#"{"type":"ping"}"#),
-            ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#),
-            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
-            ("content_block_start", r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#),
-            ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#),
-            ("content_block_delta", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"a\"}"}}"#),
-            ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"a\"}"}}"#,
+            ),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+            ),
             ("message_stop", r#"{"type":"message_stop"}"#),
         ] {
             all.extend(d.decode(ev(name, data)).expect("open"));

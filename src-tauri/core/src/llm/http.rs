@@ -131,10 +131,12 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
             return Some(Duration::from_secs_f64(secs.min(3600.0)));
         }
     }
-    let when = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822)
-        .ok()?;
+    let when =
+        time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822).ok()?;
     let delta = when - time::OffsetDateTime::now_utc();
-    Some(Duration::from_secs(delta.whole_seconds().clamp(0, 3600) as u64))
+    Some(Duration::from_secs(
+        delta.whole_seconds().clamp(0, 3600) as u64
+    ))
 }
 
 /// The provider's own explanation from an error body, else the status text.

@@ -114,7 +114,9 @@ pub enum LlmError {
     Provider { message: String },
     #[error("Stopped.")]
     Cancelled,
-    #[error("No API key is set for {provider}. Add one in Settings (it is kept in the system keyring).")]
+    #[error(
+        "No API key is set for {provider}. Add one in Settings (it is kept in the system keyring)."
+    )]
     MissingKey { provider: String },
 }
 
@@ -272,7 +274,10 @@ pub fn estimate_cost(model: &str, input_tokens: u64, output_tokens: u64) -> Opti
 /// Default delay before retry `attempt` (0-based): exponential, capped.
 pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {
     let factor = 2u32.saturating_pow(attempt.min(16));
-    policy.base_delay.saturating_mul(factor).min(policy.max_delay)
+    policy
+        .base_delay
+        .saturating_mul(factor)
+        .min(policy.max_delay)
 }
 
 #[cfg(test)]
@@ -342,7 +347,9 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let pending: ModelStream = Box::pin(stream::pending());
-        let err = collect_turn(pending, &cancel, |_| {}).await.expect_err("cancelled");
+        let err = collect_turn(pending, &cancel, |_| {})
+            .await
+            .expect_err("cancelled");
         assert_eq!(err.error, LlmError::Cancelled);
     }
 }

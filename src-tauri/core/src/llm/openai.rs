@@ -168,7 +168,10 @@ impl ChunkDecoder {
             }
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let input = usage.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
+            let input = usage
+                .get("prompt_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
             let output = usage
                 .get("completion_tokens")
                 .and_then(Value::as_u64)

@@ -18,7 +18,12 @@ pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
     let mut paths = BTreeSet::new();
     for line in read_lines(&root.join(LEDGER_FILE))? {
         let Some(record) = line.record else { continue };
-        for f in record.get("files").and_then(Value::as_array).into_iter().flatten() {
+        for f in record
+            .get("files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(p) = f.get("path").and_then(Value::as_str) {
                 paths.insert(p.to_string());
             }
@@ -51,7 +56,10 @@ pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
         }
     }
     for id in ids {
-        let name = intents.get(&id).map(|i| i.name.as_str()).unwrap_or("(no longer in active_intents.yaml)");
+        let name = intents
+            .get(&id)
+            .map(|i| i.name.as_str())
+            .unwrap_or("(no longer in active_intents.yaml)");
         out.push_str(&format!("\n## {id}: {name}\n\n"));
         match owned.get(&id) {
             None => out.push_str("No recorded lines.\n"),
@@ -59,7 +67,13 @@ pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
                 for (path, ranges) in files {
                     let list: Vec<String> = ranges
                         .iter()
-                        .map(|(s, e)| if s == e { format!("{s}") } else { format!("{s}-{e}") })
+                        .map(|(s, e)| {
+                            if s == e {
+                                format!("{s}")
+                            } else {
+                                format!("{s}-{e}")
+                            }
+                        })
                         .collect();
                     out.push_str(&format!("- `{path}`: lines {}\n", list.join(", ")));
                 }

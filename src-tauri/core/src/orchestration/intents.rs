@@ -156,10 +156,16 @@ fn str_list(value: Option<Value>, key: &str) -> Result<Vec<String>, String> {
                 Value::String(s) => Ok(s),
                 Value::Number(n) => Ok(n.to_string()),
                 Value::Bool(b) => Ok(b.to_string()),
-                other => Err(format!("`{key}` items must be strings, found {}", kind(&other))),
+                other => Err(format!(
+                    "`{key}` items must be strings, found {}",
+                    kind(&other)
+                )),
             })
             .collect(),
-        Some(other) => Err(format!("`{key}` must be a list of strings, found {}", kind(&other))),
+        Some(other) => Err(format!(
+            "`{key}` must be a list of strings, found {}",
+            kind(&other)
+        )),
     }
 }
 
@@ -176,7 +182,12 @@ fn kind(v: &Value) -> &'static str {
 }
 
 pub fn parse_status(s: &str) -> Option<IntentStatus> {
-    match s.trim().to_ascii_uppercase().replace(['-', ' '], "_").as_str() {
+    match s
+        .trim()
+        .to_ascii_uppercase()
+        .replace(['-', ' '], "_")
+        .as_str()
+    {
         "NOT_STARTED" | "TODO" | "PENDING" => Some(IntentStatus::NotStarted),
         "IN_PROGRESS" | "ACTIVE" => Some(IntentStatus::InProgress),
         "DONE" | "COMPLETED" | "COMPLETE" => Some(IntentStatus::Done),
@@ -200,7 +211,11 @@ fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<In
         other => {
             return Err(IntentError::Parse {
                 file: file.into(),
-                message: format!("intent #{} must be a mapping, found {}", n + 1, kind(&other)),
+                message: format!(
+                    "intent #{} must be a mapping, found {}",
+                    n + 1,
+                    kind(&other)
+                ),
             })
         }
     };
@@ -223,7 +238,12 @@ fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<In
     let name = match map.remove("name").or_else(|| map.remove("title")) {
         Some(Value::String(s)) => s,
         None | Some(Value::Null) => id.clone(),
-        Some(other) => return Err(invalid(format!("`name` must be a string, found {}", kind(&other)))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "`name` must be a string, found {}",
+                kind(&other)
+            )))
+        }
     };
     let status = match map.remove("status") {
         None | Some(Value::Null) => IntentStatus::NotStarted,
@@ -232,7 +252,12 @@ fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<In
                 "unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)"
             ))
         })?,
-        Some(other) => return Err(invalid(format!("`status` must be a string, found {}", kind(&other)))),
+        Some(other) => {
+            return Err(invalid(format!(
+                "`status` must be a string, found {}",
+                kind(&other)
+            )))
+        }
     };
     let owned_scope = match map.remove("owned_scope") {
         Some(v) => str_list(Some(v), "owned_scope").map_err(&invalid)?,
@@ -275,8 +300,7 @@ pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
     if trimmed.is_empty() {
         return Err("an owned_scope entry is empty".into());
     }
-    if trimmed.starts_with('/') || trimmed.contains('\\') || trimmed.split('/').any(|c| c == "..")
-    {
+    if trimmed.starts_with('/') || trimmed.contains('\\') || trimmed.split('/').any(|c| c == "..") {
         return Err(format!(
             "owned_scope entry `{trimmed}` must be a workspace-relative path with `/` separators and no `..`"
         ));
@@ -291,7 +315,12 @@ pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| format!("owned_scope entry `{trimmed}` is not a valid glob: {}", e.kind()))
+        .map_err(|e| {
+            format!(
+                "owned_scope entry `{trimmed}` is not a valid glob: {}",
+                e.kind()
+            )
+        })
 }
 
 pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
@@ -304,13 +333,17 @@ pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
 
 fn intent_to_value(intent: &Intent) -> Value {
     let mut m = Mapping::new();
-    let list = |items: &[String]| Value::Sequence(items.iter().cloned().map(Value::String).collect());
+    let list =
+        |items: &[String]| Value::Sequence(items.iter().cloned().map(Value::String).collect());
     m.insert("id".into(), intent.id.clone().into());
     m.insert("name".into(), intent.name.clone().into());
     m.insert("status".into(), status_str(intent.status).into());
     m.insert("owned_scope".into(), list(&intent.owned_scope));
     m.insert("constraints".into(), list(&intent.constraints));
-    m.insert("acceptance_criteria".into(), list(&intent.acceptance_criteria));
+    m.insert(
+        "acceptance_criteria".into(),
+        list(&intent.acceptance_criteria),
+    );
     for (k, v) in &intent.extra {
         m.insert(k.clone(), v.clone());
     }
@@ -338,7 +371,12 @@ fn id_line(text: &str, id: &str, nth: usize) -> usize {
 /// Builds a validated intent from a GUI draft (keeping unknown keys of the one it replaces).
 pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, IntentError> {
     let id = draft.id.trim().to_string();
-    if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+    if id.is_empty()
+        || id.len() > 64
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
         return Err(IntentError::Rejected(
             "an intent id is 1 to 64 characters: letters, digits, `-`, `_` or `.`".into(),
         ));
@@ -450,7 +488,9 @@ impl IntentStore {
                         state.good = Arc::new(doc);
                         state.error = None;
                     }
-                    Err(e) => state.error = Some(format!("{e}. The last good version stays in use.")),
+                    Err(e) => {
+                        state.error = Some(format!("{e}. The last good version stays in use."))
+                    }
                 },
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     state.good = Arc::new(IntentsDoc::default());
@@ -509,7 +549,11 @@ impl IntentStore {
     }
 
     /// Sets one intent's status (used by the status post-hook and the GUI).
-    pub fn set_status(&self, id: &str, status: IntentStatus) -> Result<IntentsSnapshot, IntentError> {
+    pub fn set_status(
+        &self,
+        id: &str,
+        status: IntentStatus,
+    ) -> Result<IntentsSnapshot, IntentError> {
         self.update(|doc| {
             let intent = doc
                 .intents

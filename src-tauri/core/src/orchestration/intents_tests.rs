@@ -52,7 +52,10 @@ intents:
     assert!(i.owns("lib/a/b.rs"));
     let out = doc.to_yaml().expect("yaml");
     assert!(out.contains("active_intents:"));
-    assert!(out.contains("active_intent_id: INT-9"), "unknown top-level key kept");
+    assert!(
+        out.contains("active_intent_id: INT-9"),
+        "unknown top-level key kept"
+    );
     assert!(out.contains("note: kept"), "unknown nested key kept");
     let again = IntentsDoc::parse(&out, "f").expect("round trip");
     assert_eq!(again.intents[0].owned_scope, vec!["lib/**".to_string()]);
@@ -75,7 +78,10 @@ fn errors_name_the_intent_and_line() {
     let escape = "active_intents:\n  - id: A\n    owned_scope: [\"../x\"]\n";
     assert!(IntentsDoc::parse(escape, "f").is_err());
     let status = "active_intents:\n  - id: A\n    status: MAYBE\n";
-    assert!(IntentsDoc::parse(status, "f").expect_err("status").to_string().contains("MAYBE"));
+    assert!(IntentsDoc::parse(status, "f")
+        .expect_err("status")
+        .to_string()
+        .contains("MAYBE"));
 }
 
 #[test]
@@ -94,11 +100,20 @@ fn store_keeps_last_good_version_and_never_overwrites_a_broken_file() {
     let (snap, changed) = store.refresh();
     assert!(changed);
     assert_eq!(snap.doc.intents.len(), 2, "last good version in use");
-    assert!(snap.error.as_deref().unwrap_or("").contains("last good version"));
+    assert!(snap
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("last good version"));
 
-    let err = store.set_status("INT-001", IntentStatus::Done).expect_err("refused");
+    let err = store
+        .set_status("INT-001", IntentStatus::Done)
+        .expect_err("refused");
     assert!(err.to_string().contains("does not overwrite"));
-    assert_eq!(std::fs::read_to_string(store.path()).expect("read"), "active_intents: [\n");
+    assert_eq!(
+        std::fs::read_to_string(store.path()).expect("read"),
+        "active_intents: [\n"
+    );
 }
 
 #[test]
@@ -107,11 +122,16 @@ fn updates_are_canonical_and_keep_unknown_keys() {
     let store = IntentStore::new(tmp.path());
     std::fs::create_dir_all(tmp.path().join(".orchestration")).expect("mkdir");
     std::fs::write(store.path(), CANONICAL).expect("write");
-    store.set_status("INT-002", IntentStatus::InProgress).expect("update");
+    store
+        .set_status("INT-002", IntentStatus::InProgress)
+        .expect("update");
     let text = std::fs::read_to_string(store.path()).expect("read");
     let doc = IntentsDoc::parse(&text, "f").expect("parses");
     assert_eq!(doc.intents[1].status, IntentStatus::InProgress);
     assert!(text.contains("owner: alice"));
     assert!(text.contains("schema_version: 3"));
-    assert!(matches!(store.set_status("NOPE", IntentStatus::Done), Err(IntentError::NotFound(_))));
+    assert!(matches!(
+        store.set_status("NOPE", IntentStatus::Done),
+        Err(IntentError::NotFound(_))
+    ));
 }

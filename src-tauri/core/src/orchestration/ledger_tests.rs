@@ -47,8 +47,12 @@ fn content_hash_is_lf_normalized_and_prefixed() {
 fn records_chain_and_carry_the_required_fields() {
     let tmp = tempfile::tempdir().expect("tmp");
     let ledger = Ledger::new(tmp.path());
-    let first = ledger.append(&entry("src/a.rs", &[(1, 1, &["x"])])).expect("append");
-    let second = ledger.append(&entry("src/a.rs", &[(2, 2, &["y"])])).expect("append");
+    let first = ledger
+        .append(&entry("src/a.rs", &[(1, 1, &["x"])]))
+        .expect("append");
+    let second = ledger
+        .append(&entry("src/a.rs", &[(2, 2, &["y"])]))
+        .expect("append");
     let lines = read_lines(ledger.path()).expect("read");
     assert_eq!(lines.len(), 2);
     assert_eq!(first["metadata"][VENDOR_KEY]["prev"], GENESIS);
@@ -63,7 +67,10 @@ fn records_chain_and_carry_the_required_fields() {
         "mandate://intent/INT-001"
     );
     assert_eq!(lines[1].raw, second.to_string(), "written canonically");
-    assert_eq!(record_digest(&second), second["metadata"][VENDOR_KEY]["digest"]);
+    assert_eq!(
+        record_digest(&second),
+        second["metadata"][VENDOR_KEY]["digest"]
+    );
 }
 
 #[test]
@@ -95,10 +102,16 @@ fn a_torn_last_line_is_isolated_and_appends_continue() {
     let tmp = tempfile::tempdir().expect("tmp");
     let ledger = Ledger::new(tmp.path());
     ledger.append(&entry("a.rs", &[])).expect("append");
-    let mut f = OpenOptions::new().append(true).open(ledger.path()).expect("open");
-    f.write_all(b"{\"version\":\"0.1\",\"id\":\"tor").expect("tear");
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(ledger.path())
+        .expect("open");
+    f.write_all(b"{\"version\":\"0.1\",\"id\":\"tor")
+        .expect("tear");
     drop(f);
-    ledger.append(&entry("a.rs", &[])).expect("append after tear");
+    ledger
+        .append(&entry("a.rs", &[]))
+        .expect("append after tear");
     let lines = read_lines(ledger.path()).expect("read");
     assert_eq!(lines.len(), 3);
     assert!(lines[1].record.is_none());

@@ -22,7 +22,10 @@ pub fn append(root: &Path, source: &str, lesson: &str) -> std::io::Result<()> {
     }
     let lesson = lesson.trim().replace('\r', "");
     let when = super::ledger::now_rfc3339();
-    text.push_str(&format!("\n## {} ({source})\n\n", &when[..when.len().min(19)]));
+    text.push_str(&format!(
+        "\n## {} ({source})\n\n",
+        &when[..when.len().min(19)]
+    ));
     for line in lesson.lines() {
         text.push_str(&format!("{line}\n"));
     }
@@ -39,7 +42,9 @@ pub fn read_recent(root: &Path, max_chars: usize) -> Option<String> {
         return None;
     }
     let start = text.len().saturating_sub(max_chars);
-    let start = (start..text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    let start = (start..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
     Some(text[start..].to_string())
 }
 
@@ -48,7 +53,12 @@ mod tests {
     #[test]
     fn appends_under_a_header() {
         let tmp = tempfile::tempdir().expect("tmp");
-        super::append(tmp.path(), "command failed", "`cargo test` needs `--workspace` here").expect("append");
+        super::append(
+            tmp.path(),
+            "command failed",
+            "`cargo test` needs `--workspace` here",
+        )
+        .expect("append");
         super::append(tmp.path(), "recorded", "second").expect("append");
         let text = super::read_recent(tmp.path(), 10_000).expect("text");
         assert!(text.starts_with("# Shared lessons"));

@@ -62,11 +62,21 @@ struct RecordFile<'a> {
 
 fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
     let mut out = Vec::new();
-    for file in record.get("files").and_then(Value::as_array).into_iter().flatten() {
+    for file in record
+        .get("files")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let Some(path) = file.get("path").and_then(Value::as_str) else {
             continue;
         };
-        for conv in file.get("conversations").and_then(Value::as_array).into_iter().flatten() {
+        for conv in file
+            .get("conversations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let contributor = conv
                 .pointer("/contributor/type")
                 .and_then(Value::as_str)
@@ -110,7 +120,9 @@ fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
     let mut out = Vec::new();
     let mut last_line_start = usize::MAX;
     for pos in finder.find_iter(&bytes) {
-        let start = memchr::memrchr(b'\n', &bytes[..pos]).map(|p| p + 1).unwrap_or(0);
+        let start = memchr::memrchr(b'\n', &bytes[..pos])
+            .map(|p| p + 1)
+            .unwrap_or(0);
         if start == last_line_start {
             continue;
         }
@@ -152,7 +164,10 @@ pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
     let records = matching_records(root, &json_key("path", rel_path))?;
     // Newest first: a later change wins over an earlier one for the same lines.
     for record in records.iter().rev() {
-        for file in record_files(record).into_iter().filter(|f| f.path == rel_path) {
+        for file in record_files(record)
+            .into_iter()
+            .filter(|f| f.path == rel_path)
+        {
             for (start, end, hash) in &file.ranges {
                 if *start == 0 || end < start || hash.is_empty() {
                     continue;
@@ -163,7 +178,11 @@ pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
                 };
                 let origin = LineOrigin {
                     intent_id: vstr(record, "intent_id"),
-                    record_id: record.get("id").and_then(Value::as_str).unwrap_or("").into(),
+                    record_id: record
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
                     task_id: vstr(record, "task_id"),
                     model: file.model.to_string(),
                     contributor: file.contributor.to_string(),
@@ -204,8 +223,16 @@ pub fn intent_changes(root: &Path, intent_id: &str) -> std::io::Result<Vec<Trace
     for record in records.iter().filter(|r| vstr(r, "intent_id") == intent_id) {
         for file in record_files(record) {
             out.push(TraceChange {
-                record_id: record.get("id").and_then(Value::as_str).unwrap_or("").into(),
-                timestamp: record.get("timestamp").and_then(Value::as_str).unwrap_or("").into(),
+                record_id: record
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
+                timestamp: record
+                    .get("timestamp")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
                 path: file.path.into(),
                 ranges: file
                     .ranges
@@ -238,12 +265,20 @@ pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<
     let diff = records
         .iter()
         .find(|r| r.get("id").and_then(Value::as_str) == Some(record_id))
-        .and_then(|r| vendor(r)?.get("diffs")?.get(path)?.as_str().map(str::to_string));
+        .and_then(|r| {
+            vendor(r)?
+                .get("diffs")?
+                .get(path)?
+                .as_str()
+                .map(str::to_string)
+        });
     Ok(ChangeDiffView {
         record_id: record_id.into(),
         path: path.into(),
         available: diff.is_some(),
-        hunks: diff.map(|d| crate::diff::parse_unified(&d)).unwrap_or_default(),
+        hunks: diff
+            .map(|d| crate::diff::parse_unified(&d))
+            .unwrap_or_default(),
     })
 }
 
@@ -326,8 +361,9 @@ fn check_ranges(root: &Path, records: &[(u32, &Value)], report: &mut VerifyRepor
     }
     let superseded = |path: &str, n: u32, start: u32, end: u32| {
         touches.get(path).is_some_and(|list| {
-            list.iter()
-                .any(|(m, s, e)| *m > n && *s <= end.saturating_add(1) && start <= e.saturating_add(1))
+            list.iter().any(|(m, s, e)| {
+                *m > n && *s <= end.saturating_add(1) && start <= e.saturating_add(1)
+            })
         })
     };
     let mut contents: HashMap<&str, Option<String>> = HashMap::new();
@@ -354,7 +390,10 @@ fn check_ranges(root: &Path, records: &[(u32, &Value)], report: &mut VerifyRepor
                 };
                 let Some(text) = text.as_deref() else {
                     report.missing += 1;
-                    push(FindingKind::Missing, format!("{} no longer exists", file.path));
+                    push(
+                        FindingKind::Missing,
+                        format!("{} no longer exists", file.path),
+                    );
                     continue;
                 };
                 let lines = split_lines(text);
@@ -365,11 +404,7 @@ fn check_ranges(root: &Path, records: &[(u32, &Value)], report: &mut VerifyRepor
                         report.moved += 1;
                         push(
                             FindingKind::Moved,
-                            format!(
-                                "lines {start}-{end} moved to {}-{}",
-                                at + 1,
-                                at + n_lines
-                            ),
+                            format!("lines {start}-{end} moved to {}-{}", at + 1, at + n_lines),
                         );
                     }
                     None if superseded(file.path, *n, *start, *end) => {

@@ -2,7 +2,11 @@ use super::super::ledger::{Ledger, LEDGER_FILE};
 use super::*;
 use crate::protocol::FindingKind;
 
-fn entry(path: &str, intent: &str, ranges: &[(u32, u32, &[&str])]) -> super::super::ledger::TraceEntry {
+fn entry(
+    path: &str,
+    intent: &str,
+    ranges: &[(u32, u32, &[&str])],
+) -> super::super::ledger::TraceEntry {
     let mut e = super::super::ledger::tests::entry(path, ranges);
     e.intent_id = intent.into();
     e
@@ -40,11 +44,17 @@ fn blame_attributes_lines_and_follows_moved_blocks() {
         .map(|l| l.origin.as_ref().map(|o| o.intent_id.as_str()))
         .collect();
     assert_eq!(ids, vec![Some("INT-1"), Some("INT-1"), None, Some("INT-2")]);
-    assert_eq!(b.lines[0].origin.as_ref().map(|o| o.model.as_str()), Some("openai/gpt-test"));
+    assert_eq!(
+        b.lines[0].origin.as_ref().map(|o| o.model.as_str()),
+        Some("openai/gpt-test")
+    );
 
     std::fs::write(tmp.path().join("a.rs"), "zero\nthree\none\ntwo\nfour\n").expect("move");
     let b = blame(tmp.path(), "a.rs").expect("blame");
-    assert_eq!(b.lines[2].origin.as_ref().map(|o| o.intent_id.as_str()), Some("INT-1"));
+    assert_eq!(
+        b.lines[2].origin.as_ref().map(|o| o.intent_id.as_str()),
+        Some("INT-1")
+    );
     assert!(b.lines[0].origin.is_none());
     let r = verify(tmp.path()).expect("verify");
     assert_eq!(r.moved, 2);
@@ -67,7 +77,9 @@ fn human_edits_and_deleted_files_are_reported() {
 #[test]
 fn editing_or_removing_records_is_tampering() {
     let (tmp, ledger) = setup();
-    ledger.append(&entry("a.rs", "INT-3", &[(3, 3, &["three"])])).expect("append");
+    ledger
+        .append(&entry("a.rs", "INT-3", &[(3, 3, &["three"])]))
+        .expect("append");
     let path = tmp.path().join(LEDGER_FILE);
     let text = std::fs::read_to_string(&path).expect("read");
     // Edit the last record: caught by its digest even though no record follows it.
@@ -81,7 +93,13 @@ fn editing_or_removing_records_is_tampering() {
     std::fs::write(&path, format!("{}\n{}\n", lines[0], lines[2])).expect("write");
     let r = verify(tmp.path()).expect("verify");
     assert_eq!(r.tampered, 1);
-    assert_eq!(r.findings.iter().find(|f| f.kind == FindingKind::Tampered).map(|f| f.ledger_line), Some(2));
+    assert_eq!(
+        r.findings
+            .iter()
+            .find(|f| f.kind == FindingKind::Tampered)
+            .map(|f| f.ledger_line),
+        Some(2)
+    );
 }
 
 #[test]

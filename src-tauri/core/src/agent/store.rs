@@ -1,0 +1,134 @@
+//! Task history in the user's data directory, one JSON file per task, written atomically after
+//! every change so a crash loses at most the step in flight.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::write_atomic;
+use crate::hooks::TaskGovernance;
+use crate::llm::ChatMessage;
+use crate::protocol::{TaskStatus, TaskSummary, UiMessage};
+
+/// Everything about a task: what the API sees, what the UI shows, and what the hooks remember.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub format: u32,
+    pub workspace: String,
+    pub summary: TaskSummary,
+    pub conversation: Vec<ChatMessage>,
+    pub messages: Vec<UiMessage>,
+    pub governance: TaskGovernance,
+    /// The request that started the task (the prompt's objective).
+    pub objective: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("could not save task {id}: {source}")]
+    Save { id: String, source: std::io::Error },
+    #[error("task {0} was not found")]
+    NotFound(String),
+    #[error("task file {path} is unreadable: {message}")]
+    Corrupt { path: String, message: String },
+}
+
+pub struct TaskStore {
+    dir: PathBuf,
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+impl TaskStore {
+    /// Tasks of one workspace live in their own directory.
+    pub fn new(data_dir: &Path, workspace_root: &Path) -> Self {
+        Self {
+            dir: data_dir
+                .join("tasks")
+                .join(crate::settings::workspace_key(workspace_root)),
+        }
+    }
+
+    fn file(&self, id: &str) -> Result<PathBuf, StoreError> {
+        if !valid_id(id) {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        Ok(self.dir.join(format!("{id}.json")))
+    }
+
+    pub fn save(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        let id = record.summary.id.clone();
+        let path = self.file(&id)?;
+        let bytes = serde_json::to_vec(record).map_err(|e| StoreError::Save {
+            id: id.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        write_atomic(&path, &bytes).map_err(|source| StoreError::Save { id, source })
+    }
+
+    pub fn load(&self, id: &str) -> Result<TaskRecord, StoreError> {
+        let path = self.file(id)?;
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound(id.to_string()))
+            }
+            Err(e) => {
+                return Err(StoreError::Corrupt {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })
+            }
+        };
+        let mut record: TaskRecord =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        // A task that was running when the process died is not running any more.
+        if matches!(
+            record.summary.status,
+            TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForAnswer
+        ) {
+            record.summary.status = TaskStatus::Idle;
+            record.summary.error = Some(
+                "Interrupted: Mandate stopped while this task was running. Resume to continue."
+                    .into(),
+            );
+        }
+        Ok(record)
+    }
+
+    /// Summaries of every readable task, newest first.
+    pub fn list(&self) -> Vec<TaskSummary> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut tasks: Vec<TaskSummary> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json")?;
+                self.load(id).ok().map(|r| r.summary)
+            })
+            .collect();
+        tasks.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        tasks
+    }
+
+    pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.file(id)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::NotFound(id.to_string()))
+            }
+            Err(source) => Err(StoreError::Save {
+                id: id.to_string(),
+                source,
+            }),
+        }
+    }
+}

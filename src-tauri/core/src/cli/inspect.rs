@@ -1,0 +1,214 @@
+//! `mandate intents …` and `mandate trace …`.
+
+use std::path::Path;
+
+use super::{IntentsAction, TraceAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::orchestration::intents::{status_str, IntentsDoc, INTENTS_FILE};
+use crate::orchestration::trace;
+use crate::protocol::FindingKind;
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("mandate: {e}"),
+    }
+}
+
+fn load(root: &Path) -> Result<Option<IntentsDoc>, String> {
+    match std::fs::read_to_string(root.join(INTENTS_FILE)) {
+        Ok(text) => IntentsDoc::parse(&text, INTENTS_FILE)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {INTENTS_FILE}: {e}")),
+    }
+}
+
+pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
+    let doc = match load(root) {
+        Ok(doc) => doc,
+        Err(e) => {
+            eprintln!("mandate: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    match action {
+        IntentsAction::List => {
+            let doc = doc.unwrap_or_default();
+            if json {
+                let views: Vec<_> = doc.intents.iter().map(|i| i.view()).collect();
+                print_json(&views);
+            } else if doc.intents.is_empty() {
+                println!("No intents in {INTENTS_FILE}.");
+            } else {
+                for i in &doc.intents {
+                    println!(
+                        "{:<12} {:<12} {}  [{}]",
+                        i.id,
+                        status_str(i.status),
+                        i.name,
+                        i.owned_scope.join(", ")
+                    );
+                }
+            }
+            EXIT_OK
+        }
+        IntentsAction::Show { id } => {
+            let doc = doc.unwrap_or_default();
+            let Some(intent) = doc.get(&id) else {
+                eprintln!("mandate: there is no intent `{id}`");
+                return EXIT_FAILED;
+            };
+            let changes = trace::intent_changes(root, &id).unwrap_or_default();
+            if json {
+                print_json(&serde_json::json!({"intent": intent.view(), "changes": changes}));
+            } else {
+                println!("{}", crate::agent::intent_context(intent, &changes));
+            }
+            EXIT_OK
+        }
+        IntentsAction::Validate => {
+            let mut problems = Vec::new();
+            let count = doc.as_ref().map(|d| d.intents.len()).unwrap_or(0);
+            if doc.is_none() {
+                problems.push(format!("{INTENTS_FILE} does not exist"));
+            }
+            if let Err(e) = crate::hooks::command_policy::CommandPolicy::load(root) {
+                problems.push(e.to_string());
+            }
+            if let Err(e) = crate::hooks::ignore_list::IntentIgnore::load(root) {
+                problems.push(e);
+            }
+            if json {
+                print_json(
+                    &serde_json::json!({"valid": problems.is_empty(), "intents": count, "problems": problems}),
+                );
+            } else if problems.is_empty() {
+                println!("valid: {count} intents, the command policy and .intentignore load");
+            } else {
+                for p in &problems {
+                    eprintln!("invalid: {p}");
+                }
+            }
+            if problems.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            }
+        }
+    }
+}
+
+pub fn trace(root: &Path, action: TraceAction, json: bool) -> i32 {
+    match action {
+        TraceAction::Verify => {
+            let report = match trace::verify(root) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("mandate: cannot read the trace ledger: {e}");
+                    return EXIT_FAILED;
+                }
+            };
+            if json {
+                print_json(&report);
+            } else {
+                println!(
+                    "{} records, {} ranges: {} intact, {} moved, {} superseded, {} changed by someone else, {} missing",
+                    report.records, report.ranges, report.intact, report.moved, report.superseded, report.changed, report.missing
+                );
+                for f in &report.findings {
+                    let kind = match f.kind {
+                        FindingKind::Intact => "intact",
+                        FindingKind::Moved => "moved",
+                        FindingKind::Changed => "changed",
+                        FindingKind::Missing => "missing",
+                        FindingKind::Tampered => "TAMPERED",
+                        FindingKind::Malformed => "MALFORMED",
+                    };
+                    let place = match (&f.path, &f.range) {
+                        (Some(p), Some(r)) => format!(" {p}:{}-{}", r.start_line, r.end_line),
+                        (Some(p), None) => format!(" {p}"),
+                        _ => String::new(),
+                    };
+                    println!("  line {}: {kind}{place}: {}", f.ledger_line, f.detail);
+                }
+                println!(
+                    "{}",
+                    if report.chain_ok {
+                        "chain: intact"
+                    } else {
+                        "chain: BROKEN (the ledger was tampered with)"
+                    }
+                );
+            }
+            if report.chain_ok {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            }
+        }
+        TraceAction::Blame { target } => {
+            let (file, line) = match target.rsplit_once(':') {
+                Some((f, l)) if l.parse::<u32>().is_ok() => (f.to_string(), l.parse::<u32>().ok()),
+                _ => (target.clone(), None),
+            };
+            let ws = match crate::workspace::Workspace::new(root) {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("mandate: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let rel = match ws.resolve(&file) {
+                Ok(r) => r.rel,
+                Err(e) => {
+                    eprintln!("mandate: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let blame = match trace::blame(ws.root(), &rel) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("mandate: cannot blame {rel}: {e}");
+                    return EXIT_FAILED;
+                }
+            };
+            let lines: Vec<_> = match line {
+                Some(n) => {
+                    let Some(l) = blame.lines.iter().find(|l| l.line == n) else {
+                        eprintln!(
+                            "mandate: {rel} has {} lines; there is no line {n}",
+                            blame.lines.len()
+                        );
+                        return EXIT_USAGE;
+                    };
+                    vec![l.clone()]
+                }
+                None => blame.lines.clone(),
+            };
+            if json {
+                print_json(&serde_json::json!({"path": rel, "lines": lines}));
+            } else {
+                for l in &lines {
+                    match &l.origin {
+                        Some(o) => println!(
+                            "{:>5} {:<10} {:<24} task {} ({}; approved by {}) | {}",
+                            l.line,
+                            o.intent_id,
+                            o.model,
+                            &o.task_id[..o.task_id.len().min(8)],
+                            o.contributor,
+                            o.approval,
+                            l.text
+                        ),
+                        None => println!(
+                            "{:>5} {:<10} {:<24} {:<47} | {}",
+                            l.line, "-", "-", "(not recorded)", l.text
+                        ),
+                    }
+                }
+            }
+            EXIT_OK
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! `mandate run`: one task, headless. Where the GUI would ask a person, `--approve` decides;
+//! the gate, scope and stale checks apply exactly as in the GUI.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{ApproveArg, ProviderArg, RunArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::agent::{
+    run_task, AgentEnv, EventSink, Governance, Interaction, TaskEnd, TaskHandle, TaskStore,
+};
+use crate::llm::{provider_for, ProviderConfig, RetryPolicy};
+use crate::protocol::{
+    ApprovalDecision, ApprovalDetail, ApprovalPolicy, ApprovalRequest, Event, ProviderKind,
+    ToolCallStatus,
+};
+use crate::secrets::{api_key_name, KeyringStore, Secret, SecretStore, API_KEY_ENV};
+use crate::settings::AppDirs;
+use crate::workspace::Workspace;
+
+/// Events as JSON lines, or a short human-readable log, on stdout.
+struct CliSink {
+    json: bool,
+    out: Mutex<std::io::Stdout>,
+}
+
+impl EventSink for CliSink {
+    fn emit(&self, event: Event) {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        if self.json {
+            if let Ok(line) = serde_json::to_string(&event) {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = out.flush();
+            return;
+        }
+        let line = match &event {
+            Event::ToolCallFinished { call, .. } => {
+                let mark = match call.status {
+                    ToolCallStatus::Succeeded => "ok",
+                    ToolCallStatus::Denied => "DENIED",
+                    _ => "FAILED",
+                };
+                Some(format!(
+                    "• {} {} — {mark}: {}",
+                    call.tool, call.target, call.summary
+                ))
+            }
+            Event::MessageFinished { safe_html, .. } if !safe_html.is_empty() => {
+                Some(strip_tags(safe_html))
+            }
+            Event::ApprovalRequested { request, .. } => {
+                Some(format!("? approval needed: {}", describe(request)))
+            }
+            Event::ApprovalResolved { outcome, .. } => Some(format!("  -> {outcome}")),
+            Event::MessageAdded {
+                message: crate::protocol::UiMessage::Error { message, .. },
+                ..
+            } => Some(format!("error: {message}")),
+            Event::Notice { message, .. } => Some(format!("note: {message}")),
+            _ => None,
+        };
+        if let Some(line) = line {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+fn describe(request: &ApprovalRequest) -> String {
+    match &request.detail {
+        ApprovalDetail::Write { path, .. } => format!("write {path}"),
+        ApprovalDetail::Command { command, .. } => format!("run `{command}`"),
+        ApprovalDetail::Continue { reason } => reason.clone(),
+    }
+}
+
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// `--approve` in place of a person.
+struct FlagInteraction {
+    approve: ApproveArg,
+    sink: Arc<dyn EventSink>,
+}
+
+#[async_trait]
+impl Interaction for FlagInteraction {
+    async fn approve(
+        &self,
+        task_id: &str,
+        request: ApprovalRequest,
+        _: &CancellationToken,
+    ) -> ApprovalDecision {
+        self.sink.emit(Event::ApprovalRequested {
+            task_id: task_id.into(),
+            request,
+        });
+        match self.approve {
+            ApproveArg::Allow => ApprovalDecision::Approve { rejected_hunks: Vec::new(), edited_content: None },
+            ApproveArg::Deny => ApprovalDecision::Reject {
+                reason: "this unattended run was started with --approve deny, so every action that needs approval is refused".into(),
+            },
+        }
+    }
+
+    async fn ask(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &[String],
+        _: &CancellationToken,
+    ) -> Option<String> {
+        None
+    }
+
+    fn approver(&self) -> &'static str {
+        "headless"
+    }
+}
+
+fn usage(message: &str) -> i32 {
+    eprintln!("mandate run: {message}");
+    EXIT_USAGE
+}
+
+pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
+    if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
+        return usage(&e.to_string());
+    }
+    let prompt = args.prompt.join(" ");
+    if prompt.trim().is_empty() && args.resume.is_none() {
+        return usage("give the request as the last argument (or --resume TASK_ID)");
+    }
+    let kind = match args.provider {
+        ProviderArg::Openai => ProviderKind::Openai,
+        ProviderArg::Anthropic => ProviderKind::Anthropic,
+    };
+    let workspace = match Workspace::new(root) {
+        Ok(w) => w,
+        Err(e) => return usage(&format!("cannot open {}: {e}", root.display())),
+    };
+    let api_key = match &args.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim())),
+            _ => {
+                return usage(&format!(
+                    "--api-key-env {var}: that environment variable is not set"
+                ))
+            }
+        },
+        None => key_from_keyring_or_env(kind).await,
+    };
+    let mut gov = Governance::new(workspace);
+    if let Some(var) = &args.api_key_env {
+        gov.scrubbed_env.push(var.clone());
+    }
+    let gov = Arc::new(gov);
+    let dirs = AppDirs::from_env();
+    let store = Arc::new(TaskStore::new(&dirs.data, gov.root()));
+    let sink: Arc<dyn EventSink> = Arc::new(CliSink {
+        json: args.json,
+        out: Mutex::new(std::io::stdout()),
+    });
+    let provider = provider_for(ProviderConfig {
+        kind,
+        base_url: args.base_url.trim().trim_end_matches('/').to_string(),
+        model: args.model.clone(),
+        api_key,
+        retry: RetryPolicy::from_env(),
+    });
+    let env = Arc::new(AgentEnv {
+        gov: gov.clone(),
+        provider: Arc::from(provider),
+        sink: sink.clone(),
+        interaction: Arc::new(FlagInteraction {
+            approve: args.approve,
+            sink: sink.clone(),
+        }),
+        store: store.clone(),
+        tools: Arc::new(crate::tools::registry()),
+        approval: ApprovalPolicy {
+            ask_before_writes: true,
+            ask_before_safe_commands: args.ask_safe_commands,
+        },
+        custom_instructions: String::new(),
+        max_turns: args.max_turns,
+        interactive: false,
+        render_interval: Duration::from_millis(50),
+        max_tokens: 8192,
+    });
+    let (task, text) = match &args.resume {
+        Some(id) => match store.load(id) {
+            Ok(record) => (
+                TaskHandle::new(record, store.clone()),
+                (!prompt.trim().is_empty()).then_some(prompt),
+            ),
+            Err(e) => return usage(&e.to_string()),
+        },
+        None => (
+            TaskHandle::create(
+                store.clone(),
+                &gov.root().display().to_string(),
+                &prompt,
+                &env.provider.model_id(),
+            ),
+            Some(prompt),
+        ),
+    };
+    sink.emit(Event::TaskUpdated {
+        task: task.summary(),
+    });
+    let cancel_task = task.clone();
+    let interrupted = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel_task.cancel();
+        }
+    });
+    let end = run_task(env, task.clone(), text).await;
+    interrupted.abort();
+    if !args.json {
+        match &end {
+            TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
+            TaskEnd::Failed(m) => eprintln!("\nFailed: {m}"),
+            TaskEnd::Cancelled => eprintln!("\nStopped."),
+            TaskEnd::Idle | TaskEnd::AlreadyRunning => {}
+        }
+        eprintln!("task {}", task.id);
+    }
+    match end {
+        TaskEnd::Completed(_) => EXIT_OK,
+        _ => EXIT_FAILED,
+    }
+}
+
+async fn key_from_keyring_or_env(kind: ProviderKind) -> Option<Secret> {
+    let from_keyring = tokio::task::spawn_blocking(move || KeyringStore.get(&api_key_name(kind)))
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .flatten();
+    from_keyring.or_else(|| {
+        std::env::var(API_KEY_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| Secret::new(v.trim()))
+    })
+}

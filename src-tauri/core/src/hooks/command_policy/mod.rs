@@ -1,0 +1,341 @@
+//! Classifies the shell command lines the agent wants to run as SAFE (read-only, may run
+//! without asking when the user allows it) or DESTRUCTIVE (always needs human approval).
+//!
+//! The line is parsed into simple commands (`parse`, `words`), each command is unwrapped
+//! from `sudo`, `env`, `xargs`, `sh -c` and the like (`classify`, `wrappers`), and the
+//! command that really runs is checked against rules loaded from YAML (`rules`). Anything
+//! not known to be read-only is destructive: the agent's commands are hostile input.
+
+mod classify;
+mod parse;
+mod rules;
+#[cfg(test)]
+mod tests;
+mod words;
+mod wrappers;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use rules::{DestructiveRule, SafeRule, ValueOptions};
+
+/// The built-in policy, also the template for a workspace's own policy file.
+const DEFAULT_POLICY: &str = include_str!("../default_command_policy.yaml");
+const BUILTIN_PATH: &str = "<built-in>";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandClass {
+    Safe,
+    Destructive,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    pub class: CommandClass,
+    /// Human-readable reasons, one per finding, e.g. "`rm -rf build` deletes files". Empty for Safe.
+    pub reasons: Vec<String>,
+    /// The simple commands found in the line, in order, as text (for display).
+    pub segments: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("command policy {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("command policy {path}: rule `{rule}`: {message}")]
+    BadRule {
+        path: String,
+        rule: String,
+        message: String,
+    },
+    #[error("command policy {path}: example `{command}` is classified {actual:?} but the policy says {expected:?}{detail}")]
+    ExampleMismatch {
+        path: String,
+        command: String,
+        expected: CommandClass,
+        actual: CommandClass,
+        detail: String,
+    },
+}
+
+/// Compiled rules, ready to classify command lines.
+#[derive(Debug, Clone)]
+pub struct CommandPolicy {
+    safe: Vec<SafeRule>,
+    destructive: Vec<DestructiveRule>,
+    /// Variables whose assignment can change what later commands run (`PATH`, `LD_PRELOAD`).
+    protected_variables: Vec<Regex>,
+    value_options: ValueOptions,
+}
+
+impl CommandPolicy {
+    pub const FILE_NAME: &'static str = "command_policy.yaml";
+
+    /// The built-in policy. Never fails: should the embedded file ever be broken (a unit
+    /// test proves it is not), every command is destructive.
+    pub fn builtin() -> CommandPolicy {
+        static BUILTIN: OnceLock<CommandPolicy> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                CommandPolicy::from_yaml(DEFAULT_POLICY, BUILTIN_PATH).unwrap_or(CommandPolicy {
+                    safe: Vec::new(),
+                    destructive: Vec::new(),
+                    protected_variables: Vec::new(),
+                    value_options: ValueOptions::default(),
+                })
+            })
+            .clone()
+    }
+
+    /// Compiles the rules in `text`, then checks that every example is classified as it says.
+    pub fn from_yaml(text: &str, path_for_errors: &str) -> Result<CommandPolicy, PolicyError> {
+        let path = path_for_errors;
+        let file: PolicyFile = serde_yaml::from_str(text).map_err(|e| PolicyError::Parse {
+            path: path.to_string(),
+            message: yaml_message(&e),
+        })?;
+        if file.version != 1 {
+            return Err(PolicyError::Parse {
+                path: path.to_string(),
+                message: format!(
+                    "unsupported `version: {}` (this version of Mandate reads version 1)",
+                    file.version
+                ),
+            });
+        }
+        let bad_rule = |rule: String, message: String| PolicyError::BadRule {
+            path: path.to_string(),
+            rule,
+            message,
+        };
+        let mut protected_variables = Vec::new();
+        for (i, pattern) in file.protected_variables.iter().enumerate() {
+            let regex = Regex::new(&format!("^(?:{pattern})$")).map_err(|e| {
+                bad_rule(
+                    format!("protected_variables #{}", i + 1),
+                    format!("bad regex `{pattern}`: {e}"),
+                )
+            })?;
+            protected_variables.push(regex);
+        }
+        let safe = file
+            .safe
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                SafeRule::compile(spec)
+                    .map_err(|(name, m)| bad_rule(format!("safe #{} ({name})", i + 1), m))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let destructive = file
+            .destructive
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                DestructiveRule::compile(spec)
+                    .map_err(|(name, m)| bad_rule(format!("destructive #{} ({name})", i + 1), m))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let policy = CommandPolicy {
+            value_options: ValueOptions::gather(&safe, &destructive),
+            safe,
+            destructive,
+            protected_variables,
+        };
+        for example in &file.examples {
+            let expected = match example.class {
+                ExampleClass::Safe => CommandClass::Safe,
+                ExampleClass::Destructive => CommandClass::Destructive,
+            };
+            let found = policy.classify(&example.command);
+            if found.class != expected {
+                // Say why it is destructive, or what was found to be read-only.
+                let detail = if !found.reasons.is_empty() {
+                    format!(" ({})", found.reasons.join("; "))
+                } else if !found.segments.is_empty() {
+                    format!(" (read-only: `{}`)", found.segments.join("`, `"))
+                } else {
+                    String::new()
+                };
+                return Err(PolicyError::ExampleMismatch {
+                    path: path.to_string(),
+                    command: example.command.clone(),
+                    expected,
+                    actual: found.class,
+                    detail,
+                });
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Loads `<root>/.orchestration/command_policy.yaml` if it exists, else the built-in policy.
+    /// A workspace file replaces the built-in policy entirely.
+    pub fn load(workspace_root: &Path) -> Result<CommandPolicy, PolicyError> {
+        let path = workspace_root.join(".orchestration").join(Self::FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => CommandPolicy::from_yaml(&text, &path.display().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(CommandPolicy::builtin()),
+            Err(e) => Err(PolicyError::Parse {
+                path: path.display().to_string(),
+                message: format!("cannot read the file: {e}"),
+            }),
+        }
+    }
+
+    pub fn classify(&self, command_line: &str) -> Classification {
+        let (reasons, segments) = match parse::parse(command_line, 0) {
+            Ok(script) => classify::classify_script(self, &script),
+            Err(e) => (
+                vec![format!("could not parse the command line: {e}")],
+                Vec::new(),
+            ),
+        };
+        let class = if reasons.is_empty() {
+            CommandClass::Safe
+        } else {
+            CommandClass::Destructive
+        };
+        Classification {
+            class,
+            reasons,
+            segments,
+        }
+    }
+}
+
+/// serde_yaml's message with the position spelled out first, so it reads well after the path.
+fn yaml_message(e: &serde_yaml::Error) -> String {
+    let text = e.to_string();
+    match e.location() {
+        Some(at) => {
+            // serde_yaml ends most messages with its own " at line L column C".
+            let suffix = format!(" at line {} column {}", at.line(), at.column());
+            let message = text.strip_suffix(&suffix).unwrap_or(&text);
+            format!("line {}, column {}: {message}", at.line(), at.column())
+        }
+        None => text,
+    }
+}
+
+// ---- The file format (see the comments at the top of default_command_policy.yaml) ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    version: u32,
+    #[serde(default)]
+    protected_variables: Vec<String>,
+    #[serde(default)]
+    safe: Vec<SafeRuleSpec>,
+    #[serde(default)]
+    destructive: Vec<DestructiveRuleSpec>,
+    #[serde(default)]
+    examples: Vec<ExampleSpec>,
+}
+
+/// `command: ls` or `command: [ls, dir]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Names {
+    One(Name),
+    Many(Vec<Name>),
+}
+
+/// YAML reads a bare `true` or `false` as a boolean; as a command name it is the command.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Name {
+    Text(String),
+    Boolean(bool),
+}
+
+impl Name {
+    fn into_string(self) -> String {
+        match self {
+            Name::Text(name) => name,
+            Name::Boolean(value) => value.to_string(),
+        }
+    }
+}
+
+impl Names {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Names::One(name) => vec![name.into_string()],
+            Names::Many(names) => names.into_iter().map(Name::into_string).collect(),
+        }
+    }
+}
+
+/// `"^-i"` or `{ pattern: "^-i", reason: "edits files in place" }`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum UnlessSpec {
+    Pattern(String),
+    Explained(ExplainedPattern),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExplainedPattern {
+    pattern: String,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SafeRuleSpec {
+    command: Names,
+    #[serde(default)]
+    subcommands: Vec<String>,
+    #[serde(default)]
+    value_options: Vec<String>,
+    #[serde(default)]
+    unless_args: Vec<UnlessSpec>,
+    max_operands: Option<usize>,
+    program: Option<ProgramSpec>,
+}
+
+/// The program a command runs from its arguments (sed's script): checked on its own, so
+/// that file names are not mistaken for it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramSpec {
+    #[serde(default)]
+    options: Vec<String>,
+    unless: Vec<UnlessSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DestructiveRuleSpec {
+    command: Names,
+    #[serde(default)]
+    subcommands: Vec<String>,
+    #[serde(default)]
+    value_options: Vec<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    unless_args: Vec<String>,
+    reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExampleSpec {
+    command: String,
+    class: ExampleClass,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ExampleClass {
+    Safe,
+    Destructive,
+}

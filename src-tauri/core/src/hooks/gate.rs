@@ -1,0 +1,86 @@
+//! Hook 1: mutating and command tools need a selected, valid intent that is not DONE, and a
+//! write must cite the intent the task holds.
+
+use super::{Action, Decision, Denial, DenialCode, HookContext, HookError, PreHook};
+use crate::protocol::{IntentStatus, ToolKind};
+
+pub const NO_ACTIVE_INTENT_MESSAGE: &str = "You must cite a valid active Intent ID.";
+
+pub struct IntentGate;
+
+impl PreHook for IntentGate {
+    fn name(&self) -> &'static str {
+        "intent gate"
+    }
+
+    fn check(
+        &self,
+        cx: &HookContext<'_>,
+        kind: ToolKind,
+        action: &Action,
+    ) -> Result<Decision, HookError> {
+        if kind == ToolKind::Read {
+            return Ok(Decision::Allow);
+        }
+        let deny = |detail: String, id: Option<&str>| {
+            Ok(Decision::Deny(
+                Denial::new(
+                    DenialCode::NoActiveIntent,
+                    format!("{NO_ACTIVE_INTENT_MESSAGE} {detail}"),
+                )
+                .with_intent(id),
+            ))
+        };
+        let valid_ids = || {
+            let ids: Vec<&str> = cx
+                .intents
+                .doc
+                .intents
+                .iter()
+                .filter(|i| i.status != IntentStatus::Done)
+                .map(|i| i.id.as_str())
+                .collect();
+            if ids.is_empty() {
+                "No intent is available: ask the user to create one.".to_string()
+            } else {
+                format!("Call select_active_intent with one of: {}.", ids.join(", "))
+            }
+        };
+        let Some(selected) = cx.task.selected_intent.as_deref() else {
+            return deny(
+                format!("No intent is selected for this task. {}", valid_ids()),
+                None,
+            );
+        };
+        let Some(intent) = cx.intents.doc.get(selected) else {
+            return deny(
+                format!(
+                    "The selected intent `{selected}` no longer exists. {}",
+                    valid_ids()
+                ),
+                Some(selected),
+            );
+        };
+        if intent.status == IntentStatus::Done {
+            return deny(
+                format!(
+                    "Intent `{selected}` is DONE and takes no more changes. {}",
+                    valid_ids()
+                ),
+                Some(selected),
+            );
+        }
+        if let Action::Write(w) = action {
+            if w.intent_id.trim() != selected {
+                return deny(
+                    format!(
+                        "This write cites `{}` but the task holds `{selected}`; cite `{selected}` or select the other intent first.",
+                        w.intent_id
+                    ),
+                    Some(selected),
+                );
+            }
+        }
+        Ok(Decision::Allow)
+    }
+}

@@ -1,0 +1,309 @@
+//! The deterministic middleware between the agent and the user's code.
+//!
+//! Every tool call becomes an [`Action`]; ordered pre-hooks each return Allow, Deny or Ask, and
+//! the first that is not Allow wins. A hook that errors, panics or overruns its time budget denies
+//! a mutating action (fail closed). Post-hooks record what happened.
+
+pub mod command_policy;
+mod gate;
+pub mod ignore_list;
+mod post;
+mod scope;
+pub mod stale;
+
+use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+pub use gate::IntentGate;
+pub use post::{CommandOutcome, IntentStatusHook, LessonHook, TraceHook, WriteOutcome};
+pub use scope::ScopeGuard;
+pub use stale::StaleGuard;
+
+use crate::orchestration::intents::IntentsSnapshot;
+use crate::protocol::{ApprovalPolicy, ToolKind};
+use crate::workspace::{ResolvedPath, Workspace};
+use command_policy::{Classification, CommandClass, CommandPolicy};
+
+/// The standardized error codes the model receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum DenialCode {
+    NoActiveIntent,
+    ScopeViolation,
+    StaleFile,
+    ProtectedPath,
+    RejectedByUser,
+    CommandBlocked,
+    InvalidArguments,
+    HookFailure,
+}
+
+/// A refusal, sent to the model as `{"error":{"code","message",...}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub code: DenialCode,
+    pub message: String,
+    pub intent_id: Option<String>,
+    pub path: Option<String>,
+}
+
+impl Denial {
+    pub fn new(code: DenialCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            intent_id: None,
+            path: None,
+        }
+    }
+
+    pub fn with_intent(mut self, id: Option<&str>) -> Self {
+        self.intent_id = id.map(str::to_string);
+        self
+    }
+
+    pub fn with_path(mut self, path: &str) -> Self {
+        self.path = Some(path.to_string());
+        self
+    }
+
+    /// The JSON tool error the model sees.
+    pub fn to_tool_error(&self) -> String {
+        let mut error = serde_json::json!({"code": self.code, "message": self.message});
+        if let Some(id) = &self.intent_id {
+            error["intent_id"] = id.clone().into();
+        }
+        if let Some(path) = &self.path {
+            error["path"] = path.clone().into();
+        }
+        serde_json::json!({ "error": error }).to_string()
+    }
+
+    pub fn code_str(&self) -> String {
+        serde_json::to_value(self.code)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
+/// A full replacement of one file's content, worked out before anything is written.
+#[derive(Debug, Clone)]
+pub struct WriteAction {
+    pub path: ResolvedPath,
+    /// The file's bytes when the call was planned; None for a new file.
+    pub old: Option<Vec<u8>>,
+    pub new_content: String,
+    /// The intent the model cites.
+    pub intent_id: String,
+    pub mutation_class: String,
+}
+
+impl WriteAction {
+    pub fn old_hash(&self) -> Option<String> {
+        self.old.as_deref().map(crate::fsutil::sha256_hex)
+    }
+    pub fn old_text(&self) -> String {
+        self.old
+            .as_deref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CommandAction {
+    pub command: String,
+    pub cwd: ResolvedPath,
+    pub timeout: Duration,
+}
+
+/// What a tool call would do, as the hooks see it.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Read {
+        path: ResolvedPath,
+    },
+    Write(WriteAction),
+    Command(CommandAction),
+    /// No effect on files or processes (selecting an intent, asking, completing, lessons).
+    Meta,
+}
+
+/// Why a human must decide, for the approval panel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskReason {
+    Write,
+    Command(Classification),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Allow,
+    Deny(Denial),
+    Ask(AskReason),
+}
+
+/// What a hook may look at: the workspace, the intents now, and this task's state.
+pub struct HookContext<'a> {
+    pub workspace: &'a Workspace,
+    pub intents: &'a IntentsSnapshot,
+    pub task: &'a TaskGovernance,
+    pub approval: ApprovalPolicy,
+    pub policy: &'a CommandPolicy,
+    pub ignore: &'a ignore_list::IntentIgnore,
+}
+
+/// Per-task governance state: the intent it holds, what it has read, commands always allowed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TaskGovernance {
+    pub task_id: String,
+    pub selected_intent: Option<String>,
+    /// SHA-256 of the raw bytes this task last read or wrote, per workspace-relative path.
+    pub read_hashes: HashMap<String, String>,
+    pub always_allowed_commands: HashSet<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HookError(pub String);
+
+pub trait PreHook: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn check(
+        &self,
+        cx: &HookContext<'_>,
+        kind: ToolKind,
+        action: &Action,
+    ) -> Result<Decision, HookError>;
+}
+
+/// The ordered pre-hooks. Post-hooks are called by the dispatcher with typed outcomes.
+pub struct HookEngine {
+    pre: Vec<Arc<dyn PreHook>>,
+    budget: Duration,
+}
+
+impl Default for HookEngine {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+impl HookEngine {
+    /// Gate, scope, stale, command policy and approval, in that order.
+    pub fn standard() -> Self {
+        Self {
+            pre: vec![
+                Arc::new(IntentGate),
+                Arc::new(ScopeGuard),
+                Arc::new(StaleGuard),
+                Arc::new(CommandPolicyHook),
+                Arc::new(ApprovalHook),
+            ],
+            budget: Duration::from_millis(250),
+        }
+    }
+
+    pub fn with_hooks(pre: Vec<Arc<dyn PreHook>>, budget: Duration) -> Self {
+        Self { pre, budget }
+    }
+
+    /// Runs the pre-hooks; the first non-Allow decision wins.
+    pub fn pre(&self, cx: &HookContext<'_>, kind: ToolKind, action: &Action) -> Decision {
+        let mutating = kind != ToolKind::Read;
+        for hook in &self.pre {
+            let started = Instant::now();
+            let result = catch_unwind(AssertUnwindSafe(|| hook.check(cx, kind, action)));
+            let overran = started.elapsed() > self.budget;
+            let failure = match result {
+                Ok(Ok(_)) if overran => Some(format!(
+                    "the {} hook took longer than {} ms",
+                    hook.name(),
+                    self.budget.as_millis()
+                )),
+                Ok(Ok(Decision::Allow)) => None,
+                Ok(Ok(decision)) => return decision,
+                Ok(Err(e)) => Some(format!("the {} hook failed: {e}", hook.name())),
+                Err(_) => Some(format!("the {} hook crashed", hook.name())),
+            };
+            if let Some(reason) = failure {
+                if mutating {
+                    return Decision::Deny(Denial::new(
+                        DenialCode::HookFailure,
+                        format!("{reason}; the action was not performed (hooks fail closed)."),
+                    ));
+                }
+            }
+        }
+        Decision::Allow
+    }
+}
+
+/// Classifies commands; blocks any that name Mandate's own files.
+struct CommandPolicyHook;
+
+impl PreHook for CommandPolicyHook {
+    fn name(&self) -> &'static str {
+        "command policy"
+    }
+    fn check(
+        &self,
+        cx: &HookContext<'_>,
+        _: ToolKind,
+        action: &Action,
+    ) -> Result<Decision, HookError> {
+        let Action::Command(cmd) = action else {
+            return Ok(Decision::Allow);
+        };
+        let classification = cx.policy.classify(&cmd.command);
+        let lowered = cmd.command.to_ascii_lowercase();
+        if lowered.contains(".orchestration") && classification.class == CommandClass::Destructive {
+            return Ok(Decision::Deny(
+                Denial::new(
+                    DenialCode::CommandBlocked,
+                    "Commands may not change `.orchestration/`: intents and the trace ledger are written only by Mandate.",
+                )
+                .with_intent(cx.task.selected_intent.as_deref()),
+            ));
+        }
+        let always = cx.task.always_allowed_commands.contains(cmd.command.trim());
+        let ask = match classification.class {
+            CommandClass::Destructive => !always,
+            CommandClass::Safe => cx.approval.ask_before_safe_commands && !always,
+        };
+        Ok(if ask {
+            Decision::Ask(AskReason::Command(classification))
+        } else {
+            Decision::Allow
+        })
+    }
+}
+
+/// Writes ask a human unless the user turned that off.
+struct ApprovalHook;
+
+impl PreHook for ApprovalHook {
+    fn name(&self) -> &'static str {
+        "approval"
+    }
+    fn check(
+        &self,
+        cx: &HookContext<'_>,
+        _: ToolKind,
+        action: &Action,
+    ) -> Result<Decision, HookError> {
+        Ok(match action {
+            Action::Write(_) if cx.approval.ask_before_writes => Decision::Ask(AskReason::Write),
+            _ => Decision::Allow,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "hooks_tests.rs"]
+mod tests;

@@ -1,0 +1,87 @@
+//! Hook 2: a write must land inside the active intent's owned scope, outside `.intentignore`,
+//! and never in `.orchestration/` or `.git/`. A command must run inside the workspace.
+
+use super::{Action, Decision, Denial, DenialCode, HookContext, HookError, PreHook};
+use crate::protocol::ToolKind;
+use crate::workspace::protected_reason;
+
+pub struct ScopeGuard;
+
+impl PreHook for ScopeGuard {
+    fn name(&self) -> &'static str {
+        "scope guard"
+    }
+
+    fn check(
+        &self,
+        cx: &HookContext<'_>,
+        _: ToolKind,
+        action: &Action,
+    ) -> Result<Decision, HookError> {
+        let intent_id = cx.task.selected_intent.as_deref();
+        match action {
+            Action::Write(w) => {
+                let rel = w.path.rel.as_str();
+                if rel.is_empty() {
+                    return Ok(Decision::Deny(Denial::new(
+                        DenialCode::InvalidArguments,
+                        "The workspace root is a directory, not a file.",
+                    )));
+                }
+                if let Some(reason) = protected_reason(rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ProtectedPath,
+                            format!("{rel} is protected: {reason}."),
+                        )
+                        .with_intent(intent_id)
+                        .with_path(rel),
+                    ));
+                }
+                if let Some(pattern) = cx.ignore.matched(rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ProtectedPath,
+                            format!("{rel} is excluded by `.intentignore` (rule `{pattern}`); no intent may edit it."),
+                        )
+                        .with_intent(intent_id)
+                        .with_path(rel),
+                    ));
+                }
+                let Some(id) = intent_id else {
+                    return Err(HookError(
+                        "no intent selected (the gate should have denied)".into(),
+                    ));
+                };
+                let Some(intent) = cx.intents.doc.get(id) else {
+                    return Err(HookError(format!("intent `{id}` vanished")));
+                };
+                if !intent.owns(rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ScopeViolation,
+                            format!("Scope Violation: {id} is not authorized to edit {rel}. Request scope expansion."),
+                        )
+                        .with_intent(Some(id))
+                        .with_path(rel),
+                    ));
+                }
+                Ok(Decision::Allow)
+            }
+            Action::Command(c) => {
+                if let Some(reason) = protected_reason(&c.cwd.rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ProtectedPath,
+                            format!("Commands may not run in {}: {reason}.", c.cwd.rel),
+                        )
+                        .with_intent(intent_id)
+                        .with_path(&c.cwd.rel),
+                    ));
+                }
+                Ok(Decision::Allow)
+            }
+            Action::Read { .. } | Action::Meta => Ok(Decision::Allow),
+        }
+    }
+}

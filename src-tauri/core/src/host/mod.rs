@@ -1,0 +1,443 @@
+//! The extension host as the window sees it: one entry point that takes a [`Request`] (as raw
+//! JSON from the untrusted UI), validates it, and answers with a [`Reply`] or an [`IpcError`].
+
+mod intents;
+mod interaction;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use interaction::{GuiInteraction, Pending};
+
+use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
+use crate::llm::{provider_for, ChatMessage, ProviderConfig, RetryPolicy};
+use crate::protocol::{
+    AppState, Event, IpcError, IpcErrorCode, ProviderKind, Reply, Request, SettingsView,
+    TaskSummary,
+};
+use crate::secrets::{api_key_name, Secret, SecretStore, API_KEY_ENV};
+use crate::settings::{AppDirs, Settings};
+use crate::workspace::Workspace;
+
+fn err(code: IpcErrorCode, message: impl Into<String>) -> IpcError {
+    IpcError::new(code, message)
+}
+
+pub struct Host {
+    gov: Arc<Governance>,
+    dirs: AppDirs,
+    secrets: Arc<dyn SecretStore>,
+    sink: Arc<dyn EventSink>,
+    settings: Mutex<Settings>,
+    store: Arc<TaskStore>,
+    tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+    pending: Arc<Pending>,
+    tools: Arc<Vec<Box<dyn crate::tools::Tool>>>,
+    runtime: tokio::runtime::Handle,
+    watching: std::sync::atomic::AtomicBool,
+}
+
+impl Host {
+    /// Opens a workspace. Must be called with a tokio runtime handle for background work.
+    pub fn new(
+        workspace_root: &Path,
+        dirs: AppDirs,
+        secrets: Arc<dyn SecretStore>,
+        sink: Arc<dyn EventSink>,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Arc<Host>, String> {
+        let workspace = Workspace::new(workspace_root)
+            .map_err(|e| format!("cannot open workspace {}: {e}", workspace_root.display()))?;
+        let (settings, warning) = Settings::load(&dirs);
+        let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
+        let host = Arc::new(Host {
+            gov: Arc::new(Governance::new(workspace)),
+            dirs,
+            secrets,
+            sink,
+            settings: Mutex::new(settings),
+            store,
+            tasks: Mutex::default(),
+            pending: Arc::default(),
+            tools: Arc::new(crate::tools::registry()),
+            runtime,
+            watching: Default::default(),
+        });
+        if let Some(w) = warning {
+            host.notice(crate::protocol::NoticeLevel::Warning, w);
+        }
+        Ok(host)
+    }
+
+    pub fn governance(&self) -> &Arc<Governance> {
+        &self.gov
+    }
+
+    fn notice(&self, level: crate::protocol::NoticeLevel, message: String) {
+        self.sink.emit(Event::Notice { level, message });
+    }
+
+    fn settings(&self) -> Settings {
+        self.settings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Watches the intents file and pushes changes (external edits included) to the UI.
+    pub fn start_watching(self: &Arc<Self>) {
+        if self
+            .watching
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let host = Arc::downgrade(self);
+        self.runtime.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(700));
+            loop {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { break };
+                let gov = host.gov.clone();
+                let Ok((snapshot, changed)) =
+                    tokio::task::spawn_blocking(move || gov.intents.refresh()).await
+                else {
+                    continue;
+                };
+                if changed {
+                    host.sink.emit(Event::IntentsChanged {
+                        intents: snapshot.view(),
+                    });
+                }
+            }
+        });
+    }
+
+    /// Entry point for the UI: raw JSON in, typed reply out. Never panics on bad input.
+    pub async fn handle_json(self: &Arc<Self>, raw: serde_json::Value) -> Result<Reply, IpcError> {
+        let request: Request = serde_json::from_value(raw).map_err(|e| {
+            err(
+                IpcErrorCode::MalformedRequest,
+                format!("the request is not a valid Mandate request: {e}"),
+            )
+        })?;
+        self.handle(request).await
+    }
+
+    pub async fn handle(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
+        match request {
+            Request::GetState => Ok(Reply::State {
+                state: self.state().await,
+            }),
+            Request::SaveSettings { settings } => {
+                let new = Settings::from_update(settings)
+                    .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
+                new.save(&self.dirs)
+                    .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
+                *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = new;
+                self.settings_changed().await
+            }
+            Request::SetApiKey { provider, api_key } => {
+                let key = api_key.trim().to_string();
+                if key.is_empty() || key.len() > 1000 || key.chars().any(char::is_control) {
+                    return Err(err(
+                        IpcErrorCode::InvalidInput,
+                        "an API key is 1 to 1000 printable characters",
+                    ));
+                }
+                let secrets = self.secrets.clone();
+                tokio::task::spawn_blocking(move || {
+                    secrets.set(&api_key_name(provider), &Secret::new(key))
+                })
+                .await
+                .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+                .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+                self.settings_changed().await
+            }
+            Request::ClearApiKey { provider } => {
+                let secrets = self.secrets.clone();
+                tokio::task::spawn_blocking(move || secrets.delete(&api_key_name(provider)))
+                    .await
+                    .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+                    .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+                self.settings_changed().await
+            }
+            Request::ListModels => {
+                let provider = provider_for(self.provider_config().await?);
+                let models = provider
+                    .list_models()
+                    .await
+                    .map_err(|e| err(IpcErrorCode::Provider, e.to_string()))?;
+                Ok(Reply::Models { models })
+            }
+            Request::StartTask { text } => self.start_task(text).await,
+            Request::SendMessage { task_id, text } => {
+                let text = non_empty(text)?;
+                let task = self.task(&task_id)?;
+                self.spawn_run(task, Some(text)).await?;
+                Ok(Reply::Ok)
+            }
+            Request::CancelTask { task_id } => {
+                self.task(&task_id)?.cancel();
+                Ok(Reply::Ok)
+            }
+            Request::RetryTask { task_id } => {
+                let task = self.task(&task_id)?;
+                task.update(|r| {
+                    // Retrying after a plain answer asks for that answer again.
+                    if let Some(ChatMessage::Assistant { tool_calls, .. }) = r.conversation.last() {
+                        if tool_calls.is_empty() {
+                            r.conversation.pop();
+                        }
+                    }
+                });
+                self.spawn_run(task, None).await?;
+                Ok(Reply::Ok)
+            }
+            Request::AnswerQuestion {
+                task_id,
+                call_id,
+                answer,
+            } => {
+                if self.pending.answer(&task_id, &call_id, answer) {
+                    Ok(Reply::Ok)
+                } else {
+                    Err(err(
+                        IpcErrorCode::NotFound,
+                        "that question is no longer waiting for an answer",
+                    ))
+                }
+            }
+            Request::DecideApproval {
+                task_id,
+                approval_id,
+                decision,
+            } => {
+                if self.pending.decide(&task_id, &approval_id, decision) {
+                    Ok(Reply::Ok)
+                } else {
+                    Err(err(
+                        IpcErrorCode::NotFound,
+                        "that approval is no longer pending (it was decided already or the task stopped)",
+                    ))
+                }
+            }
+            Request::ListTasks => Ok(Reply::Tasks {
+                tasks: self.task_list(),
+            }),
+            Request::OpenTask { task_id } => {
+                let task = self.task(&task_id)?;
+                let record = task.record();
+                Ok(Reply::TaskDetail {
+                    task: record.summary,
+                    messages: record.messages,
+                })
+            }
+            Request::DeleteTask { task_id } => {
+                let task = self.task(&task_id)?;
+                if task.is_running() {
+                    return Err(err(
+                        IpcErrorCode::Conflict,
+                        "the task is running; stop it first",
+                    ));
+                }
+                self.store
+                    .delete(&task_id)
+                    .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
+                self.tasks
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&task_id);
+                self.sink.emit(Event::TaskDeleted { task_id });
+                Ok(Reply::Ok)
+            }
+            Request::SelectIntent { task_id, intent_id } => {
+                self.select_intent(&task_id, intent_id)?;
+                Ok(Reply::Ok)
+            }
+            other => self.handle_intents_and_trace(other).await,
+        }
+    }
+
+    async fn state(&self) -> AppState {
+        AppState {
+            workspace: self.gov.root().display().to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            settings: self.settings_view().await,
+            tasks: self.task_list(),
+            intents: self.gov.intents.snapshot().view(),
+        }
+    }
+
+    async fn settings_changed(&self) -> Result<Reply, IpcError> {
+        let settings = self.settings_view().await;
+        self.sink.emit(Event::SettingsChanged {
+            settings: settings.clone(),
+        });
+        Ok(Reply::Settings { settings })
+    }
+
+    /// The settings view, with where the key comes from (never the key).
+    pub async fn settings_view(&self) -> SettingsView {
+        let settings = self.settings();
+        let (key, source, keyring_error) = self.api_key(settings.provider).await;
+        SettingsView {
+            provider: settings.provider,
+            preset: settings.preset,
+            base_url: settings.base_url,
+            model: settings.model,
+            api_key_set: key.is_some(),
+            api_key_source: source,
+            custom_instructions: settings.custom_instructions,
+            approval: settings.approval,
+            keyring_error,
+        }
+    }
+
+    /// The key from the keyring, else from `MANDATE_API_KEY`; with its source and any keyring error.
+    async fn api_key(&self, provider: ProviderKind) -> (Option<Secret>, String, Option<String>) {
+        let secrets = self.secrets.clone();
+        let from_keyring =
+            tokio::task::spawn_blocking(move || secrets.get(&api_key_name(provider)))
+                .await
+                .unwrap_or_else(|e| Err(crate::secrets::SecretError::Unavailable(e.to_string())));
+        let (key, error) = match from_keyring {
+            Ok(Some(k)) => return (Some(k), "keyring".into(), None),
+            Ok(None) => (None, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        match std::env::var(API_KEY_ENV) {
+            Ok(v) if !v.trim().is_empty() => (
+                Some(Secret::new(v.trim())),
+                format!("env:{API_KEY_ENV}"),
+                error,
+            ),
+            _ => (key, "none".into(), error),
+        }
+    }
+
+    async fn provider_config(&self) -> Result<ProviderConfig, IpcError> {
+        let settings = self.settings();
+        let (key, _, keyring_error) = self.api_key(settings.provider).await;
+        if key.is_none() && settings.provider == ProviderKind::Anthropic {
+            let mut message = "No API key is set for Anthropic. Add one in Settings.".to_string();
+            if let Some(e) = keyring_error {
+                message = format!("{message} ({e})");
+            }
+            return Err(err(IpcErrorCode::Keyring, message));
+        }
+        Ok(ProviderConfig {
+            kind: settings.provider,
+            base_url: settings.base_url,
+            model: settings.model,
+            api_key: key,
+            retry: RetryPolicy::from_env(),
+        })
+    }
+
+    async fn env(&self) -> Result<Arc<AgentEnv>, IpcError> {
+        let settings = self.settings();
+        let provider = provider_for(self.provider_config().await?);
+        Ok(Arc::new(AgentEnv {
+            gov: self.gov.clone(),
+            provider: Arc::from(provider),
+            sink: self.sink.clone(),
+            interaction: Arc::new(GuiInteraction {
+                pending: self.pending.clone(),
+                sink: self.sink.clone(),
+            }),
+            store: self.store.clone(),
+            tools: self.tools.clone(),
+            approval: settings.approval,
+            custom_instructions: settings.custom_instructions,
+            max_turns: None,
+            interactive: true,
+            render_interval: Duration::from_millis(50),
+            max_tokens: 8192,
+        }))
+    }
+
+    async fn start_task(self: &Arc<Self>, text: String) -> Result<Reply, IpcError> {
+        let text = non_empty(text)?;
+        let env = self.env().await?;
+        let task = TaskHandle::create(
+            self.store.clone(),
+            &self.gov.root().display().to_string(),
+            &text,
+            &env.provider.model_id(),
+        );
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task.id.clone(), task.clone());
+        let summary = task.summary();
+        self.sink.emit(Event::TaskUpdated {
+            task: summary.clone(),
+        });
+        self.runtime.spawn(run_task(env, task, Some(text)));
+        Ok(Reply::Task { task: summary })
+    }
+
+    async fn spawn_run(
+        self: &Arc<Self>,
+        task: Arc<TaskHandle>,
+        text: Option<String>,
+    ) -> Result<(), IpcError> {
+        if task.is_running() {
+            return Err(err(
+                IpcErrorCode::Conflict,
+                "the task is still running; wait for it or stop it first",
+            ));
+        }
+        let env = self.env().await?;
+        self.runtime.spawn(run_task(env, task, text));
+        Ok(())
+    }
+
+    /// A task in memory, or loaded from history.
+    fn task(&self, id: &str) -> Result<Arc<TaskHandle>, IpcError> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tasks.get(id) {
+            return Ok(t.clone());
+        }
+        let record = self
+            .store
+            .load(id)
+            .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))?;
+        let task = TaskHandle::new(record, self.store.clone());
+        tasks.insert(id.to_string(), task.clone());
+        Ok(task)
+    }
+
+    fn task_list(&self) -> Vec<TaskSummary> {
+        let mut list = self.store.list();
+        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        for summary in list.iter_mut() {
+            if let Some(t) = tasks.get(&summary.id) {
+                *summary = t.summary();
+            }
+        }
+        for t in tasks.values() {
+            if !list.iter().any(|s| s.id == t.id) {
+                list.push(t.summary());
+            }
+        }
+        list.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        list
+    }
+}
+
+fn non_empty(text: String) -> Result<String, IpcError> {
+    if text.trim().is_empty() {
+        return Err(err(IpcErrorCode::InvalidInput, "the message is empty"));
+    }
+    if text.len() > 200_000 {
+        return Err(err(
+            IpcErrorCode::InvalidInput,
+            "the message is longer than 200,000 characters",
+        ));
+    }
+    Ok(text)
+}

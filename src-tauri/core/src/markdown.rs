@@ -1,0 +1,419 @@
+//! Markdown to sanitized HTML for the model's answers.
+//!
+//! The model's output is hostile input: it can try to smuggle scripts, event
+//! handlers, `javascript:` links or remote resources into the webview. All HTML
+//! the UI receives (`safe_html`) comes from [`render`], built in two layers:
+//!
+//! 1. pulldown-cmark turns Markdown into HTML, with every piece of raw HTML in
+//!    the input turned into text (the model can never author markup) and
+//!    links/images rewritten conservatively (see `Neutralize`).
+//! 2. ammonia re-parses that HTML and keeps only an allow-list of tags,
+//!    attributes and URL schemes. This is the security boundary: a mistake in
+//!    step 1 can degrade formatting but cannot let anything else through.
+//!
+//! Images: the webview's CSP only allows `'self'` images, and a remote image
+//! would leak the user's IP to whoever the model names. So `![alt](url)` never
+//! becomes `<img>`; it becomes a link to `url` labelled with the alt text (or
+//! the URL when the alt text is empty), so the user can still open it on
+//! purpose. Inside a link, or with a URL that is not http(s), only the alt
+//! text remains.
+
+use std::borrow::Cow;
+use std::iter::Peekable;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ammonia::{Builder, UrlRelative};
+use pulldown_cmark::{html, Event, LinkType, Options, Parser, Tag, TagEnd};
+
+/// The only URL schemes a link may use. Everything else (`javascript:`,
+/// `data:`, `vbscript:`, `file:`, relative URLs) loses its link.
+const URL_SCHEMES: [&str; 3] = ["http", "https", "mailto"];
+
+/// Everything pulldown-cmark emits for the enabled options, minus `img`.
+const ALLOWED_TAGS: &str = "a blockquote br code del em h1 h2 h3 h4 h5 h6 hr input li ol p pre \
+                            strong table tbody td th thead tr ul";
+
+/// After a render that took `d`, the next one waits at least `RENDER_BACKOFF * d`,
+/// so re-rendering never takes more than about a tenth of a core, however large
+/// the message and however fast deltas arrive.
+const RENDER_BACKOFF: u32 = 10;
+
+fn options() -> Options {
+    // No footnotes: their output relies on `id`s and `#` links, and ids chosen
+    // by the model could clobber ids the app itself uses (DOM clobbering).
+    Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
+}
+
+/// Markdown -> sanitized HTML. The only source of HTML the UI ever receives (field `safe_html`).
+pub fn render(markdown: &str) -> String {
+    let events = Neutralize {
+        inner: Parser::new_ext(markdown, options()).peekable(),
+        anchors: Vec::new(),
+        pending: None,
+    };
+    let mut unsafe_html = String::with_capacity(markdown.len() + markdown.len() / 2);
+    html::push_html(&mut unsafe_html, events);
+    sanitizer().clean(&unsafe_html).to_string()
+}
+
+/// Rewrites the parser's events before they become HTML:
+/// - raw HTML (block or inline) becomes text, so it is shown escaped;
+/// - links whose URL is not http/https/mailto lose the link but keep the text;
+/// - images become links (see the module docs);
+/// - no link is opened inside another, since nested `<a>` is invalid HTML.
+struct Neutralize<'a, I: Iterator<Item = Event<'a>>> {
+    inner: Peekable<I>,
+    /// Open Link/Image tags, innermost last: whether each one emitted an `<a>`.
+    anchors: Vec<bool>,
+    /// An event to emit before pulling the next one from `inner`.
+    pending: Option<Event<'a>>,
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Neutralize<'a, I> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        if let Some(event) = self.pending.take() {
+            return Some(event);
+        }
+        loop {
+            let event = match self.inner.next()? {
+                // An HTML block is shown as a paragraph of text, line by line.
+                Event::Start(Tag::HtmlBlock) => Event::Start(Tag::Paragraph),
+                Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
+                Event::Html(raw) | Event::InlineHtml(raw) => {
+                    if matches!(self.inner.peek(), Some(Event::Html(_))) {
+                        self.pending = Some(Event::HardBreak);
+                    }
+                    Event::Text(raw.trim_end_matches('\n').to_string().into())
+                }
+                Event::Start(tag @ (Tag::Link { .. } | Tag::Image { .. })) => {
+                    if !self.open_anchor(&tag) {
+                        continue;
+                    }
+                    let Tag::Image {
+                        dest_url,
+                        title,
+                        id,
+                        ..
+                    } = tag
+                    else {
+                        return Some(Event::Start(tag));
+                    };
+                    // An empty link would be invisible: label it with its URL.
+                    if matches!(self.inner.peek(), Some(Event::End(TagEnd::Image))) {
+                        self.pending = Some(Event::Text(dest_url.clone()));
+                    }
+                    Event::Start(Tag::Link {
+                        link_type: LinkType::Inline,
+                        dest_url,
+                        title,
+                        id,
+                    })
+                }
+                Event::End(TagEnd::Link | TagEnd::Image) => match self.anchors.pop() {
+                    Some(true) => Event::End(TagEnd::Link),
+                    Some(false) | None => continue,
+                },
+                other => other,
+            };
+            return Some(event);
+        }
+    }
+}
+
+impl<'a, I: Iterator<Item = Event<'a>>> Neutralize<'a, I> {
+    /// Records a Link/Image start; returns whether it should become an `<a>`.
+    fn open_anchor(&mut self, tag: &Tag<'_>) -> bool {
+        let allowed = match tag {
+            // Email autolinks carry the bare address; the writer adds `mailto:`.
+            Tag::Link {
+                link_type: LinkType::Email,
+                ..
+            } => true,
+            Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => allowed_url(dest_url),
+            _ => false,
+        };
+        let keep = allowed && !self.anchors.contains(&true);
+        self.anchors.push(keep);
+        keep
+    }
+}
+
+/// Cheap pre-check mirroring ammonia's scheme list, so a rejected link shows as
+/// plain text instead of an `<a>` without `href`. ammonia still checks again.
+fn allowed_url(url: &str) -> bool {
+    url.split_once(':').is_some_and(|(scheme, _)| {
+        URL_SCHEMES
+            .iter()
+            .any(|allowed| scheme.eq_ignore_ascii_case(allowed))
+    })
+}
+
+/// `language-*` is the only class that survives, and only on `<code>`: it
+/// carries the fence's language for highlighting. The value is restricted so a
+/// crafted info string cannot inject other classes the UI's CSS might react to.
+fn is_language_class(value: &str) -> bool {
+    value.strip_prefix("language-").is_some_and(|lang| {
+        (1..=32).contains(&lang.len())
+            && lang
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+#._-".contains(&b))
+    })
+}
+
+/// The allow-list, built once: building it allocates several hash sets.
+fn sanitizer() -> &'static Builder<'static> {
+    static SANITIZER: OnceLock<Builder<'static>> = OnceLock::new();
+    SANITIZER.get_or_init(|| {
+        let mut builder = Builder::empty();
+        builder
+            .add_tags(ALLOWED_TAGS.split(' '))
+            // Replace ammonia's defaults (e.g. `lang`, `title` everywhere, `align`).
+            .generic_attributes(Default::default())
+            .tag_attributes(Default::default())
+            .add_tag_attributes("a", ["href", "title"])
+            .add_tag_attributes("ol", ["start"])
+            // `class` must be allowed for the filter below to see it; the
+            // filter then keeps only valid `language-*` values. (ammonia panics
+            // if `allowed_classes` is combined with an allowed `class`.)
+            .add_tag_attributes("code", ["class"])
+            // Task-list markers: a checkbox the user cannot toggle, nothing else.
+            .add_tag_attributes("input", ["checked"])
+            .add_tag_attribute_values("input", "type", ["checkbox"])
+            .set_tag_attribute_value("input", "disabled", "")
+            .url_schemes(URL_SCHEMES.into_iter().collect())
+            .url_relative(UrlRelative::Deny)
+            .link_rel(Some("noopener noreferrer"))
+            .strip_comments(true)
+            .attribute_filter(|element, attribute, value| match (element, attribute) {
+                ("code", "class") if is_language_class(value) => Some(Cow::Borrowed(value)),
+                (_, "class") => None,
+                _ => Some(Cow::Borrowed(value)),
+            });
+        builder
+    })
+}
+
+/// Coalesces re-rendering of a growing message: push deltas, and the renderer decides when a re-render is due.
+///
+/// Two mechanisms keep the CPU cost bounded:
+/// - Time: a render is due only after `max(min_interval, RENDER_BACKOFF × last
+///   render duration)`. Bursts of deltas cost one render per interval, and as
+///   a message grows (renders get slower) it re-renders less often.
+/// - Size: top-level blocks that are finished (another block has started after
+///   them on a complete line) are rendered once and their HTML is kept, so each
+///   render only parses and sanitizes the unfinished tail. Block structure only
+///   ever depends on earlier lines plus the open block, so this gives the same
+///   HTML as a full render. The exception is reference definitions
+///   (`[x]: url`), which can change any earlier paragraph: once the text has
+///   one, every render is a full render.
+///
+/// So a render costs about as much as the unfinished tail, not the whole
+/// message. One ever-growing block (a huge code block or list), or a text with
+/// reference definitions, is bounded by the time rule alone: at most about
+/// 1/`RENDER_BACKOFF` of a core while streaming.
+///
+/// [`finish`](Self::finish) always renders the whole text from scratch.
+pub struct StreamingRenderer {
+    text: String,
+    min_interval: Duration,
+    /// The next render is due this long after `last_render`.
+    interval: Duration,
+    last_render: Option<Instant>,
+    /// Text was pushed since the last render.
+    changed: bool,
+    /// `text[..frozen_len]` is finished blocks whose sanitized HTML is `frozen_html`.
+    frozen_len: usize,
+    frozen_html: String,
+    /// Cleared for good once the text defines a reference link.
+    can_freeze: bool,
+}
+
+impl StreamingRenderer {
+    pub fn new(min_interval: Duration) -> Self {
+        Self {
+            text: String::new(),
+            min_interval,
+            interval: min_interval,
+            last_render: None,
+            changed: false,
+            frozen_len: 0,
+            frozen_html: String::new(),
+            can_freeze: true,
+        }
+    }
+
+    /// Appends text without rendering.
+    pub fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        self.changed |= !delta.is_empty();
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Some(html) if at least `min_interval` has passed since the last render (or nothing was rendered yet) and text changed since; else None.
+    ///
+    /// The interval also grows with the cost of the last render (see the type docs).
+    pub fn render_if_due(&mut self, now: Instant) -> Option<String> {
+        if !self.changed || !self.is_due(now) {
+            return None;
+        }
+        let started = Instant::now();
+        if self.can_freeze {
+            self.freeze_finished_blocks();
+        }
+        let mut html = self.frozen_html.clone();
+        html.push_str(&render(self.text.get(self.frozen_len..).unwrap_or("")));
+        self.rendered(now, started.elapsed());
+        Some(html)
+    }
+
+    /// Always renders the final text (call at the end of the stream).
+    pub fn finish(&mut self) -> String {
+        let started = Instant::now();
+        let html = render(&self.text);
+        self.rendered(started, started.elapsed());
+        html
+    }
+
+    fn is_due(&self, now: Instant) -> bool {
+        self.last_render
+            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval)
+    }
+
+    fn rendered(&mut self, at: Instant, took: Duration) {
+        self.last_render = Some(at);
+        self.interval = self.min_interval.max(took.saturating_mul(RENDER_BACKOFF));
+        self.changed = false;
+    }
+
+    /// Moves finished top-level blocks from the tail into `frozen_html`.
+    fn freeze_finished_blocks(&mut self) {
+        let tail = self.text.get(self.frozen_len..).unwrap_or("");
+        // Only complete lines count: a partial last line may still change what
+        // it is (`#` is a heading, `#tag` continues the paragraph above it).
+        let Some((complete, partial)) = tail.rfind('\n').map(|nl| tail.split_at(nl + 1)) else {
+            return;
+        };
+        let defines_refs = |p: &Parser<'_>| p.reference_definitions().iter().next().is_some();
+        let parser = Parser::new_ext(complete, options());
+        // The partial line is checked on its own: a half-written definition
+        // already resolves links in a full render of the current text.
+        if defines_refs(&parser) || defines_refs(&Parser::new(partial)) {
+            self.can_freeze = false;
+            self.frozen_len = 0;
+            self.frozen_html = String::new();
+            return;
+        }
+        let (mut depth, mut last_block) = (0usize, 0);
+        for (event, range) in parser.into_offset_iter() {
+            if depth == 0 && !matches!(event, Event::End(_)) {
+                last_block = range.start;
+            }
+            match event {
+                Event::Start(_) => depth += 1,
+                Event::End(_) => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        // Cut at the start of the line where the last (still open) block
+        // begins, so the tail keeps that block's indentation intact.
+        let cut = tail
+            .get(..last_block)
+            .and_then(|before| before.rfind('\n'))
+            .map_or(0, |nl| nl + 1);
+        if let Some(finished) = tail.get(..cut).filter(|f| !f.is_empty()) {
+            self.frozen_html.push_str(&render(finished));
+            self.frozen_len += cut;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// Synthetic instants only: "due" checks use times far enough out that the
+    /// measured render duration cannot matter; `rendered` pins the exact rule.
+    #[test]
+    fn coalesces_by_interval_and_change() {
+        let t0 = Instant::now();
+        let min = Duration::from_secs(60);
+        let mut r = StreamingRenderer::new(min);
+        assert_eq!(r.render_if_due(t0), None, "nothing pushed yet");
+        r.push("**a");
+        assert_eq!(
+            r.render_if_due(t0).as_deref(),
+            Some("<p>**a</p>\n"),
+            "first render"
+        );
+        r.push("b**");
+        assert_eq!(r.render_if_due(t0 + min / 2), None, "too soon");
+        assert_eq!(r.render_if_due(t0 + min - MS), None, "too soon");
+        let html = r.render_if_due(t0 + 10 * min);
+        assert_eq!(html.as_deref(), Some("<p><strong>ab</strong></p>\n"));
+        assert_eq!(r.render_if_due(t0 + 100 * min), None, "unchanged");
+        r.push("");
+        assert_eq!(r.render_if_due(t0 + 100 * min), None, "empty delta");
+        r.push(" c");
+        assert!(r.render_if_due(t0 + 100 * min).is_some());
+        assert_eq!(r.text(), "**ab** c");
+        assert_eq!(r.finish(), "<p><strong>ab</strong> c</p>\n");
+        r.push("d");
+        assert_eq!(r.render_if_due(t0), None, "clock went backwards: not due");
+
+        // The interval is max(min_interval, RENDER_BACKOFF x last duration).
+        let mut r = StreamingRenderer::new(50 * MS);
+        r.rendered(t0, 20 * MS);
+        assert!(!r.is_due(t0 + 199 * MS) && r.is_due(t0 + 200 * MS));
+        r.rendered(t0, MS);
+        assert!(!r.is_due(t0 + 49 * MS) && r.is_due(t0 + 50 * MS));
+    }
+
+    /// Every intermediate render, frozen blocks included, equals a full render.
+    #[test]
+    fn incremental_render_matches_full_render() {
+        let doc = "# Title\n\nPara *one*\ncontinued\n#tag\n\n- a\n- b\n\n  more\n\n1. x\n2. y\n\n\
+                   > quote\nlazy\n\n```rust\nfn main() {}\n\n```\n\n    indented\n\n\
+                   | a | b |\n|---|:-:|\n| 1 | 2 |\n\nSetext\n---\n\n<div>\n<b>x</b>\n\n***\n- [x] done\n";
+        let t0 = Instant::now();
+        let mut r = StreamingRenderer::new(MS);
+        for (i, ch) in doc.char_indices() {
+            r.push(ch.encode_utf8(&mut [0; 4]));
+            let html = r.render_if_due(t0 + Duration::from_secs(3600 * (i as u64 + 1)));
+            assert_eq!(html, Some(render(r.text())), "after {:?}", &doc[..=i]);
+        }
+        assert!(r.frozen_len > doc.len() / 2, "finished blocks were frozen");
+    }
+
+    #[test]
+    fn reference_definitions_disable_freezing() {
+        let t0 = Instant::now();
+        let mut r = StreamingRenderer::new(MS);
+        r.push("see [docs]\n\nnext\n\n");
+        assert!(r.render_if_due(t0).is_some());
+        assert!(r.frozen_len > 0);
+        r.push("[docs]: https://example.com\n\nend");
+        let html = r.render_if_due(t0 + Duration::from_secs(3600));
+        assert_eq!(html, Some(render(r.text())));
+        assert!(html.is_some_and(|h| h.contains("href=\"https://example.com\"")));
+    }
+
+    /// The sanitizer on its own, as if the Markdown layer had let raw HTML through.
+    #[test]
+    fn sanitizer_alone_blocks_hostile_html() {
+        let hostile = r#"<a href="javascript:alert(1)" onclick="x" style="color:red" id="app">a</a><a href="//evil.com/">b</a><a href="data:text/html,x">c</a><a href="https://ok.com" target="_blank">ok</a><img src="https://e/x.png" alt="i"><code class="language-rust evil">c</code><code class="language-rust">r</code><input type="checkbox" checked name="n"><script>alert(1)</script><iframe src="https://e"></iframe><span>s</span><!-- c -->"#;
+        assert_eq!(
+            sanitizer().clean(hostile).to_string(),
+            "<a rel=\"noopener noreferrer\">a</a><a rel=\"noopener noreferrer\">b</a><a rel=\"noopener noreferrer\">c</a>\
+             <a href=\"https://ok.com\" rel=\"noopener noreferrer\">ok</a><code>c</code><code class=\"language-rust\">r</code>\
+             <input type=\"checkbox\" checked=\"\" disabled=\"\">s"
+        );
+    }
+}

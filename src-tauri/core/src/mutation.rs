@@ -1,0 +1,258 @@
+//! Computing a change's mutation class without a parser per language.
+//!
+//! The texts are split into tokens (identifiers, numbers, string literals, punctuation; whitespace
+//! and comments dropped). A change is `AST_REFACTOR` when the token streams are equal (formatting or
+//! comments only), when the same lines are only reordered, or when the streams differ only by a
+//! consistent one-to-one renaming of identifiers. Anything else adds or changes behaviour:
+//! `INTENT_EVOLUTION`. New files are `INTENT_EVOLUTION`.
+
+use std::collections::HashMap;
+
+pub const AST_REFACTOR: &str = "AST_REFACTOR";
+pub const INTENT_EVOLUTION: &str = "INTENT_EVOLUTION";
+pub const CLASSES: &[&str] = &[AST_REFACTOR, INTENT_EVOLUTION];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    pub class: &'static str,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token<'a> {
+    Ident(&'a str),
+    Other(&'a str),
+}
+
+fn tokenize(text: &str) -> Vec<Token<'_>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'/' && bytes.get(i + 1) == Some(&b'/') {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'/' && bytes.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                i += 1;
+            }
+            i = (i + 2).min(bytes.len());
+        } else if c == b'"' || c == b'\'' || c == b'`' {
+            let start = i;
+            i += 1;
+            while i < bytes.len() && bytes[i] != c {
+                if bytes[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i = (i + 1).min(bytes.len());
+            out.push(Token::Other(&text[start..i]));
+        } else if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric()
+                    || bytes[i] == b'_'
+                    || bytes[i] == b'$'
+                    || bytes[i] >= 0x80)
+            {
+                i += 1;
+            }
+            out.push(Token::Ident(&text[start..i]));
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_')
+            {
+                i += 1;
+            }
+            out.push(Token::Other(&text[start..i]));
+        } else {
+            out.push(Token::Other(&text[i..i + 1]));
+            i += 1;
+        }
+    }
+    out
+}
+
+const KEYWORDS: &[&str] = &[
+    "if",
+    "else",
+    "for",
+    "while",
+    "loop",
+    "return",
+    "fn",
+    "function",
+    "def",
+    "class",
+    "struct",
+    "enum",
+    "impl",
+    "let",
+    "const",
+    "var",
+    "mut",
+    "pub",
+    "use",
+    "import",
+    "from",
+    "export",
+    "match",
+    "true",
+    "false",
+    "null",
+    "None",
+    "True",
+    "False",
+    "async",
+    "await",
+    "break",
+    "continue",
+    "new",
+    "try",
+    "catch",
+    "throw",
+    "static",
+    "public",
+    "private",
+    "self",
+    "this",
+    "in",
+    "of",
+    "and",
+    "or",
+    "not",
+    "is",
+    "type",
+    "interface",
+    "extends",
+    "mod",
+    "crate",
+    "super",
+    "where",
+    "as",
+];
+
+/// Identifier renames that turn `old` into `new`, if the streams differ only by renames.
+fn consistent_renames<'a>(old: &[Token<'a>], new: &[Token<'a>]) -> Option<Vec<(&'a str, &'a str)>> {
+    if old.len() != new.len() {
+        return None;
+    }
+    let mut forward: HashMap<&str, &str> = HashMap::new();
+    let mut backward: HashMap<&str, &str> = HashMap::new();
+    for (a, b) in old.iter().zip(new) {
+        match (a, b) {
+            (Token::Other(x), Token::Other(y)) if x == y => {}
+            (Token::Ident(x), Token::Ident(y)) => {
+                if x != y && (KEYWORDS.contains(x) || KEYWORDS.contains(y)) {
+                    return None;
+                }
+                if *forward.entry(x).or_insert(y) != *y || *backward.entry(y).or_insert(x) != *x {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    let mut renames: Vec<(&str, &str)> = forward.into_iter().filter(|(a, b)| a != b).collect();
+    renames.sort();
+    Some(renames)
+}
+
+pub fn classify(old: Option<&str>, new: &str) -> Classified {
+    let Some(old) = old else {
+        return Classified {
+            class: INTENT_EVOLUTION,
+            reason: "a new file".into(),
+        };
+    };
+    let (a, b) = (tokenize(old), tokenize(new));
+    if a == b {
+        return Classified {
+            class: AST_REFACTOR,
+            reason: "only formatting or comments changed".into(),
+        };
+    }
+    fn sorted_lines(t: &str) -> Vec<&str> {
+        let mut lines: Vec<&str> = t.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        lines.sort_unstable();
+        lines
+    }
+    if sorted_lines(old) == sorted_lines(new) {
+        return Classified {
+            class: AST_REFACTOR,
+            reason: "the same lines, moved".into(),
+        };
+    }
+    if let Some(renames) = consistent_renames(&a, &b) {
+        let list: Vec<String> = renames
+            .iter()
+            .take(5)
+            .map(|(x, y)| format!("{x} -> {y}"))
+            .collect();
+        return Classified {
+            class: AST_REFACTOR,
+            reason: format!("consistent renaming: {}", list.join(", ")),
+        };
+    }
+    Classified {
+        class: INTENT_EVOLUTION,
+        reason: "the code's tokens changed beyond formatting, moves and renames".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refactors_and_evolutions() {
+        let old = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+        let cases = [
+            ("fn add(a: i32, b: i32) -> i32 { a + b }\n", AST_REFACTOR),
+            (
+                "// sum\nfn add(a: i32, b: i32) -> i32 {\n    a + b // plus\n}\n",
+                AST_REFACTOR,
+            ),
+            (
+                "fn sum(x: i32, y: i32) -> i32 {\n    x + y\n}\n",
+                AST_REFACTOR,
+            ),
+            (
+                "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+                INTENT_EVOLUTION,
+            ),
+            (
+                "fn add(a: i32, b: i32) -> i32 {\n    a + b + 1\n}\n",
+                INTENT_EVOLUTION,
+            ),
+            (
+                "fn add(a: i32, a: i32) -> i32 {\n    a + a\n}\n",
+                INTENT_EVOLUTION,
+            ),
+            (
+                "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\nfn x() {}\n",
+                INTENT_EVOLUTION,
+            ),
+        ];
+        for (new, expected) in cases {
+            assert_eq!(classify(Some(old), new).class, expected, "{new}");
+        }
+        let moved_old = "a();\nb();\nc();\n";
+        assert_eq!(
+            classify(Some(moved_old), "c();\na();\nb();\n").class,
+            AST_REFACTOR
+        );
+        assert_eq!(classify(None, "x").class, INTENT_EVOLUTION);
+        assert_eq!(
+            classify(Some("if x {}"), "while x {}").class,
+            INTENT_EVOLUTION
+        );
+    }
+}

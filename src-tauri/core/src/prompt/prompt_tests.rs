@@ -1,0 +1,137 @@
+use super::*;
+use crate::orchestration::intents::IntentsDoc;
+use crate::protocol::{LineRange, TraceChange};
+use std::sync::Arc;
+
+const INTENTS: &str = r#"
+active_intents:
+  - id: INT-001
+    name: JWT authentication
+    status: IN_PROGRESS
+    owned_scope: ["src/auth/**", "tests/auth/**"]
+    constraints: ["Keep the public login() signature", "No new dependencies"]
+    acceptance_criteria: ["Expired tokens are rejected", "cargo test passes"]
+  - id: INT-002
+    name: Billing
+    status: NOT_STARTED
+    owned_scope: ["src/billing/**"]
+  - id: INT-003
+    name: Old work
+    status: DONE
+"#;
+
+fn snapshot() -> String {
+    let doc = IntentsDoc::parse(INTENTS, "f").expect("intents");
+    let intents = IntentsSnapshot {
+        doc: Arc::new(doc),
+        exists: true,
+        error: None,
+    };
+    let history = vec![TraceChange {
+        record_id: "r1".into(),
+        timestamp: "2026-11-20T10:00:00Z".into(),
+        path: "src/auth/jwt.rs".into(),
+        ranges: vec![LineRange {
+            start_line: 3,
+            end_line: 9,
+        }],
+        model: "openai/gpt-test".into(),
+        contributor: "ai".into(),
+        tool: "write_to_file".into(),
+        task_id: "t1".into(),
+        mutation_class: "INTENT_EVOLUTION".into(),
+        approval: "user".into(),
+    }];
+    let rules = vec![(
+        "AGENTS.md".to_string(),
+        "Run `cargo test` before finishing.".to_string(),
+    )];
+    let tools = ["select_active_intent", "read_file", "write_to_file"];
+    build(&PromptContext {
+        root: Path::new("/home/dev/project"),
+        intents: &intents,
+        active_intent: intents.doc.get("INT-001"),
+        recent_history: &history,
+        rules: &rules,
+        lessons: Some("## 2026-11-19 (command failed)\n\n`npm test` needs `--runInBand` here."),
+        os: "linux",
+        shell: "sh",
+        date: "2026-11-21",
+        objective: "Reject expired JWTs in the login flow.",
+        custom_instructions: "Answer in British English.",
+        tool_names: &tools,
+    })
+}
+
+#[test]
+fn the_assembled_prompt_matches_its_snapshot() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/prompt/snapshots/system_prompt.txt");
+    let prompt = snapshot();
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &prompt).expect("write snapshot");
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    pretty_assertions::assert_eq!(
+        prompt,
+        expected,
+        "run with UPDATE_SNAPSHOTS=1 after an intended change"
+    );
+}
+
+#[test]
+fn sections_come_in_order_and_the_protocol_depends_on_the_intents_file() {
+    let prompt = snapshot();
+    let order = [
+        "ROLE",
+        "TOOL USE",
+        "CAPABILITIES",
+        "INTENT PROTOCOL",
+        "ACTIVE INTENT",
+        "WORKSPACE RULES",
+        "SHARED LESSONS",
+        "SYSTEM INFORMATION",
+        "OBJECTIVE",
+        "USER'S CUSTOM INSTRUCTIONS",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|s| {
+            prompt
+                .find(&format!("\n{s}\n"))
+                .unwrap_or_else(|| panic!("{s}"))
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]));
+    assert!(prompt
+        .contains("You cannot write code or run commands before you call select_active_intent"));
+    assert!(
+        !prompt.contains("INT-003: Old work"),
+        "DONE intents are not offered"
+    );
+    assert!(
+        !prompt.contains("\"name\": \"read_file\""),
+        "tool schemas go to the API, not the prompt"
+    );
+
+    let none = IntentsSnapshot {
+        doc: Arc::new(IntentsDoc::default()),
+        exists: false,
+        error: None,
+    };
+    let text = build(&PromptContext {
+        root: Path::new("/p"),
+        intents: &none,
+        active_intent: None,
+        recent_history: &[],
+        rules: &[],
+        lessons: None,
+        os: "linux",
+        shell: "sh",
+        date: "2026-11-21",
+        objective: "",
+        custom_instructions: "",
+        tool_names: &[],
+    });
+    assert!(text.contains("has no `.orchestration/active_intents.yaml`"));
+    assert!(!text.contains("ACTIVE INTENT"));
+}

@@ -1,0 +1,130 @@
+//! One function per section of the system prompt.
+
+use super::PromptContext;
+use crate::protocol::IntentStatus;
+
+pub fn role(_: &PromptContext<'_>) -> Option<String> {
+    Some(
+        "You are Mandate, a careful software engineer working in the user's workspace beside their editor. \
+You work under governance: every change you make is tied to a declared intent, checked by deterministic hooks, \
+approved by a person where the policy says so, and recorded in a tamper-evident trace ledger. \
+Be precise, make the smallest change that does the job, and say plainly what you did and did not do."
+            .into(),
+    )
+}
+
+pub fn tool_use(_: &PromptContext<'_>) -> Option<String> {
+    Some(
+        "- Use the tools to act; use one tool at a time and wait for its result before the next step.\n\
+- Read a file before you change it. If a write is refused with STALE_FILE, read the file again and redo the change on its current content.\n\
+- Prefer apply_diff for edits to existing files; use write_to_file for new files or complete rewrites, always with the complete content.\n\
+- A refused tool call returns a JSON error with a `code` (NO_ACTIVE_INTENT, SCOPE_VIOLATION, STALE_FILE, PROTECTED_PATH, REJECTED_BY_USER, COMMAND_BLOCKED, INVALID_ARGUMENTS, HOOK_FAILURE). Read it and adjust; do not repeat the same call unchanged.\n\
+- When the user rejects a change, their reason is in the error: follow it.\n\
+- Ask with ask_followup_question only when you cannot proceed without an answer.\n\
+- When the task is done, call attempt_completion with the result."
+            .into(),
+    )
+}
+
+pub fn capabilities(cx: &PromptContext<'_>) -> Option<String> {
+    Some(format!(
+        "You can list, search and read files in the workspace at {root}, write and edit files inside the scope of your intent, \
+and run shell commands in the workspace (destructive ones wait for the user's approval). Available tools: {tools}.\n\
+Paths are relative to the workspace root. `.orchestration/` and `.git/` are never writable.",
+        root = cx.root.display(),
+        tools = cx.tool_names.join(", ")
+    ))
+}
+
+pub fn intent_protocol(cx: &PromptContext<'_>) -> Option<String> {
+    if !cx.intents.exists {
+        return Some(
+            "This workspace has no `.orchestration/active_intents.yaml`, so no intent can be selected and you cannot change files or run commands. \
+You can read and explain code. If the user wants changes, tell them to create an intent in Mandate's Intents view."
+                .into(),
+        );
+    }
+    let available: Vec<String> = cx
+        .intents
+        .doc
+        .intents
+        .iter()
+        .filter(|i| i.status != IntentStatus::Done)
+        .map(|i| {
+            format!(
+                "- {}: {} ({})",
+                i.id,
+                i.name,
+                crate::orchestration::intents::status_str(i.status)
+            )
+        })
+        .collect();
+    let list = if available.is_empty() {
+        "No intent is open right now.".to_string()
+    } else {
+        format!("Open intents:\n{}", available.join("\n"))
+    };
+    Some(format!(
+        "You cannot write code or run commands before you call select_active_intent with the id of the intent the user's request belongs to. \
+After you receive <intent_context>, work only inside its owned scope and respect its constraints. \
+Every write_to_file and apply_diff must cite that intent in `intent_id` and classify the change in `mutation_class`: \
+AST_REFACTOR when it only moves, renames or reformats code, INTENT_EVOLUTION when it adds or changes behaviour. \
+If the work needs a file outside the scope, stop and ask the user to expand the scope. \
+When you finish, report each acceptance criterion of the intent in attempt_completion.\n\n{list}"
+    ))
+}
+
+pub fn active_intent(cx: &PromptContext<'_>) -> Option<String> {
+    let intent = cx.active_intent?;
+    Some(format!(
+        "This task holds intent {}. Its context:\n{}",
+        intent.id,
+        crate::agent::intent_context(intent, cx.recent_history)
+    ))
+}
+
+pub fn workspace_rules(cx: &PromptContext<'_>) -> Option<String> {
+    if cx.rules.is_empty() {
+        return None;
+    }
+    Some(
+        cx.rules
+            .iter()
+            .map(|(name, text)| format!("# From {name}\n\n{text}"))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    )
+}
+
+pub fn lessons(cx: &PromptContext<'_>) -> Option<String> {
+    cx.lessons.map(|l| {
+        format!(
+            "Lessons recorded by earlier tasks in `.orchestration/AGENT.md` (newest last):\n\n{l}"
+        )
+    })
+}
+
+pub fn system_info(cx: &PromptContext<'_>) -> Option<String> {
+    Some(format!(
+        "Operating system: {}\nShell: {}\nWorkspace root: {}\nCurrent date: {}",
+        cx.os,
+        cx.shell,
+        cx.root.display(),
+        cx.date
+    ))
+}
+
+pub fn objective(cx: &PromptContext<'_>) -> Option<String> {
+    if cx.objective.trim().is_empty() {
+        return None;
+    }
+    Some(format!(
+        "The user's request for this task:\n\n{}\n\nWork through it step by step, then finish with attempt_completion.",
+        cx.objective.trim()
+    ))
+}
+
+pub fn custom_instructions(cx: &PromptContext<'_>) -> Option<String> {
+    let text = cx.custom_instructions.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}

@@ -1,0 +1,110 @@
+//! The IPC bus: exactly one request command and one subscription channel.
+//!
+//! `request` takes the invoke body itself as the request (raw JSON from the untrusted page), so a
+//! malformed or unknown message is answered with a typed `IpcError`, never a panic or an untyped
+//! framework error. `subscribe` hands the host a `Channel` for its events.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use mandate_core::agent::EventSink;
+use mandate_core::host::Host;
+use mandate_core::protocol::{Event, IpcError, IpcErrorCode, Reply};
+use tauri::ipc::{Channel, InvokeBody};
+use tauri::State;
+
+/// Events fan out to every subscribed channel (one per page load).
+#[derive(Default)]
+pub struct ChannelSink {
+    channels: Mutex<Vec<Channel<Event>>>,
+    trace: Option<IpcTrace>,
+}
+
+impl ChannelSink {
+    pub fn new(trace: Option<IpcTrace>) -> Self {
+        Self {
+            channels: Mutex::default(),
+            trace,
+        }
+    }
+
+    fn add(&self, channel: Channel<Event>) {
+        self.channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(channel);
+    }
+}
+
+impl EventSink for ChannelSink {
+    fn emit(&self, event: Event) {
+        if let Some(trace) = &self.trace {
+            trace.record("event", &event);
+        }
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        // A channel whose page went away fails to send; drop it.
+        channels.retain(|c| c.send(event.clone()).is_ok());
+    }
+}
+
+/// With `MANDATE_IPC_TRACE=FILE`, every payload the host sends to the page is appended to FILE
+/// as a JSON line (for tests that check what crosses the boundary).
+pub struct IpcTrace {
+    file: Mutex<std::fs::File>,
+}
+
+impl IpcTrace {
+    pub fn from_env() -> Option<Self> {
+        let path = std::env::var_os("MANDATE_IPC_TRACE")?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
+        Some(Self {
+            file: Mutex::new(file),
+        })
+    }
+
+    fn record<T: serde::Serialize>(&self, direction: &str, payload: &T) {
+        let line = serde_json::json!({"direction": direction, "payload": payload});
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+pub struct Shell {
+    pub host: Arc<Host>,
+    pub sink: Arc<ChannelSink>,
+}
+
+#[tauri::command]
+pub async fn request(
+    state: State<'_, Shell>,
+    request: tauri::ipc::Request<'_>,
+) -> Result<Reply, IpcError> {
+    let raw = match request.body() {
+        InvokeBody::Json(value) => value.clone(),
+        InvokeBody::Raw(bytes) => serde_json::from_slice(bytes).map_err(|e| {
+            IpcError::new(
+                IpcErrorCode::MalformedRequest,
+                format!("the request is not JSON: {e}"),
+            )
+        })?,
+    };
+    let result = state.host.handle_json(raw).await;
+    if let Some(trace) = &state.sink.trace {
+        match &result {
+            Ok(reply) => trace.record("reply", reply),
+            Err(error) => trace.record("error", error),
+        }
+    }
+    result
+}
+
+#[tauri::command]
+pub fn subscribe(state: State<'_, Shell>, channel: Channel<Event>) -> Result<(), IpcError> {
+    state.sink.add(channel);
+    state.host.start_watching();
+    Ok(())
+}

@@ -1,0 +1,139 @@
+// One open task: its header (status, intent, usage, stop/retry) above its transcript.
+
+import { request } from './ipc.js';
+import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
+import { canRetry, intentById, isBusy, statusLabel, store, upsertTask } from './store.js';
+import { domId } from './tasks.js';
+import { Transcript } from './transcript.js';
+
+/** @typedef {import('./protocol').TaskSummary} TaskSummary */
+
+export class TaskPanel {
+  /** @param {string} taskId */
+  constructor(taskId) {
+    this.id = taskId;
+    /** True until the transcript is loaded; events meanwhile are buffered by the caller. */
+    this.loading = false;
+    this.transcript = new Transcript(taskId);
+    const n = domId(taskId);
+    this.title = h('h2', { class: 'task-title' });
+    this.status = h('span', { class: 'task-status' });
+    this.intent = h('span', { class: 'task-intent' });
+    this.select = h('select', { class: 'task-intent-select', 'aria-label': 'Intent for this task' });
+    this.usage = h('span', { class: 'task-usage' });
+    this.stop = h('button', { type: 'button', 'data-action': 'stop', text: 'Stop', title: 'Stop the agent (the task can be retried)' });
+    this.retry = h('button', { type: 'button', 'data-action': 'retry', text: 'Retry', title: 'Run the last turn again' });
+    this.lastError = h('p', { class: 'task-last-error', hidden: true });
+    this.error = h('p', { class: 'inline-error task-error', role: 'alert' });
+
+    const header = h('header', { class: 'task-header' },
+      h('div', { class: 'task-header-row first' },
+        this.title,
+        this.status,
+        h('span', { class: 'spacer' }),
+        this.stop,
+        this.retry),
+      h('div', { class: 'task-header-row' },
+        h('span', { class: 'label-muted', 'aria-hidden': 'true', text: 'Intent' }),
+        this.intent,
+        this.select,
+        h('span', { class: 'spacer' }),
+        this.usage),
+      this.lastError,
+      this.error);
+    this.el = h('section', {
+      class: 'task-panel',
+      'data-task-id': taskId,
+      role: 'tabpanel',
+      id: `panel-${n}`,
+      'aria-labelledby': `tab-${n}`,
+    }, header, this.transcript.el);
+
+    this.stop.addEventListener('click', () => this.act({ type: 'cancel_task', task_id: this.id }, this.stop));
+    this.retry.addEventListener('click', () => this.act({ type: 'retry_task', task_id: this.id }, this.retry));
+    this.select.addEventListener('change', () => this.selectIntent());
+
+    const task = store.tasks.get(taskId);
+    if (task) this.update(task);
+  }
+
+  /**
+   * Runs a header action; its error shows in the header, where it happened.
+   * @param {import('./protocol').Request} req
+   * @param {HTMLButtonElement} button
+   */
+  async act(req, button) {
+    setMessage(this.error, null);
+    button.disabled = true;
+    try {
+      const reply = await request(req);
+      if (reply.type === 'task') upsertTask(reply.task);
+    } catch (e) {
+      setMessage(this.error, errorText(e));
+    } finally {
+      const task = store.tasks.get(this.id);
+      if (task) this.update(task);
+    }
+  }
+
+  async selectIntent() {
+    const value = this.select.value;
+    setMessage(this.error, null);
+    this.select.disabled = true;
+    try {
+      const reply = await request({ type: 'select_intent', task_id: this.id, intent_id: value === '' ? null : value });
+      if (reply.type === 'task') upsertTask(reply.task);
+    } catch (e) {
+      setMessage(this.error, errorText(e));
+      // Show what is really in force again.
+      this.refreshIntents();
+    } finally {
+      this.select.disabled = false;
+    }
+  }
+
+  /** @param {TaskSummary} task */
+  update(task) {
+    this.title.textContent = task.title || 'Untitled task';
+    this.title.title = task.title;
+    this.status.textContent = statusLabel(task.status);
+    this.status.dataset.status = task.status;
+    const { input_tokens: tin, output_tokens: tout, cost_usd: cost } = task.usage;
+    this.usage.textContent = `${formatTokens(tin)} in · ${formatTokens(tout)} out · ${formatCost(cost)}`;
+    this.usage.title = `${tin.toLocaleString()} input tokens, ${tout.toLocaleString()} output tokens${cost === null ? '' : `, about $${cost.toFixed(4)} (estimate from list prices)`}${task.model ? ` — ${task.model}` : ''}`;
+    this.stop.disabled = !isBusy(task.status);
+    this.retry.disabled = !canRetry(task);
+    const showError = task.error !== null && canRetry(task);
+    this.lastError.textContent = showError ? `Last run: ${task.error}` : '';
+    this.lastError.hidden = !showError;
+    this.el.dataset.status = task.status;
+    this.refreshIntents();
+  }
+
+  /** Re-reads the task's intent and the list of intents into the badge and the select. */
+  refreshIntents() {
+    const task = store.tasks.get(this.id);
+    if (!task) return;
+    const current = task.intent_id;
+    const intent = intentById(current);
+    this.intent.replaceChildren();
+    if (current) {
+      this.intent.append(h('span', { class: 'intent-id', text: current }), h('span', { class: 'intent-name', text: intent ? ` · ${intent.name}` : ' · (not in the intents file)' }));
+      this.intent.title = intent?.owned_scope.length ? `Owned scope: ${intent.owned_scope.join(', ')}` : '';
+      delete this.intent.dataset.none;
+    } else {
+      this.intent.textContent = 'no intent';
+      this.intent.title = 'The agent cannot change files until an intent is selected';
+      this.intent.dataset.none = 'true';
+    }
+    if (document.activeElement === this.select && !this.select.disabled) return; // don't rebuild under the user's hand
+    const options = [h('option', { value: '', text: 'No intent' })];
+    for (const i of store.intents.intents) {
+      const done = i.status === 'DONE';
+      options.push(h('option', { value: i.id, disabled: done && i.id !== current, text: `${i.id} — ${i.name}${done ? ' (done)' : ''}` }));
+    }
+    if (current && !intent) options.push(h('option', { value: current, text: `${current} (missing)` }));
+    this.select.replaceChildren(...options);
+    this.select.value = current ?? '';
+  }
+}

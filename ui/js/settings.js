@@ -1,0 +1,198 @@
+// The Settings view: provider, model, approval policy, instructions, and the API key (write-only).
+
+import { ask } from './ipc.js';
+import { byId, errorText, h, setMessage } from './dom.js';
+import { store } from './store.js';
+
+/** @typedef {import('./protocol').SettingsView} SettingsView */
+/** @typedef {import('./protocol').ProviderKind} ProviderKind */
+
+/** @type {Record<string, { provider: ProviderKind, base_url: string }>} */
+const PRESETS = {
+  anthropic: { provider: 'anthropic', base_url: 'https://api.anthropic.com' },
+  openai: { provider: 'openai', base_url: 'https://api.openai.com/v1' },
+  openrouter: { provider: 'openai', base_url: 'https://openrouter.ai/api/v1' },
+  ollama: { provider: 'openai', base_url: 'http://localhost:11434/v1' },
+  lmstudio: { provider: 'openai', base_url: 'http://localhost:1234/v1' },
+};
+
+let dirty = false;
+/** Where #settings-error lives when no control claims it. */
+let errorHome = /** @type {{ parent: Node, before: Node | null } | null} */ (null);
+
+const input = (/** @type {string} */ id) => byId(id, HTMLInputElement);
+const select = (/** @type {string} */ id) => byId(id, HTMLSelectElement);
+
+export function initSettings() {
+  const error = byId('settings-error');
+  if (error.parentNode) errorHome = { parent: error.parentNode, before: error.nextSibling };
+
+  const form = byId('settings-form', HTMLFormElement);
+  const markDirty = (/** @type {Event} */ ev) => {
+    if (ev.target === byId('settings-api-key')) return;
+    dirty = true;
+    setMessage(byId('settings-saved'), null);
+  };
+  form.addEventListener('input', markDirty);
+  form.addEventListener('change', markDirty);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    save();
+  });
+  select('settings-preset').addEventListener('change', () => {
+    const preset = PRESETS[select('settings-preset').value];
+    // "custom" keeps whatever is there.
+    if (preset) {
+      select('settings-provider').value = preset.provider;
+      input('settings-base-url').value = preset.base_url;
+    }
+    dirty = true;
+  });
+  byId('settings-fetch-models').addEventListener('click', fetchModels);
+  byId('settings-save-key').addEventListener('click', saveKey);
+  byId('settings-clear-key').addEventListener('click', clearKey);
+  input('settings-api-key').addEventListener('keydown', (ev) => {
+    // Enter in the key field saves the key, never the whole form.
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      saveKey();
+    }
+  });
+}
+
+/**
+ * Shows the settings; an edit in progress is kept unless `force` (after our own save).
+ * @param {SettingsView} s
+ * @param {boolean} [force]
+ */
+export function applySettings(s, force = false) {
+  store.settings = s;
+  byId('settings-key-status').textContent = keyStatus(s);
+  byId('settings-key-status').dataset.set = String(s.api_key_set);
+  setMessage(byId('settings-keyring-error'), s.keyring_error ? `The system keyring cannot be used: ${s.keyring_error}` : null);
+  if (dirty && !force) return;
+  dirty = false;
+  const preset = select('settings-preset');
+  preset.value = s.preset;
+  if (preset.value !== s.preset) preset.value = 'custom';
+  select('settings-provider').value = s.provider;
+  input('settings-base-url').value = s.base_url;
+  input('settings-model').value = s.model;
+  input('settings-ask-writes').checked = s.approval.ask_before_writes;
+  input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
+  byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
+}
+
+/** @param {SettingsView} s */
+function keyStatus(s) {
+  if (!s.api_key_set) return 'No key';
+  if (s.api_key_source === 'keyring') return 'Key set (system keyring)';
+  if (s.api_key_source.startsWith('env:')) return `Key from environment (${s.api_key_source.slice(4)})`;
+  return 'Key set';
+}
+
+/**
+ * Shows an error next to the control that failed (one #settings-error, moved where it belongs).
+ * @param {HTMLElement | null} near  a control; null puts it back above the Save button
+ * @param {string | null} message
+ */
+function showError(near, message) {
+  const error = byId('settings-error');
+  const field = near?.closest('.field');
+  if (field) field.append(error);
+  else if (errorHome) errorHome.parent.insertBefore(error, errorHome.before);
+  setMessage(error, message);
+}
+
+async function save() {
+  const button = byId('settings-save', HTMLButtonElement);
+  showError(null, null);
+  const baseUrl = input('settings-base-url').value.trim();
+  if (!/^https?:\/\/\S+$/i.test(baseUrl)) {
+    showError(input('settings-base-url'), 'The base URL must start with http:// or https://.');
+    input('settings-base-url').focus();
+    return;
+  }
+  button.disabled = true;
+  try {
+    const { settings } = await ask({
+      type: 'save_settings',
+      settings: {
+        provider: /** @type {ProviderKind} */ (select('settings-provider').value),
+        preset: select('settings-preset').value,
+        base_url: baseUrl,
+        model: input('settings-model').value.trim(),
+        custom_instructions: byId('settings-custom-instructions', HTMLTextAreaElement).value,
+        approval: {
+          ask_before_writes: input('settings-ask-writes').checked,
+          ask_before_safe_commands: input('settings-ask-safe-commands').checked,
+        },
+      },
+    }, 'settings');
+    applySettings(settings, true);
+    setMessage(byId('settings-saved'), 'Saved.');
+  } catch (e) {
+    showError(null, errorText(e));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function fetchModels() {
+  const button = byId('settings-fetch-models', HTMLButtonElement);
+  const status = byId('settings-models-status');
+  showError(null, null);
+  button.disabled = true;
+  status.textContent = 'Asking the provider…';
+  try {
+    const { models } = await ask({ type: 'list_models' }, 'models');
+    byId('settings-models').replaceChildren(...models.map((m) => h('option', { value: m })));
+    status.textContent = models.length
+      ? `${models.length} model${models.length === 1 ? '' : 's'} available: pick one in the Model field.${dirty ? ' (Listed with the saved settings.)' : ''}`
+      : 'The provider did not list any model; type the model name.';
+  } catch (e) {
+    status.textContent = '';
+    showError(button, `Could not fetch models: ${errorText(e)}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function saveKey() {
+  const field = input('settings-api-key');
+  const button = byId('settings-save-key', HTMLButtonElement);
+  showError(null, null);
+  if (!field.value.trim()) {
+    showError(field, 'Paste a key first.');
+    return;
+  }
+  const provider = /** @type {ProviderKind} */ (select('settings-provider').value);
+  const apiKey = field.value;
+  // The key leaves the page right away: nothing keeps it, even if saving fails.
+  field.value = '';
+  button.disabled = true;
+  try {
+    const { settings } = await ask({ type: 'set_api_key', provider, api_key: apiKey }, 'settings');
+    // The key status line above now says where the key comes from.
+    applySettings(settings);
+  } catch (e) {
+    showError(field, `The key was not saved: ${errorText(e)}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function clearKey() {
+  const button = byId('settings-clear-key', HTMLButtonElement);
+  showError(null, null);
+  button.disabled = true;
+  try {
+    const provider = /** @type {ProviderKind} */ (select('settings-provider').value);
+    const { settings } = await ask({ type: 'clear_api_key', provider }, 'settings');
+    applySettings(settings);
+  } catch (e) {
+    showError(button, `The key was not removed: ${errorText(e)}`);
+  } finally {
+    button.disabled = false;
+  }
+}

@@ -1,0 +1,128 @@
+// Shared state of the window: what the host told us last, and who wants to know when it changes.
+
+/** @typedef {import('./protocol').TaskSummary} TaskSummary */
+/** @typedef {import('./protocol').TaskStatus} TaskStatus */
+/** @typedef {import('./protocol').IntentsView} IntentsView */
+/** @typedef {import('./protocol').IntentView} IntentView */
+/** @typedef {import('./protocol').SettingsView} SettingsView */
+/** @typedef {'tasks' | 'intents' | 'settings' | 'visible' | 'approvals'} Topic */
+
+export const store = {
+  workspace: '',
+  version: '',
+  /** @type {SettingsView | null} */
+  settings: null,
+  /** @type {Map<string, TaskSummary>} */
+  tasks: new Map(),
+  /** @type {IntentsView} */
+  intents: { path: '', exists: false, intents: [], error: null },
+  /** Task ids whose panels are on screen (one, or two in split view). @type {string[]} */
+  visibleTasks: [],
+};
+
+/** @type {Map<Topic, Set<() => void>>} */
+const listeners = new Map();
+/** @type {Set<Topic>} */
+const queued = new Set();
+
+/**
+ * @param {Topic} topic
+ * @param {() => void} fn
+ */
+export function listen(topic, fn) {
+  let set = listeners.get(topic);
+  if (!set) listeners.set(topic, (set = new Set()));
+  set.add(fn);
+}
+
+/**
+ * Tells listeners, once per task of the event loop however many changes came in (a burst of
+ * events must not redraw a list a hundred times).
+ * @param {Topic} topic
+ */
+export function emit(topic) {
+  if (queued.has(topic)) return;
+  queued.add(topic);
+  queueMicrotask(() => {
+    queued.delete(topic);
+    for (const fn of listeners.get(topic) ?? []) fn();
+  });
+}
+
+/** @param {TaskSummary} task */
+export function upsertTask(task) {
+  store.tasks.set(task.id, task);
+  emit('tasks');
+}
+
+/**
+ * For summaries that came in a reply: events may already have brought a newer one (the task
+ * started running before the reply to start_task arrived), which must not be rolled back.
+ * @param {TaskSummary} task
+ */
+export function upsertTaskIfNewer(task) {
+  const known = store.tasks.get(task.id);
+  if (known && Date.parse(known.updated_at) > Date.parse(task.updated_at)) return;
+  upsertTask(task);
+}
+
+/** @param {string} id */
+export function removeTask(id) {
+  store.tasks.delete(id);
+  emit('tasks');
+}
+
+/** Tasks, most recently updated first. */
+export function sortedTasks() {
+  return [...store.tasks.values()].sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));
+}
+
+/** @param {IntentsView} view */
+export function setIntents(view) {
+  store.intents = view;
+  emit('intents');
+}
+
+/** @param {string | null} id */
+export function intentById(id) {
+  return id === null ? undefined : store.intents.intents.find((i) => i.id === id);
+}
+
+/** @type {Record<TaskStatus, string>} */
+const STATUS_LABELS = {
+  idle: 'Idle',
+  running: 'Running',
+  waiting_for_approval: 'Waiting for approval',
+  waiting_for_answer: 'Waiting for an answer',
+  completed: 'Completed',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+};
+
+/** @param {TaskStatus} status */
+export function statusLabel(status) {
+  return STATUS_LABELS[status] ?? status;
+}
+
+/** Whether the agent is busy with the task (it cannot take a new message). @param {TaskStatus} status */
+export function isBusy(status) {
+  return status === 'running' || status === 'waiting_for_approval' || status === 'waiting_for_answer';
+}
+
+/** @param {TaskSummary} task */
+export function canRetry(task) {
+  return task.status === 'failed' || task.status === 'cancelled' || (task.status === 'idle' && task.error !== null);
+}
+
+/** @type {Record<string, string>} */
+const INTENT_STATUS_LABELS = {
+  NOT_STARTED: 'Not started',
+  IN_PROGRESS: 'In progress',
+  DONE: 'Done',
+  BLOCKED: 'Blocked',
+};
+
+/** @param {string} status */
+export function intentStatusLabel(status) {
+  return INTENT_STATUS_LABELS[status] ?? status;
+}
