@@ -1,6 +1,9 @@
 //! Support for Mandate's black-box tests: a scripted LLM provider on loopback that speaks the real
 //! wire formats, realistic SSE transcripts, and a WebDriver client for the real window.
 
+pub mod app;
+pub mod cli;
 pub mod llm_server;
 pub mod sse;
+pub mod trace_schema;
 pub mod webdriver;

@@ -240,7 +240,7 @@ function buildEntry(taskId, req) {
   const rejectLabel = d.kind === 'continue' ? 'Stop' : 'Reject';
   el.append(
     h('div', { class: 'field reject-field' },
-      h('label', { for: `reject-reason-${n}`, text: d.kind === 'continue' ? 'Note for the agent (optional, sent if you stop)' : 'Reason if you reject (optional, sent to the agent)' }),
+      h('label', { for: `reject-reason-${n}`, text: d.kind === 'continue' ? 'Reason if you stop (optional)' : 'Reason if you reject (optional, sent to the agent)' }),
       reason),
     h('div', { class: 'approval-actions' },
       h('button', { type: 'button', class: 'primary', 'data-action': 'approve' }, approveLabel, h('kbd', { text: 'Alt+A' })),

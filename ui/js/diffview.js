@@ -166,7 +166,7 @@ function splitRow(left, right, language) {
   const row = h('div', { class: 'sl' });
   for (const [side, label] of /** @type {const} */ ([[left, 'Before'], [right, 'After']])) {
     if (!side) {
-      row.append(h('span', { class: 'ln empty', 'aria-hidden': 'true' }), h('span', { class: 'code empty', 'aria-label': `${label}: nothing` }));
+      row.append(h('span', { class: 'ln empty', 'aria-hidden': 'true' }), h('span', { class: 'code empty' }, h('span', { class: 'visually-hidden', text: `${label}: nothing` })));
       continue;
     }
     const code = codeCell(side.text, language);

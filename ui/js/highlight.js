@@ -245,6 +245,7 @@ export function highlightCodeIn(root) {
     const language = match ? match[1] : '';
     const text = code.textContent ?? '';
     if (language) code.replaceChildren(highlight(text, language));
+    pre.tabIndex = 0; // long lines scroll sideways: keyboard users must reach it
     const copy = h('button', { type: 'button', class: 'copy-code', 'aria-label': 'Copy code', text: 'Copy' });
     copy.addEventListener('click', () => copyText(copy, text));
     const wrapper = h('div', { class: 'code-block' },

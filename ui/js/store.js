@@ -72,11 +72,6 @@ export function removeTask(id) {
   emit('tasks');
 }
 
-/** Tasks, most recently updated first. */
-export function sortedTasks() {
-  return [...store.tasks.values()].sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));
-}
-
 /** @param {IntentsView} view */
 export function setIntents(view) {
   store.intents = view;

@@ -177,25 +177,16 @@ export function renderTabs(state) {
       tabindex: selected || (state.active === null && id === state.open[0]) ? '0' : '-1',
       title,
       'aria-keyshortcuts': 'Delete',
+      'aria-description': 'Delete closes the tab',
     },
     h('span', { class: 'status-dot', 'data-status': task?.status ?? 'idle', 'aria-hidden': 'true' }),
     h('span', { class: 'tab-title', text: title }),
-    pending > 0 ? h('span', { class: 'tab-badge', 'aria-label': `${pending} waiting for approval`, text: String(pending) }) : null);
-    const wrap = h('div', {
-      class: 'tab-wrap',
-      role: 'presentation',
-      'data-task-id': id,
-      'data-visible': state.visible.includes(id) ? 'true' : null,
-    }, tab, h('button', {
-      type: 'button',
-      class: 'tab-close icon-button',
-      'data-action': 'close-tab',
-      tabindex: '-1',
-      'aria-label': `Close tab “${title}”`,
-      title: 'Close tab (the task keeps its history)',
-      text: '×',
-    }));
-    frag.append(wrap);
+    pending > 0 ? h('span', { class: 'tab-badge', text: String(pending) }) : null,
+    pending > 0 ? h('span', { class: 'visually-hidden', text: `, ${pending} waiting for approval` }) : null,
+    // Part of the tab (a tab list holds only tabs); Delete does the same from the keyboard.
+    h('span', { class: 'tab-close', 'data-action': 'close-tab', 'aria-hidden': 'true', title: 'Close tab (the task keeps its history)', text: '×' }));
+    if (state.visible.includes(id)) tab.dataset.visible = 'true';
+    frag.append(tab);
   }
   strip.replaceChildren(frag);
   strip.hidden = state.open.length === 0;

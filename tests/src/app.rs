@@ -1,0 +1,223 @@
+//! The real Mandate app in a real window, driven through tauri-driver and WebKitWebDriver under
+//! the test run's X display, with its own config, data and workspace directories.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::webdriver::{Element, Session, TauriDriver};
+
+/// The `mandate` binary built next to the test executables.
+pub fn mandate_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("MANDATE_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/debug/deps/test-xxxx -> target/debug/mandate
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    dir.join("mandate")
+}
+
+/// `<repo>/test-artifacts/<sub>`: screenshots and logs of the run.
+pub fn artifacts(sub: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-artifacts")
+        .join(sub);
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+/// A temporary workspace with an intents file (if given) and `files`.
+pub fn workspace(intents_yaml: Option<&str>, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("mandate-ws-")
+        .tempdir()
+        .expect("tempdir");
+    if let Some(yaml) = intents_yaml {
+        let orch = dir.path().join(".orchestration");
+        std::fs::create_dir_all(&orch).expect("mkdir");
+        std::fs::write(orch.join("active_intents.yaml"), yaml).expect("write intents");
+    }
+    for (path, content) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, content).expect("write file");
+    }
+    dir
+}
+
+/// Per-app user directories (config for settings, data for task history).
+pub struct UserDirs {
+    pub home: tempfile::TempDir,
+}
+
+impl UserDirs {
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::Builder::new()
+                .prefix("mandate-home-")
+                .tempdir()
+                .expect("tempdir"),
+        }
+    }
+    pub fn config(&self) -> PathBuf {
+        self.home.path().join("config")
+    }
+    pub fn data(&self) -> PathBuf {
+        self.home.path().join("data")
+    }
+    /// Writes settings pointing the app at an OpenAI-compatible server.
+    pub fn settings_openai(&self, base_url: &str, ask_before_writes: bool) {
+        let settings = json!({
+            "provider": "openai", "preset": "custom", "base_url": base_url, "model": "test-model",
+            "custom_instructions": "",
+            "approval": {"ask_before_writes": ask_before_writes, "ask_before_safe_commands": false},
+        });
+        std::fs::create_dir_all(self.config()).expect("mkdir");
+        std::fs::write(self.config().join("settings.json"), settings.to_string())
+            .expect("write settings");
+    }
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "MANDATE_CONFIG_DIR".into(),
+                self.config().display().to_string(),
+            ),
+            ("MANDATE_DATA_DIR".into(), self.data().display().to_string()),
+        ]
+    }
+}
+
+impl Default for UserDirs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct App {
+    pub session: Session,
+    pub ipc_trace: PathBuf,
+    pub log: PathBuf,
+    _driver: TauriDriver,
+}
+
+impl App {
+    /// Starts the app on `workspace` and waits until the page has loaded its state.
+    pub async fn launch(
+        name: &str,
+        workspace: &Path,
+        dirs: &UserDirs,
+        extra_env: &[(&str, &str)],
+    ) -> anyhow::Result<App> {
+        let logs = artifacts("logs");
+        let log = logs.join(format!("{name}.log"));
+        let ipc_trace = logs.join(format!("{name}.ipc.jsonl"));
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(&ipc_trace);
+        let mut env = dirs.env();
+        env.push(("MANDATE_IPC_TRACE".into(), ipc_trace.display().to_string()));
+        env.push(("MANDATE_RETRY_BASE_MS".into(), "10".into()));
+        env.push(("TAURI_WEBVIEW_AUTOMATION".into(), "true".into()));
+        env.push(("WEBKIT_DISABLE_COMPOSITING_MODE".into(), "1".into()));
+        for (k, v) in extra_env {
+            env.push((k.to_string(), v.to_string()));
+        }
+        let driver = TauriDriver::start(&env, &log)
+            .await
+            .context("start tauri-driver")?;
+        let bin = mandate_bin();
+        anyhow::ensure!(
+            bin.is_file(),
+            "{} is missing: build it with `cargo build -p mandate`",
+            bin.display()
+        );
+        let args = vec!["--workspace".to_string(), workspace.display().to_string()];
+        let session = Session::new(&driver.url(), &bin, &args)
+            .await
+            .context("open a session on the app")?;
+        session
+            .wait_until(
+                "document.body && document.body.dataset.ready === 'true'",
+                Duration::from_secs(30),
+            )
+            .await
+            .with_context(|| {
+                format!(
+                    "the app did not become ready; log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            })?;
+        Ok(App {
+            session,
+            ipc_trace,
+            log,
+            _driver: driver,
+        })
+    }
+
+    pub async fn find(&self, css: &str) -> anyhow::Result<Element> {
+        self.session.wait_for(css, Duration::from_secs(15)).await
+    }
+
+    pub async fn click(&self, css: &str) -> anyhow::Result<()> {
+        let el = self.find(css).await?;
+        self.session.click(&el).await
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) -> anyhow::Result<()> {
+        let el = self.find(css).await?;
+        self.session.clear(&el).await?;
+        self.session.send_keys(&el, text).await
+    }
+
+    pub async fn text(&self, css: &str) -> anyhow::Result<String> {
+        let el = self.find(css).await?;
+        self.session.text(&el).await
+    }
+
+    pub async fn wait_until(&self, js: &str) -> anyhow::Result<()> {
+        self.session.wait_until(js, Duration::from_secs(20)).await
+    }
+
+    pub async fn eval(&self, script: &str) -> anyhow::Result<Value> {
+        self.session.execute(script, Vec::new()).await
+    }
+
+    /// Calls the host through the page's IPC, as the UI does; returns `{ok}` or `{err}`.
+    pub async fn ipc(&self, request: Value) -> anyhow::Result<Value> {
+        self.session
+            .execute_async(
+                "const done = arguments[arguments.length - 1];\
+                 window.__TAURI__.core.invoke('request', arguments[0])\
+                   .then(ok => done({ok}), err => done({err}));",
+                vec![request],
+            )
+            .await
+    }
+
+    /// Saves a screenshot of the X display under test-artifacts/screenshots. (WebDriver's own
+    /// screenshot never answers with compositing disabled, so the display is captured instead.)
+    pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let path = artifacts("screenshots").join(format!("{name}.png"));
+        // Let the last paint land.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let status = tokio::process::Command::new("import")
+            .args(["-window", "root"])
+            .arg(&path)
+            .status()
+            .await
+            .context("run `import` (imagemagick)")?;
+        anyhow::ensure!(status.success(), "import failed: {status}");
+        Ok(path)
+    }
+
+    pub async fn close(self) -> anyhow::Result<()> {
+        self.session.close().await
+    }
+}

@@ -1,0 +1,478 @@
+//! `mandate run` end to end against a scripted provider on 127.0.0.1: the full governed task in
+//! both wire formats, the gate, stale writes, approvals by flag, and usage errors.
+
+use mandate_tests::app::{workspace, UserDirs};
+use mandate_tests::cli::{ledger, mandate, run_openai, task_record};
+use mandate_tests::llm_server::ScriptedServer;
+use mandate_tests::sse::{anthropic, openai};
+use mandate_tests::trace_schema::assert_valid;
+use serde_json::{json, Value};
+
+const INTENTS: &str = r#"active_intents:
+  - id: INT-001
+    name: Greeting module
+    status: NOT_STARTED
+    owned_scope: ["src/greet/**"]
+    constraints: ["Keep the public API"]
+    acceptance_criteria: ["greet() says hello"]
+"#;
+
+const GREET: &str = "pub fn greet() -> &'static str {\n    \"hi\"\n}\n";
+const GREET_NEW: &str = "pub fn greet() -> &'static str {\n    \"hello\"\n}\n";
+
+fn files() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("src/greet/mod.rs", GREET),
+        ("src/db.rs", "pub fn db() {}\n"),
+    ]
+}
+
+/// The tool result the model received for `call_id` in request `n` (OpenAI format).
+fn openai_tool_result(server: &ScriptedServer, n: usize, call_id: &str) -> String {
+    let body = server.requests()[n].json();
+    body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no result for {call_id} in request {n}: {body:#}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_full_governed_task_over_openai() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().comment(": OPENROUTER PROCESSING").tool_call("c1", "select_active_intent", json!({"intent_id": "INT-001"})).usage(100, 10).reply(),
+        openai::turn().text("Reading the module.").tool_call("c2", "read_file", json!({"path": "src/greet/mod.rs"})).usage(200, 12).reply(),
+        openai::turn().tool_call("c3", "write_to_file", json!({"path": "src/greet/mod.rs", "content": GREET_NEW, "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("c4", "write_to_file", json!({"path": "src/db.rs", "content": "changed\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().text("db.rs is outside my scope; I will leave it.").tool_call("c5", "execute_command", json!({"command": "ls src"})).reply(),
+        openai::turn().tool_call("c6", "attempt_completion", json!({"result": "Done. Acceptance criteria: greet() says hello — met."})).usage(300, 20).reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow", "--api-key-env", "TEST_KEY"],
+        "Make greet say hello",
+        &dirs,
+    )
+    .await;
+    // --api-key-env names a variable that is not set here: bad usage.
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("TEST_KEY"), "{}", out.stderr);
+
+    let ws_arg = ws.path().display().to_string();
+    let base = format!("{}/v1", server.base_url());
+    let out = mandate(
+        &[
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "test-model",
+            "--api-key-env",
+            "TEST_KEY",
+            "--approve",
+            "allow",
+            "--json",
+            "Make greet say hello",
+        ],
+        &dirs,
+        &[("TEST_KEY", "sk-test-secret-4242")],
+    )
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+
+    // The file in scope changed, the one outside did not.
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/greet/mod.rs")).expect("read"),
+        GREET_NEW
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/db.rs")).expect("read"),
+        "pub fn db() {}\n"
+    );
+
+    // The model saw the handshake, the write result, the scope violation and the command output.
+    assert!(openai_tool_result(&server, 1, "c1").starts_with("<intent_context>"));
+    let context = openai_tool_result(&server, 1, "c1");
+    assert!(
+        context.contains("<criterion>greet() says hello</criterion>")
+            && context.contains("<path>src/greet/**</path>"),
+        "{context}"
+    );
+    assert!(openai_tool_result(&server, 3, "c3").starts_with("Wrote src/greet/mod.rs"));
+    let violation: Value =
+        serde_json::from_str(&openai_tool_result(&server, 4, "c4")).expect("json error");
+    assert_eq!(
+        violation,
+        json!({"error": {"code": "SCOPE_VIOLATION", "message": "Scope Violation: INT-001 is not authorized to edit src/db.rs. Request scope expansion.", "intent_id": "INT-001", "path": "src/db.rs"}})
+    );
+    let ls = openai_tool_result(&server, 5, "c5");
+    assert!(
+        ls.contains("exited with code 0") && ls.contains("greet"),
+        "{ls}"
+    );
+
+    // What the client sent: the key as a bearer token, the tool catalog, streaming with usage.
+    let first = &server.requests()[0];
+    assert_eq!(first.path, "/v1/chat/completions");
+    assert_eq!(
+        first.header("authorization"),
+        Some("Bearer sk-test-secret-4242")
+    );
+    let body = first.json();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"]["include_usage"], true);
+    assert_eq!(body["tools"].as_array().map(Vec::len), Some(10));
+    let system = body["messages"][0]["content"]
+        .as_str()
+        .expect("system prompt");
+    assert!(system
+        .contains("You cannot write code or run commands before you call select_active_intent"));
+
+    // The key is never printed.
+    assert!(
+        !out.stdout.contains("sk-test-secret-4242") && !out.stderr.contains("sk-test-secret-4242")
+    );
+
+    // One ledger record for the accepted write, valid Agent Trace, tied to the intent.
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let r = &records[0];
+    assert_valid(r);
+    assert_eq!(r["files"][0]["path"], "src/greet/mod.rs");
+    let conv = &r["files"][0]["conversations"][0];
+    assert_eq!(
+        conv["contributor"],
+        json!({"type": "ai", "model_id": "openai/test-model"})
+    );
+    assert_eq!(
+        conv["ranges"],
+        json!([{"start_line": 2, "end_line": 2, "content_hash": format!("sha256:{}", sha256("    \"hello\""))}])
+    );
+    assert_eq!(conv["related"][0]["url"], "mandate://intent/INT-001");
+    let vendor = &r["metadata"]["dev.mandate"];
+    assert_eq!(vendor["approval"]["by"], "headless");
+    assert_eq!(vendor["mutation_class"]["declared"], "INTENT_EVOLUTION");
+
+    // The intent moved to IN_PROGRESS on the first change, then DONE with its criterion reported.
+    let intents = std::fs::read_to_string(ws.path().join(".orchestration/active_intents.yaml"))
+        .expect("read");
+    assert!(intents.contains("status: DONE"), "{intents}");
+    let map = std::fs::read_to_string(ws.path().join(".orchestration/intent_map.md"))
+        .expect("intent map");
+    assert!(map.contains("`src/greet/mod.rs`: lines 2"), "{map}");
+
+    // --json printed the host events, the same the UI receives.
+    assert!(!out.events_of("tool_call_finished").is_empty());
+    assert!(
+        out.events_of("approval_requested").len() == 1,
+        "only the in-scope write asked"
+    );
+    let task_id = out.task_id().expect("task id");
+    let record = task_record(&dirs, &task_id);
+    assert_eq!(record["summary"]["status"], "completed");
+    assert_eq!(record["summary"]["usage"]["input_tokens"], 600);
+    assert_eq!(record["governance"]["selected_intent"], "INT-001");
+}
+
+fn sha256(text: &str) -> String {
+    mandate_core::fsutil::sha256_hex(text.as_bytes())
+}
+
+#[tokio::test]
+async fn a_full_governed_task_over_anthropic() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        anthropic::turn().text("I will select the intent.").ping().tool_use("t1", "select_active_intent", json!({"intent_id": "INT-001"})).usage(50, 5).reply(),
+        anthropic::turn().tool_use("t2", "read_file", json!({"path": "src/greet/mod.rs"})).reply(),
+        anthropic::turn().tool_use("t3", "apply_diff", json!({"path": "src/greet/mod.rs", "diff": "<<<<<<< SEARCH\n    \"hi\"\n=======\n    \"hello\"\n>>>>>>> REPLACE", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        anthropic::turn().tool_use("t4", "attempt_completion", json!({"result": "greet() says hello"})).usage(80, 9).reply(),
+    ])
+    .await;
+    let ws_arg = ws.path().display().to_string();
+    let out = mandate(
+        &[
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "claude-test",
+            "--approve",
+            "allow",
+            "--json",
+            "Make greet say hello",
+        ],
+        &dirs,
+        &[("MANDATE_API_KEY", "sk-ant-test")],
+    )
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/greet/mod.rs")).expect("read"),
+        GREET_NEW
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
+    let body = requests[3].json();
+    assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    // The apply_diff result went back as a tool_result block in the next user message.
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("messages");
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["tool_use_id"], "t3");
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 1);
+    assert_valid(&records[0]);
+    assert_eq!(
+        records[0]["files"][0]["conversations"][0]["contributor"]["model_id"],
+        "anthropic/claude-test"
+    );
+    assert_eq!(records[0]["metadata"]["dev.mandate"]["tool"], "apply_diff");
+}
+
+#[tokio::test]
+async fn a_write_before_any_intent_is_refused_and_the_model_recovers() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("w1", "write_to_file", json!({"path": "src/greet/new.rs", "content": "x\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("s1", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("w2", "write_to_file", json!({"path": "src/greet/new.rs", "content": "x\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("done", "attempt_completion", json!({"result": "created new.rs"})).reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "create new.rs",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let denied: Value = serde_json::from_str(&openai_tool_result(&server, 1, "w1")).expect("json");
+    assert_eq!(denied["error"]["code"], "NO_ACTIVE_INTENT");
+    assert!(denied["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("You must cite a valid active Intent ID."));
+    assert!(openai_tool_result(&server, 3, "w2").starts_with("Wrote src/greet/new.rs"));
+    assert_eq!(ledger(ws.path()).len(), 1);
+}
+
+#[tokio::test]
+async fn a_stale_write_after_the_file_changed_underneath_is_refused() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = std::sync::Arc::new(ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("r", "read_file", json!({"path": "src/greet/mod.rs"})).reply(),
+        // The write arrives slowly; meanwhile the user edits the file.
+        openai::turn().delay_ms(400).tool_call("w", "write_to_file", json!({"path": "src/greet/mod.rs", "content": GREET_NEW, "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("r2", "read_file", json!({"path": "src/greet/mod.rs"})).reply(),
+        openai::turn().tool_call("done", "attempt_completion", json!({"result": "stopped: the user is editing"})).reply(),
+    ])
+    .await);
+    let path = ws.path().join("src/greet/mod.rs");
+    let edit = {
+        let path = path.clone();
+        let server_requests = server.clone();
+        tokio::spawn(async move {
+            server_requests
+                .wait_for_requests(3, std::time::Duration::from_secs(30))
+                .await
+                .expect("third request");
+            std::fs::write(&path, "pub fn greet() -> &'static str { \"user edit\" }\n")
+                .expect("user edit");
+        })
+    };
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "say hello",
+        &dirs,
+    )
+    .await;
+    edit.await.expect("edit task");
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let stale: Value = serde_json::from_str(&openai_tool_result(&server, 3, "w")).expect("json");
+    assert_eq!(stale["error"]["code"], "STALE_FILE", "{stale}");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        "pub fn greet() -> &'static str { \"user edit\" }\n",
+        "the user's edit survives"
+    );
+    assert!(ledger(ws.path()).is_empty());
+}
+
+#[tokio::test]
+async fn approve_deny_rejects_writes_and_destructive_commands() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("w", "write_to_file", json!({"path": "src/greet/new.rs", "content": "x\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("c", "execute_command", json!({"command": "rm -rf src"})).reply(),
+        openai::turn().tool_call("done", "attempt_completion", json!({"result": "nothing was allowed"})).reply(),
+    ])
+    .await;
+    let out = run_openai(ws.path(), &server.base_url(), &[], "try things", &dirs).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    for (n, id) in [(2, "w"), (3, "c")] {
+        let r: Value = serde_json::from_str(&openai_tool_result(&server, n, id)).expect("json");
+        assert_eq!(r["error"]["code"], "REJECTED_BY_USER", "{r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--approve deny"));
+    }
+    assert!(!ws.path().join("src/greet/new.rs").exists());
+    assert!(ws.path().join("src/db.rs").exists(), "rm -rf did not run");
+    assert_eq!(out.events_of("approval_requested").len(), 2);
+}
+
+#[tokio::test]
+async fn repeated_identical_calls_end_the_task_when_approvals_are_denied() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let same = || {
+        openai::turn()
+            .tool_call("x", "read_file", json!({"path": "src/nope.rs"}))
+            .reply()
+    };
+    let server = ScriptedServer::start(vec![same(), same(), same(), same()]).await;
+    let out = run_openai(ws.path(), &server.base_url(), &[], "loop", &dirs).await;
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "stopped after the third identical call"
+    );
+    let asked = out.events_of("approval_requested");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["request"]["detail"]["kind"], "continue");
+}
+
+#[tokio::test]
+async fn max_turns_and_bad_usage_have_their_exit_codes() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("a", "list_files", json!({"path": "."}))
+            .reply(),
+        openai::turn()
+            .tool_call("b", "list_files", json!({"path": "src"}))
+            .reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--max-turns", "2"],
+        "explore",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(1));
+    assert!(out.stdout.contains("limit of 2 turns"), "{}", out.stdout);
+
+    let ws_arg = ws.path().display().to_string();
+    for args in [
+        vec![
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "x",
+        ],
+        vec![
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "gemini",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "x",
+        ],
+        vec![
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "openai",
+            "--base-url",
+            "file:///etc",
+            "--model",
+            "m",
+            "x",
+        ],
+        vec![
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ],
+        vec![
+            "run",
+            "--workspace",
+            "/definitely/not/here",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "x",
+        ],
+    ] {
+        let out = mandate(&args, &dirs, &[]).await;
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.is_empty());
+    }
+}
