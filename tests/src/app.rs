@@ -208,7 +208,7 @@ impl App {
         // Let the last paint land.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let status = tokio::process::Command::new("import")
-            .args(["-window", "root"])
+            .args(["-window", "root", "-crop", "1280x820+0+0", "+repage"])
             .arg(&path)
             .status()
             .await

@@ -1,0 +1,225 @@
+//! The real app in a real window (WebKitGTK under Xvfb, driven by WebDriver): streaming chat,
+//! the locked-down webview, the IPC boundary, provider errors, stop, links and settings.
+
+use std::time::Duration;
+
+use mandate_tests::app::{workspace, App, UserDirs};
+use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::sse::openai;
+use serde_json::{json, Value};
+
+const INTENTS: &str = "active_intents:\n  - id: INT-1\n    name: Docs\n    owned_scope: [\"docs/**\"]\n";
+
+async fn launch(name: &str, server: &ScriptedServer) -> (App, tempfile::TempDir, UserDirs) {
+    let ws = workspace(Some(INTENTS), &[("docs/a.md", "# A\n")]);
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
+    let app = App::launch(name, ws.path(), &dirs, &[]).await.expect("launch the app");
+    (app, ws, dirs)
+}
+
+async fn send(app: &App, text: &str) {
+    app.type_into("#composer-input", text).await.expect("type");
+    app.click("#composer-send").await.expect("send");
+}
+
+#[tokio::test]
+async fn a_typed_message_streams_back_as_sanitized_html() {
+    let server = ScriptedServer::start(vec![openai::turn()
+        .delay_ms(40)
+        .text("Here is **x** and a list:\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n\nDone.")
+        .usage(12, 30)
+        .reply()])
+    .await;
+    let (app, _ws, _dirs) = launch("chat-stream", &server).await;
+    send(&app, "Hello there").await;
+    app.wait_until("document.querySelector('.message[data-role=\"user\"]')?.textContent.includes('Hello there')").await.expect("user message");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content strong')?.textContent === 'x'").await.expect("bold rendered");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Done.')").await.expect("complete answer");
+    let code_class = app.eval("return document.querySelector('.message[data-role=\"assistant\"] pre code')?.className").await.expect("eval");
+    assert!(code_class.as_str().unwrap_or("").contains("language-rust"), "{code_class}");
+    app.wait_until("/12 in.*30 out/.test(document.querySelector('.task-panel .task-usage')?.textContent ?? '')").await.expect("tokens shown");
+    app.screenshot("chat").await.expect("screenshot");
+
+    // The answer streamed: several coalesced re-renders, fewer than the deltas that arrived.
+    let trace = std::fs::read_to_string(&app.ipc_trace).expect("ipc trace");
+    let deltas = trace.lines().filter(|l| l.contains("\"type\":\"message_delta\"")).count();
+    let sent_deltas = openai::turn().text("Here is **x** and a list:\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n\nDone.").chunks().len();
+    assert!(deltas >= 2 && deltas < sent_deltas, "re-renders: {deltas}, deltas sent: {sent_deltas}");
+    for line in trace.lines() {
+        let v: Value = serde_json::from_str(line).expect("trace line");
+        if let Some(html) = v["payload"]["safe_html"].as_str() {
+            assert!(!html.contains("<script") && !html.contains("onerror"), "{html}");
+        }
+    }
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn script_injected_at_run_time_is_blocked_by_the_csp() {
+    let server = ScriptedServer::start(vec![]).await;
+    let (app, _ws, _dirs) = launch("csp", &server).await;
+    let result = app
+        .session
+        .execute_async(
+            "const done = arguments[arguments.length - 1];\
+             const seen = [];\
+             document.addEventListener('securitypolicyviolation', e => seen.push(e.violatedDirective));\
+             const s = document.createElement('script');\
+             s.textContent = 'window.__injected = true;';\
+             document.body.appendChild(s);\
+             const d = document.createElement('div');\
+             d.setAttribute('onclick', 'window.__clicked = true');\
+             document.body.appendChild(d); d.click();\
+             setTimeout(() => done({ran: window.__injected === true, clicked: window.__clicked === true, seen,\
+                                     frozen: Object.isFrozen(Object.prototype)}), 500);",
+            vec![],
+        )
+        .await
+        .expect("inject");
+    assert_eq!(result["ran"], false, "{result}");
+    assert_eq!(result["clicked"], false, "{result}");
+    assert_eq!(result["frozen"], true, "freezePrototype is on");
+    let seen: Vec<String> = serde_json::from_value(result["seen"].clone()).expect("list");
+    assert!(seen.iter().any(|d| d.starts_with("script-src")), "a CSP violation was raised: {seen:?}");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn html_and_handlers_in_model_output_do_not_run() {
+    let answer = "Look: <img src=x onerror=\"window.__xss='img'\"> and <b onclick=\"window.__xss='b'\">bold?</b> \
+                  [click me](javascript:window.__xss='link') <script>window.__xss='script'</script>";
+    let server = ScriptedServer::start(vec![openai::turn().text(answer).reply()]).await;
+    let (app, _ws, _dirs) = launch("xss", &server).await;
+    send(&app, "show me html").await;
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('bold?')").await.expect("answer");
+    let facts = app
+        .eval(
+            "const c = document.querySelector('.message[data-role=\"assistant\"] .content');\
+             for (const el of c.querySelectorAll('*')) { el.click?.(); }\
+             return {xss: window.__xss ?? null, imgs: c.querySelectorAll('img').length,\
+                     handlers: [...c.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,\
+                     scripts: c.querySelectorAll('script').length, text: c.textContent,\
+                     jsLinks: [...c.querySelectorAll('a')].filter(a => !/^(https?|mailto):/.test(a.getAttribute('href') || '')).length};",
+        )
+        .await
+        .expect("eval");
+    assert_eq!(facts["xss"], Value::Null, "{facts}");
+    assert_eq!(facts["imgs"], 0);
+    assert_eq!(facts["handlers"], 0);
+    assert_eq!(facts["scripts"], 0);
+    assert_eq!(facts["jsLinks"], 0);
+    let text = facts["text"].as_str().unwrap_or("");
+    assert!(text.contains("<img src=x onerror="), "raw HTML is shown as text: {text}");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn only_the_granted_commands_reach_the_host() {
+    let server = ScriptedServer::start(vec![]).await;
+    let (app, _ws, _dirs) = launch("acl", &server).await;
+    let call = |cmd: &str, args: Value| {
+        format!(
+            "const done = arguments[arguments.length - 1];\
+             window.__TAURI_INTERNALS__.invoke({}, {}).then(ok => done({{ok: ok ?? null}}), err => done({{err: String(err?.message ?? JSON.stringify(err))}}));",
+            json!(cmd),
+            args
+        )
+    };
+    for (cmd, args) in [
+        ("plugin:app|version", json!({})),
+        ("plugin:event|listen", json!({"event": "x", "target": {"kind": "Any"}, "handler": 1})),
+        ("plugin:window|close", json!({})),
+        ("plugin:webview|print", json!({})),
+        ("not_a_command", json!({})),
+    ] {
+        let r = app.session.execute_async(&call(cmd, args), vec![]).await.expect("invoke");
+        let err = r["err"].as_str().unwrap_or_default().to_string();
+        assert!(!err.is_empty(), "{cmd} was not refused: {r}");
+        assert!(err.contains("not allowed") || err.contains("not found"), "{cmd}: {err}");
+    }
+    // The granted command answers malformed and unknown messages with a typed error.
+    for bad in [json!({"type": "launch_missiles"}), json!({"type": "start_task"}), json!({"type": "start_task", "text": "x", "extra": 1}), json!([1, 2]), json!("text")] {
+        let r = app.ipc(bad.clone()).await.expect("ipc");
+        assert_eq!(r["err"]["code"], "malformed_request", "{bad}: {r}");
+        assert!(!r["err"]["message"].as_str().unwrap_or("").is_empty());
+    }
+    let ok = app.ipc(json!({"type": "list_intents"})).await.expect("ipc");
+    assert_eq!(ok["ok"]["intents"]["intents"][0]["id"], "INT-1");
+    // Links only as http(s), and only through the host.
+    let r = app.ipc(json!({"type": "open_external", "url": "javascript:alert(1)"})).await.expect("ipc");
+    assert_eq!(r["err"]["code"], "invalid_input");
+    let r = app.ipc(json!({"type": "open_external", "url": "file:///etc/passwd"})).await.expect("ipc");
+    assert_eq!(r["err"]["code"], "invalid_input");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn links_open_outside_and_the_window_never_navigates() {
+    let server = ScriptedServer::start(vec![openai::turn().text("See [the docs](https://example.org/docs?q=1).").reply()]).await;
+    let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
+    let opened = dirs.home.path().join("opened.txt");
+    let opener = dirs.home.path().join("opener.sh");
+    std::fs::write(&opener, format!("#!/bin/sh\necho \"$@\" >> {}\n", opened.display())).expect("opener");
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let opener_path = opener.display().to_string();
+    let app = App::launch("links", ws.path(), &dirs, &[("MANDATE_OPENER", &opener_path)]).await.expect("launch");
+    send(&app, "where are the docs").await;
+    app.click(".message[data-role=\"assistant\"] .content a").await.expect("click link");
+    for _ in 0..50 {
+        if opened.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(std::fs::read_to_string(&opened).expect("opened").trim(), "https://example.org/docs?q=1");
+    let before = app.eval("return location.href").await.expect("href");
+    let _ = app.eval("location.href = 'https://example.org/'; return null").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let after = app.eval("return location.href").await.expect("href");
+    assert_eq!(before, after, "navigation away from the app is refused");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn provider_errors_are_readable_and_the_app_stays_usable() {
+    let server = ScriptedServer::start(vec![
+        openai::error_json(401, "Incorrect API key provided"),
+        Reply::CutAfter { chunks: openai::turn().text("A long answer that will be cut").chunks()[..3].to_vec() },
+        openai::turn().text("All good now.").reply(),
+    ])
+    .await;
+    let (app, _ws, _dirs) = launch("chat-errors", &server).await;
+    send(&app, "first").await;
+    app.wait_until("document.querySelector('.message[data-role=\"error\"]')?.textContent.includes('rejected the API key')").await.expect("401 message");
+    app.screenshot("chat-error").await.expect("screenshot");
+    send(&app, "second").await;
+    app.wait_until("[...document.querySelectorAll('.message[data-role=\"error\"]')].some(m => m.textContent.includes('connection was cut'))").await.expect("cut message");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"].cut-off') !== null").await.expect("cut-off bubble");
+    send(&app, "third").await;
+    app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('All good now.'))").await.expect("recovered");
+    // The cut-off answer was never stored as complete.
+    let task_id = app.eval("return document.querySelector('.task-panel')?.dataset.taskId").await.expect("task id");
+    let detail = app.ipc(json!({"type": "open_task", "task_id": task_id})).await.expect("ipc");
+    let messages = detail["ok"]["messages"].as_array().cloned().unwrap_or_default();
+    let assistants: Vec<&Value> = messages.iter().filter(|m| m["kind"] == "assistant").collect();
+    assert_eq!(assistants.len(), 2, "{messages:#?}");
+    assert_eq!(assistants[0]["complete"], false);
+    assert_eq!(assistants[1]["complete"], true);
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn stop_cancels_the_request() {
+    let server = ScriptedServer::start(vec![Reply::Hang, openai::turn().text("after stop").reply()]).await;
+    let (app, _ws, _dirs) = launch("chat-stop", &server).await;
+    send(&app, "this will hang").await;
+    app.wait_until("document.querySelector('.task-panel [data-action=\"stop\"]') && !document.querySelector('.task-panel [data-action=\"stop\"]').disabled").await.expect("stop enabled");
+    app.click(".task-panel [data-action=\"stop\"]").await.expect("stop");
+    app.wait_until("document.querySelector('.task-panel .task-status')?.dataset.status === 'cancelled'").await.expect("cancelled");
+    send(&app, "again").await;
+    app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('after stop'))").await.expect("usable after stop");
+    app.close().await.expect("close");
+}
