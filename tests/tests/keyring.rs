@@ -2,8 +2,8 @@
 //! test run's private D-Bus session), and through the app's settings view, after which the key
 //! is in the keyring and in no IPC payload, log line or file the app wrote.
 
-use mandate_core::secrets::{api_key_name, KeyringStore, Secret, SecretStore};
 use mandate_core::protocol::ProviderKind;
+use mandate_core::secrets::{api_key_name, KeyringStore, Secret, SecretStore};
 use mandate_tests::app::{workspace, App, UserDirs};
 
 fn keyring_available() -> Result<(), String> {
@@ -18,7 +18,10 @@ fn a_secret_round_trips_through_the_real_keyring() {
     let store = KeyringStore;
     let name = format!("test-roundtrip-{}", std::process::id());
     store.set(&name, &Secret::new("s3cr3t-value")).expect("set");
-    assert_eq!(store.get(&name).expect("get"), Some(Secret::new("s3cr3t-value")));
+    assert_eq!(
+        store.get(&name).expect("get"),
+        Some(Secret::new("s3cr3t-value"))
+    );
     store.set(&name, &Secret::new("second")).expect("overwrite");
     assert_eq!(store.get(&name).expect("get"), Some(Secret::new("second")));
     store.delete(&name).expect("delete");
@@ -28,12 +31,17 @@ fn a_secret_round_trips_through_the_real_keyring() {
 
 fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
     let mut hits = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return hits };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return hits;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
             hits.extend(files_containing(&path, needle));
-        } else if std::fs::read(&path).map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes())).unwrap_or(false) {
+        } else if std::fs::read(&path)
+            .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            .unwrap_or(false)
+        {
             hits.push(path.display().to_string());
         }
     }
@@ -47,25 +55,49 @@ async fn the_key_typed_in_settings_lands_in_the_keyring_and_nowhere_else() {
     let ws = workspace(Some("active_intents: []\n"), &[]);
     let dirs = UserDirs::new();
     dirs.settings_openai("http://127.0.0.1:9/v1", true);
-    let app = App::launch("settings-key", ws.path(), &dirs, &[]).await.expect("launch");
-    app.click("nav button[data-view=\"settings\"]").await.expect("open settings");
-    app.type_into("#settings-api-key", &key).await.expect("type key");
+    let app = App::launch("settings-key", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("open settings");
+    app.type_into("#settings-api-key", &key)
+        .await
+        .expect("type key");
     app.click("#settings-save-key").await.expect("save key");
-    app.wait_until("(document.querySelector('#settings-key-status')?.textContent ?? '').includes('keyring')").await.expect("status");
-    let field = app.eval("return document.querySelector('#settings-api-key').value").await.expect("field");
+    app.wait_until(
+        "(document.querySelector('#settings-key-status')?.textContent ?? '').includes('keyring')",
+    )
+    .await
+    .expect("status");
+    let field = app
+        .eval("return document.querySelector('#settings-api-key').value")
+        .await
+        .expect("field");
     assert_eq!(field, "", "the field is cleared after saving");
     app.screenshot("settings").await.expect("screenshot");
 
-    let stored = KeyringStore.get(&api_key_name(ProviderKind::Openai)).expect("keyring get");
+    let stored = KeyringStore
+        .get(&api_key_name(ProviderKind::Openai))
+        .expect("keyring get");
     assert_eq!(stored, Some(Secret::new(&key)));
 
     // Reload the state: the UI learns only that a key is set.
-    let state = app.ipc(serde_json::json!({"type": "get_state"})).await.expect("ipc");
+    let state = app
+        .ipc(serde_json::json!({"type": "get_state"}))
+        .await
+        .expect("ipc");
     assert_eq!(state["ok"]["state"]["settings"]["api_key_set"], true);
     assert!(!state.to_string().contains(&key));
     let trace = std::fs::read_to_string(&app.ipc_trace).expect("trace");
-    assert!(trace.contains("\"api_key_set\":true"), "the trace saw the settings");
-    assert!(!trace.contains(&key), "the key crossed the boundary to the page");
+    assert!(
+        trace.contains("\"api_key_set\":true"),
+        "the trace saw the settings"
+    );
+    assert!(
+        !trace.contains(&key),
+        "the key crossed the boundary to the page"
+    );
     let log = std::fs::read_to_string(&app.log).unwrap_or_default();
     assert!(!log.contains(&key), "the key is in a log line");
     for dir in [ws.path().to_path_buf(), dirs.config(), dirs.data()] {
@@ -73,8 +105,17 @@ async fn the_key_typed_in_settings_lands_in_the_keyring_and_nowhere_else() {
         assert!(hits.is_empty(), "the key was written to {hits:?}");
     }
     app.click("#settings-clear-key").await.expect("clear");
-    app.wait_until("(document.querySelector('#settings-key-status')?.textContent ?? '') === 'No key'").await.expect("cleared");
-    assert_eq!(KeyringStore.get(&api_key_name(ProviderKind::Openai)).expect("get"), None);
+    app.wait_until(
+        "(document.querySelector('#settings-key-status')?.textContent ?? '') === 'No key'",
+    )
+    .await
+    .expect("cleared");
+    assert_eq!(
+        KeyringStore
+            .get(&api_key_name(ProviderKind::Openai))
+            .expect("get"),
+        None
+    );
     app.close().await.expect("close");
 }
 
@@ -82,17 +123,43 @@ async fn the_key_typed_in_settings_lands_in_the_keyring_and_nowhere_else() {
 async fn without_a_keyring_the_settings_view_says_so() {
     let ws = workspace(None, &[]);
     let dirs = UserDirs::new();
-    let app = App::launch("no-keyring", ws.path(), &dirs, &[("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")]).await.expect("launch");
-    app.click("nav button[data-view=\"settings\"]").await.expect("settings");
+    let app = App::launch(
+        "no-keyring",
+        ws.path(),
+        &dirs,
+        &[("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")],
+    )
+    .await
+    .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
     app.wait_until("(document.querySelector('#settings-keyring-error')?.textContent ?? '').includes('keyring')").await.expect("keyring error shown");
-    app.type_into("#settings-api-key", "sk-nowhere").await.expect("type");
+    app.type_into("#settings-api-key", "sk-nowhere")
+        .await
+        .expect("type");
     app.click("#settings-save-key").await.expect("save");
-    app.wait_until("(document.querySelector('#settings-error')?.textContent ?? '').includes('keyring')").await.expect("save error shown");
-    assert!(files_containing(&dirs.config(), "sk-nowhere").is_empty(), "no plaintext fallback");
-    app.screenshot("settings-no-keyring").await.expect("screenshot");
+    app.wait_until(
+        "(document.querySelector('#settings-error')?.textContent ?? '').includes('keyring')",
+    )
+    .await
+    .expect("save error shown");
+    assert!(
+        files_containing(&dirs.config(), "sk-nowhere").is_empty(),
+        "no plaintext fallback"
+    );
+    app.screenshot("settings-no-keyring")
+        .await
+        .expect("screenshot");
     app.close().await.expect("close");
 }
 
 fn uuid_like() -> String {
-    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0))
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
 }

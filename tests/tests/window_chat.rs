@@ -8,13 +8,16 @@ use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::sse::openai;
 use serde_json::{json, Value};
 
-const INTENTS: &str = "active_intents:\n  - id: INT-1\n    name: Docs\n    owned_scope: [\"docs/**\"]\n";
+const INTENTS: &str =
+    "active_intents:\n  - id: INT-1\n    name: Docs\n    owned_scope: [\"docs/**\"]\n";
 
 async fn launch(name: &str, server: &ScriptedServer) -> (App, tempfile::TempDir, UserDirs) {
     let ws = workspace(Some(INTENTS), &[("docs/a.md", "# A\n")]);
     let dirs = UserDirs::new();
     dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
-    let app = App::launch(name, ws.path(), &dirs, &[]).await.expect("launch the app");
+    let app = App::launch(name, ws.path(), &dirs, &[])
+        .await
+        .expect("launch the app");
     (app, ws, dirs)
 }
 
@@ -37,19 +40,34 @@ async fn a_typed_message_streams_back_as_sanitized_html() {
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content strong')?.textContent === 'x'").await.expect("bold rendered");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Done.')").await.expect("complete answer");
     let code_class = app.eval("return document.querySelector('.message[data-role=\"assistant\"] pre code')?.className").await.expect("eval");
-    assert!(code_class.as_str().unwrap_or("").contains("language-rust"), "{code_class}");
+    assert!(
+        code_class.as_str().unwrap_or("").contains("language-rust"),
+        "{code_class}"
+    );
     app.wait_until("/12 in.*30 out/.test(document.querySelector('.task-panel .task-usage')?.textContent ?? '')").await.expect("tokens shown");
     app.screenshot("chat").await.expect("screenshot");
 
     // The answer streamed: several coalesced re-renders, fewer than the deltas that arrived.
     let trace = std::fs::read_to_string(&app.ipc_trace).expect("ipc trace");
-    let deltas = trace.lines().filter(|l| l.contains("\"type\":\"message_delta\"")).count();
-    let sent_deltas = openai::turn().text("Here is **x** and a list:\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n\nDone.").chunks().len();
-    assert!(deltas >= 2 && deltas < sent_deltas, "re-renders: {deltas}, deltas sent: {sent_deltas}");
+    let deltas = trace
+        .lines()
+        .filter(|l| l.contains("\"type\":\"message_delta\""))
+        .count();
+    let sent_deltas = openai::turn()
+        .text("Here is **x** and a list:\n\n- one\n- two\n\n```rust\nfn main() {}\n```\n\nDone.")
+        .chunks()
+        .len();
+    assert!(
+        deltas >= 2 && deltas < sent_deltas,
+        "re-renders: {deltas}, deltas sent: {sent_deltas}"
+    );
     for line in trace.lines() {
         let v: Value = serde_json::from_str(line).expect("trace line");
         if let Some(html) = v["payload"]["safe_html"].as_str() {
-            assert!(!html.contains("<script") && !html.contains("onerror"), "{html}");
+            assert!(
+                !html.contains("<script") && !html.contains("onerror"),
+                "{html}"
+            );
         }
     }
     app.close().await.expect("close");
@@ -81,7 +99,10 @@ async fn script_injected_at_run_time_is_blocked_by_the_csp() {
     assert_eq!(result["clicked"], false, "{result}");
     assert_eq!(result["frozen"], true, "freezePrototype is on");
     let seen: Vec<String> = serde_json::from_value(result["seen"].clone()).expect("list");
-    assert!(seen.iter().any(|d| d.starts_with("script-src")), "a CSP violation was raised: {seen:?}");
+    assert!(
+        seen.iter().any(|d| d.starts_with("script-src")),
+        "a CSP violation was raised: {seen:?}"
+    );
     app.close().await.expect("close");
 }
 
@@ -110,7 +131,10 @@ async fn html_and_handlers_in_model_output_do_not_run() {
     assert_eq!(facts["scripts"], 0);
     assert_eq!(facts["jsLinks"], 0);
     let text = facts["text"].as_str().unwrap_or("");
-    assert!(text.contains("<img src=x onerror="), "raw HTML is shown as text: {text}");
+    assert!(
+        text.contains("<img src=x onerror="),
+        "raw HTML is shown as text: {text}"
+    );
     app.close().await.expect("close");
 }
 
@@ -128,18 +152,34 @@ async fn only_the_granted_commands_reach_the_host() {
     };
     for (cmd, args) in [
         ("plugin:app|version", json!({})),
-        ("plugin:event|listen", json!({"event": "x", "target": {"kind": "Any"}, "handler": 1})),
+        (
+            "plugin:event|listen",
+            json!({"event": "x", "target": {"kind": "Any"}, "handler": 1}),
+        ),
         ("plugin:window|close", json!({})),
         ("plugin:webview|print", json!({})),
         ("not_a_command", json!({})),
     ] {
-        let r = app.session.execute_async(&call(cmd, args), vec![]).await.expect("invoke");
+        let r = app
+            .session
+            .execute_async(&call(cmd, args), vec![])
+            .await
+            .expect("invoke");
         let err = r["err"].as_str().unwrap_or_default().to_string();
         assert!(!err.is_empty(), "{cmd} was not refused: {r}");
-        assert!(err.contains("not allowed") || err.contains("not found"), "{cmd}: {err}");
+        assert!(
+            err.contains("not allowed") || err.contains("not found"),
+            "{cmd}: {err}"
+        );
     }
     // The granted command answers malformed and unknown messages with a typed error.
-    for bad in [json!({"type": "launch_missiles"}), json!({"type": "start_task"}), json!({"type": "start_task", "text": "x", "extra": 1}), json!([1, 2]), json!("text")] {
+    for bad in [
+        json!({"type": "launch_missiles"}),
+        json!({"type": "start_task"}),
+        json!({"type": "start_task", "text": "x", "extra": 1}),
+        json!([1, 2]),
+        json!("text"),
+    ] {
         let r = app.ipc(bad.clone()).await.expect("ipc");
         assert_eq!(r["err"]["code"], "malformed_request", "{bad}: {r}");
         assert!(!r["err"]["message"].as_str().unwrap_or("").is_empty());
@@ -147,36 +187,64 @@ async fn only_the_granted_commands_reach_the_host() {
     let ok = app.ipc(json!({"type": "list_intents"})).await.expect("ipc");
     assert_eq!(ok["ok"]["intents"]["intents"][0]["id"], "INT-1");
     // Links only as http(s), and only through the host.
-    let r = app.ipc(json!({"type": "open_external", "url": "javascript:alert(1)"})).await.expect("ipc");
+    let r = app
+        .ipc(json!({"type": "open_external", "url": "javascript:alert(1)"}))
+        .await
+        .expect("ipc");
     assert_eq!(r["err"]["code"], "invalid_input");
-    let r = app.ipc(json!({"type": "open_external", "url": "file:///etc/passwd"})).await.expect("ipc");
+    let r = app
+        .ipc(json!({"type": "open_external", "url": "file:///etc/passwd"}))
+        .await
+        .expect("ipc");
     assert_eq!(r["err"]["code"], "invalid_input");
     app.close().await.expect("close");
 }
 
 #[tokio::test]
 async fn links_open_outside_and_the_window_never_navigates() {
-    let server = ScriptedServer::start(vec![openai::turn().text("See [the docs](https://example.org/docs?q=1).").reply()]).await;
+    let server = ScriptedServer::start(vec![openai::turn()
+        .text("See [the docs](https://example.org/docs?q=1).")
+        .reply()])
+    .await;
     let ws = workspace(Some(INTENTS), &[]);
     let dirs = UserDirs::new();
     dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
     let opened = dirs.home.path().join("opened.txt");
     let opener = dirs.home.path().join("opener.sh");
-    std::fs::write(&opener, format!("#!/bin/sh\necho \"$@\" >> {}\n", opened.display())).expect("opener");
-    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", opened.display()),
+    )
+    .expect("opener");
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
     let opener_path = opener.display().to_string();
-    let app = App::launch("links", ws.path(), &dirs, &[("MANDATE_OPENER", &opener_path)]).await.expect("launch");
+    let app = App::launch(
+        "links",
+        ws.path(),
+        &dirs,
+        &[("MANDATE_OPENER", &opener_path)],
+    )
+    .await
+    .expect("launch");
     send(&app, "where are the docs").await;
-    app.click(".message[data-role=\"assistant\"] .content a").await.expect("click link");
+    app.click(".message[data-role=\"assistant\"] .content a")
+        .await
+        .expect("click link");
     for _ in 0..50 {
         if opened.exists() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(std::fs::read_to_string(&opened).expect("opened").trim(), "https://example.org/docs?q=1");
+    assert_eq!(
+        std::fs::read_to_string(&opened).expect("opened").trim(),
+        "https://example.org/docs?q=1"
+    );
     let before = app.eval("return location.href").await.expect("href");
-    let _ = app.eval("location.href = 'https://example.org/'; return null").await;
+    let _ = app
+        .eval("location.href = 'https://example.org/'; return null")
+        .await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     let after = app.eval("return location.href").await.expect("href");
     assert_eq!(before, after, "navigation away from the app is refused");
@@ -187,7 +255,12 @@ async fn links_open_outside_and_the_window_never_navigates() {
 async fn provider_errors_are_readable_and_the_app_stays_usable() {
     let server = ScriptedServer::start(vec![
         openai::error_json(401, "Incorrect API key provided"),
-        Reply::CutAfter { chunks: openai::turn().text("A long answer that will be cut").chunks()[..3].to_vec() },
+        Reply::CutAfter {
+            chunks: openai::turn()
+                .text("A long answer that will be cut")
+                .chunks()[..3]
+                .to_vec(),
+        },
         openai::turn().text("All good now.").reply(),
     ])
     .await;
@@ -197,14 +270,28 @@ async fn provider_errors_are_readable_and_the_app_stays_usable() {
     app.screenshot("chat-error").await.expect("screenshot");
     send(&app, "second").await;
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"error\"]')].some(m => m.textContent.includes('connection was cut'))").await.expect("cut message");
-    app.wait_until("document.querySelector('.message[data-role=\"assistant\"].cut-off') !== null").await.expect("cut-off bubble");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"].cut-off') !== null")
+        .await
+        .expect("cut-off bubble");
     send(&app, "third").await;
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('All good now.'))").await.expect("recovered");
     // The cut-off answer was never stored as complete.
-    let task_id = app.eval("return document.querySelector('.task-panel')?.dataset.taskId").await.expect("task id");
-    let detail = app.ipc(json!({"type": "open_task", "task_id": task_id})).await.expect("ipc");
-    let messages = detail["ok"]["messages"].as_array().cloned().unwrap_or_default();
-    let assistants: Vec<&Value> = messages.iter().filter(|m| m["kind"] == "assistant").collect();
+    let task_id = app
+        .eval("return document.querySelector('.task-panel')?.dataset.taskId")
+        .await
+        .expect("task id");
+    let detail = app
+        .ipc(json!({"type": "open_task", "task_id": task_id}))
+        .await
+        .expect("ipc");
+    let messages = detail["ok"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let assistants: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["kind"] == "assistant")
+        .collect();
     assert_eq!(assistants.len(), 2, "{messages:#?}");
     assert_eq!(assistants[0]["complete"], false);
     assert_eq!(assistants[1]["complete"], true);
@@ -213,12 +300,19 @@ async fn provider_errors_are_readable_and_the_app_stays_usable() {
 
 #[tokio::test]
 async fn stop_cancels_the_request() {
-    let server = ScriptedServer::start(vec![Reply::Hang, openai::turn().text("after stop").reply()]).await;
+    let server =
+        ScriptedServer::start(vec![Reply::Hang, openai::turn().text("after stop").reply()]).await;
     let (app, _ws, _dirs) = launch("chat-stop", &server).await;
     send(&app, "this will hang").await;
     app.wait_until("document.querySelector('.task-panel [data-action=\"stop\"]') && !document.querySelector('.task-panel [data-action=\"stop\"]').disabled").await.expect("stop enabled");
-    app.click(".task-panel [data-action=\"stop\"]").await.expect("stop");
-    app.wait_until("document.querySelector('.task-panel .task-status')?.dataset.status === 'cancelled'").await.expect("cancelled");
+    app.click(".task-panel [data-action=\"stop\"]")
+        .await
+        .expect("stop");
+    app.wait_until(
+        "document.querySelector('.task-panel .task-status')?.dataset.status === 'cancelled'",
+    )
+    .await
+    .expect("cancelled");
     send(&app, "again").await;
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('after stop'))").await.expect("usable after stop");
     app.close().await.expect("close");
