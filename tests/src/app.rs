@@ -100,11 +100,59 @@ impl Default for UserDirs {
     }
 }
 
+/// A private X display per app, so parallel tests neither share nor cover each other's window.
+pub struct Display {
+    child: std::process::Child,
+    pub name: String,
+}
+
+impl Display {
+    pub fn start() -> anyhow::Result<Display> {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1280x820x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("start Xvfb (Debian package xvfb)")?;
+        let stdout = child.stdout.take().context("Xvfb stdout")?;
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .context("read the display number")?;
+        let number = line.trim();
+        anyhow::ensure!(
+            !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()),
+            "Xvfb printed no display number"
+        );
+        Ok(Display {
+            child,
+            name: format!(":{number}"),
+        })
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 pub struct App {
     pub session: Session,
     pub ipc_trace: PathBuf,
     pub log: PathBuf,
     _driver: TauriDriver,
+    display: Display,
 }
 
 impl App {
@@ -120,7 +168,9 @@ impl App {
         let ipc_trace = logs.join(format!("{name}.ipc.jsonl"));
         let _ = std::fs::remove_file(&log);
         let _ = std::fs::remove_file(&ipc_trace);
+        let display = Display::start()?;
         let mut env = dirs.env();
+        env.push(("DISPLAY".into(), display.name.clone()));
         env.push(("MANDATE_IPC_TRACE".into(), ipc_trace.display().to_string()));
         env.push(("MANDATE_RETRY_BASE_MS".into(), "10".into()));
         env.push(("TAURI_WEBVIEW_AUTOMATION".into(), "true".into()));
@@ -158,6 +208,7 @@ impl App {
             ipc_trace,
             log,
             _driver: driver,
+            display,
         })
     }
 
@@ -201,14 +252,15 @@ impl App {
             .await
     }
 
-    /// Saves a screenshot of the X display under test-artifacts/screenshots. (WebDriver's own
-    /// screenshot never answers with compositing disabled, so the display is captured instead.)
+    /// Saves a screenshot of the app's own X display under test-artifacts/screenshots.
+    /// (WebDriver's screenshot never answers with compositing disabled, so the display is
+    /// captured instead.)
     pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
         let path = artifacts("screenshots").join(format!("{name}.png"));
         // Let the last paint land.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let status = tokio::process::Command::new("import")
-            .args(["-window", "root", "-crop", "1280x820+0+0", "+repage"])
+            .args(["-display", &self.display.name, "-window", "root"])
             .arg(&path)
             .status()
             .await
