@@ -476,3 +476,96 @@ async fn max_turns_and_bad_usage_have_their_exit_codes() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[tokio::test]
+async fn commands_that_change_files_outside_the_scope_are_reported_and_failures_become_lessons() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "c1",
+                "execute_command",
+                json!({"command": "echo hacked > src/db.rs; echo ok > src/greet/gen.txt"}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "c2",
+                "execute_command",
+                json!({"command": "ls no-such-dir", "cwd": "src"}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "l",
+                "record_lesson",
+                json!({"lesson": "Run the greeting tests with `cargo test -p greet`."}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "c3",
+                "execute_command",
+                json!({"command": "cat ../../etc/passwd", "cwd": "../.."}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call("d", "attempt_completion", json!({"result": "done"}))
+            .reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "generate",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    let c1 = openai_tool_result(&server, 2, "c1");
+    assert!(c1.contains("Files it changed: src/greet/gen.txt"), "{c1}");
+    assert!(
+        c1.contains("outside the scope of INT-001: src/db.rs"),
+        "{c1}"
+    );
+    let notices: Vec<String> = out
+        .events_of("notice")
+        .iter()
+        .map(|n| n["message"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.contains("src/db.rs")),
+        "the user is told: {notices:?}"
+    );
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 1, "one record for the command's changes");
+    assert_valid(&records[0]);
+    let command = &records[0]["metadata"]["dev.mandate"]["command"];
+    assert_eq!(command["changed_out_of_scope"], json!(["src/db.rs"]));
+    assert_eq!(command["changed_in_scope"], json!(["src/greet/gen.txt"]));
+
+    // A failed command and a recorded lesson end up in AGENT.md; a cwd outside is refused.
+    let c2 = openai_tool_result(&server, 3, "c2");
+    assert!(c2.contains("exited with code 2"), "{c2}");
+    let lessons =
+        std::fs::read_to_string(ws.path().join(".orchestration/AGENT.md")).expect("lessons");
+    assert!(
+        lessons.contains("`ls no-such-dir` (in `src`, intent INT-001) exited with status 2"),
+        "{lessons}"
+    );
+    assert!(lessons.contains("cargo test -p greet"), "{lessons}");
+    let c3 = openai_tool_result(&server, 5, "c3");
+    assert!(c3.contains("outside the workspace"), "{c3}");
+    // The next prompt carries the lessons.
+    let system = server.requests().last().cloned().expect("req").json()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(system.contains("SHARED LESSONS") && system.contains("cargo test -p greet"));
+}
