@@ -170,7 +170,7 @@ fn the_window_is_granted_exactly_the_two_mandate_commands() {
         build.contains("app_manifest") && build.contains("\"request\", \"subscribe\""),
         "the app manifest makes the ACL apply"
     );
-    let main = std::fs::read_to_string(repo().join("src-tauri/src/main.rs")).expect("main.rs");
+    let main = std::fs::read_to_string(repo().join("src-tauri/src/window.rs")).expect("window.rs");
     assert!(
         main.contains("generate_handler![ipc::request, ipc::subscribe]"),
         "exactly one request command and one subscription"

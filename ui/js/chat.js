@@ -128,16 +128,6 @@ function keep(ev) {
   if (!loading && starting === 0) return;
   const buffer = buffers.has(ev.task_id) ? buffers.get(ev.task_id) : [];
   if (buffer === null || buffer === undefined) return;
-  if (ev.type === 'message_delta') {
-    // A delta carries the whole message so far: only the last one matters.
-    for (let i = buffer.length - 1; i >= 0; i -= 1) {
-      const e = buffer[i];
-      if (e.type === 'message_delta' && e.message_id === ev.message_id) {
-        buffer.splice(i, 1);
-        break;
-      }
-    }
-  }
   if (buffer.length >= BUFFER_CAP) {
     buffers.set(ev.task_id, null);
     return;
@@ -154,7 +144,7 @@ function apply(panel, ev) {
   const t = panel.transcript;
   switch (ev.type) {
     case 'message_added': t.add(ev.message); break;
-    case 'message_delta': t.delta(ev.message_id, ev.safe_html); break;
+    case 'message_delta': t.delta(ev.message_id, ev.stable_safe_html, ev.safe_html, ev.reset); break;
     case 'message_finished': t.finish(ev.message_id, ev.safe_html, ev.complete); break;
     case 'tool_call_started':
     case 'tool_call_finished': t.tool(ev.call); break;

@@ -47,7 +47,11 @@ export class Transcript {
     this.autoTop = -1;
     /** Where the user left the view; a hidden element forgets it. */
     this.savedTop = 0;
-    /** Latest HTML per streaming message, drawn once per frame. @type {Map<string, string>} */
+    /**
+     * Changes per streaming message, drawn once per frame: finished blocks to append (cleared
+     * first on reset) and the latest unfinished tail.
+     * @type {Map<string, {stable: string[], tail: string, reset: boolean}>}
+     */
     this.pendingHtml = new Map();
     this.frame = 0;
 
@@ -141,10 +145,19 @@ export class Transcript {
 
   /**
    * @param {string} id
-   * @param {string} html
+   * @param {string} stableHtml sanitized HTML of newly finished blocks
+   * @param {string} tailHtml sanitized HTML of the unfinished tail
+   * @param {boolean} reset the finished part must be cleared first
    */
-  delta(id, html) {
-    this.pendingHtml.set(id, html);
+  delta(id, stableHtml, tailHtml, reset) {
+    const pending = this.pendingHtml.get(id) ?? { stable: [], tail: '', reset: false };
+    if (reset) {
+      pending.stable = [];
+      pending.reset = true;
+    }
+    if (stableHtml) pending.stable.push(stableHtml);
+    pending.tail = tailHtml;
+    this.pendingHtml.set(id, pending);
     if (!this.frame) this.frame = requestAnimationFrame(() => this.flush());
   }
 
@@ -153,10 +166,10 @@ export class Transcript {
     const updates = [...this.pendingHtml];
     this.pendingHtml.clear();
     this.mutate(() => {
-      for (const [id, html] of updates) {
+      for (const [id, change] of updates) {
         const el = this.byMessageId(id);
         const content = el && find(el, '.content', HTMLElement);
-        if (content) renderHtml(content, html);
+        if (content) applyStreamChange(content, change);
       }
     });
   }
@@ -254,6 +267,36 @@ export class Transcript {
       if (el instanceof HTMLElement) finalize(el, false);
     }
   }
+}
+
+/**
+ * Streams into two parts: finished blocks are appended once and never redrawn; only the
+ * unfinished tail is replaced. (`display: contents` keeps the wrappers out of the layout.)
+ * @param {HTMLElement} content
+ * @param {{stable: string[], tail: string, reset: boolean}} change
+ */
+function applyStreamChange(content, change) {
+  const foundStable = content.querySelector(':scope > .stream-stable');
+  const foundTail = content.querySelector(':scope > .stream-tail');
+  /** @type {HTMLElement} */
+  let stable;
+  /** @type {HTMLElement} */
+  let tail;
+  if (foundStable instanceof HTMLElement && foundTail instanceof HTMLElement) {
+    stable = foundStable;
+    tail = foundTail;
+  } else {
+    stable = h('div', { class: 'stream-stable' });
+    tail = h('div', { class: 'stream-tail' });
+    content.replaceChildren(stable, tail);
+  }
+  if (change.reset) stable.replaceChildren();
+  for (const html of change.stable) {
+    const chunk = h('div', { class: 'stream-chunk' });
+    renderHtml(chunk, html);
+    stable.append(chunk);
+  }
+  renderHtml(tail, change.tail);
 }
 
 /**

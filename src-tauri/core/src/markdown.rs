@@ -229,6 +229,19 @@ pub struct StreamingRenderer {
     frozen_html: String,
     /// Cleared for good once the text defines a reference link.
     can_freeze: bool,
+    /// How much of `frozen_html` the incremental updates have handed out.
+    sent_frozen: usize,
+}
+
+/// What changed since the previous update: finished blocks to append, and the unfinished tail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamUpdate {
+    /// Sanitized HTML of blocks finished since the last update (append it).
+    pub stable_html: String,
+    /// Sanitized HTML of the unfinished tail (replace the previous tail with it).
+    pub tail_html: String,
+    /// The finished part was discarded (a reference definition appeared): clear it first.
+    pub reset: bool,
 }
 
 impl StreamingRenderer {
@@ -242,6 +255,7 @@ impl StreamingRenderer {
             frozen_len: 0,
             frozen_html: String::new(),
             can_freeze: true,
+            sent_frozen: 0,
         }
     }
 
@@ -270,6 +284,36 @@ impl StreamingRenderer {
         html.push_str(&render(self.text.get(self.frozen_len..).unwrap_or("")));
         self.rendered(now, started.elapsed());
         Some(html)
+    }
+
+    /// Like [`render_if_due`](Self::render_if_due), but hands out only what changed, so a long
+    /// answer is neither copied nor sent whole on every re-render.
+    pub fn update_if_due(&mut self, now: Instant) -> Option<StreamUpdate> {
+        if !self.changed || !self.is_due(now) {
+            return None;
+        }
+        let started = Instant::now();
+        let could_freeze = self.can_freeze;
+        if self.can_freeze {
+            self.freeze_finished_blocks();
+        }
+        let reset = could_freeze && !self.can_freeze && self.sent_frozen > 0;
+        if reset {
+            self.sent_frozen = 0;
+        }
+        let stable_html = self
+            .frozen_html
+            .get(self.sent_frozen..)
+            .unwrap_or("")
+            .to_string();
+        self.sent_frozen = self.frozen_html.len();
+        let tail_html = render(self.text.get(self.frozen_len..).unwrap_or(""));
+        self.rendered(now, started.elapsed());
+        Some(StreamUpdate {
+            stable_html,
+            tail_html,
+            reset,
+        })
     }
 
     /// Always renders the final text (call at the end of the stream).
@@ -374,6 +418,29 @@ mod tests {
         assert!(!r.is_due(t0 + 199 * MS) && r.is_due(t0 + 200 * MS));
         r.rendered(t0, MS);
         assert!(!r.is_due(t0 + 49 * MS) && r.is_due(t0 + 50 * MS));
+    }
+
+    #[test]
+    fn incremental_updates_reassemble_to_a_full_render() {
+        let doc = "# T\n\npara one\n\n- a\n- b\n\n```rust\nfn main() {}\n```\n\nlast [x](https://e.org)\n\n[r]: https://r.org\n\nend\n";
+        let mut r = StreamingRenderer::new(Duration::ZERO);
+        let start = Instant::now();
+        let (mut stable, mut tail) = (String::new(), String::new());
+        for (i, c) in doc.chars().enumerate() {
+            r.push(&c.to_string());
+            if let Some(u) = r.update_if_due(start + MS * i as u32) {
+                if u.reset {
+                    stable.clear();
+                }
+                stable.push_str(&u.stable_html);
+                tail = u.tail_html;
+                assert_eq!(
+                    format!("{stable}{tail}"),
+                    render(r.text()),
+                    "after {i} chars"
+                );
+            }
+        }
     }
 
     /// Every intermediate render, frozen blocks included, equals a full render.

@@ -195,11 +195,15 @@ pub enum Event {
         task_id: String,
         message: UiMessage,
     },
-    /// The whole assistant message so far, re-rendered (coalesced, not per token).
+    /// The assistant message so far, re-rendered (coalesced, not per token) and sent as a
+    /// change: `stable_safe_html` is appended to the finished part of the message (cleared first
+    /// when `reset`), `safe_html` replaces its unfinished tail.
     MessageDelta {
         task_id: String,
         message_id: String,
+        stable_safe_html: String,
         safe_html: String,
+        reset: bool,
     },
     /// The assistant message is complete (`complete: true`) or was cut off (`complete: false`).
     MessageFinished {

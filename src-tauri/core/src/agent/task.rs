@@ -487,11 +487,13 @@ async fn model_turn(
     let collected = match started {
         Ok(stream) => collect_turn(stream, cancel, |delta| {
             renderer.push(delta);
-            if let Some(html) = renderer.render_if_due(Instant::now()) {
+            if let Some(update) = renderer.update_if_due(Instant::now()) {
                 env.sink.emit(Event::MessageDelta {
                     task_id: task.id.clone(),
                     message_id: message_id.clone(),
-                    safe_html: html,
+                    stable_safe_html: update.stable_html,
+                    safe_html: update.tail_html,
+                    reset: update.reset,
                 });
             }
         })

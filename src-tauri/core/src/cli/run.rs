@@ -205,7 +205,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         custom_instructions: String::new(),
         max_turns: args.max_turns,
         interactive: false,
-        render_interval: Duration::from_millis(50),
+        render_interval: Duration::from_millis(100),
         max_tokens: 8192,
     });
     let (task, text) = match &args.resume {

@@ -354,7 +354,7 @@ impl Host {
             custom_instructions: settings.custom_instructions,
             max_turns: None,
             interactive: true,
-            render_interval: Duration::from_millis(50),
+            render_interval: Duration::from_millis(100),
             max_tokens: 8192,
         }))
     }

@@ -72,11 +72,18 @@ impl Intent {
 pub struct IntentsDoc {
     pub intents: Vec<Intent>,
     pub extra: Mapping,
+    /// id -> position, built when the file is parsed (every hook decision looks an intent up).
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl IntentsDoc {
     pub fn get(&self, id: &str) -> Option<&Intent> {
-        self.intents.iter().find(|i| i.id == id)
+        // The index may be stale after an in-place edit; the id check and the scan keep it right.
+        self.index
+            .get(id)
+            .and_then(|&n| self.intents.get(n))
+            .filter(|i| i.id == id)
+            .or_else(|| self.intents.iter().find(|i| i.id == id))
     }
 
     /// Parses and validates the whole file; any problem names the intent and its line.
@@ -128,7 +135,16 @@ impl IntentsDoc {
             }
             intents.push(intent);
         }
-        Ok(IntentsDoc { intents, extra })
+        let index = intents
+            .iter()
+            .enumerate()
+            .map(|(n, i)| (i.id.clone(), n))
+            .collect();
+        Ok(IntentsDoc {
+            intents,
+            extra,
+            index,
+        })
     }
 
     /// The canonical YAML: `active_intents` first, fields in a fixed order, unknown keys kept.

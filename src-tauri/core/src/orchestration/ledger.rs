@@ -75,6 +75,10 @@ pub struct TraceEntry {
 
 /// `sha256:` + hex over the LF-normalized text of `lines` (joined with `\n`, no final newline).
 pub fn content_hash<S: AsRef<str>>(lines: &[S]) -> String {
+    format!("sha256:{}", hex::encode(raw_content_hash(lines)))
+}
+
+fn raw_content_hash<S: AsRef<str>>(lines: &[S]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     for (i, line) in lines.iter().enumerate() {
@@ -83,7 +87,52 @@ pub fn content_hash<S: AsRef<str>>(lines: &[S]) -> String {
         }
         hasher.update(line.as_ref().trim_end_matches('\r').as_bytes());
     }
-    format!("sha256:{}", hex::encode(hasher.finalize()))
+    hasher.finalize().into()
+}
+
+/// Whether `lines` hash to `expected` (`sha256:<hex>`), without allocating.
+pub fn content_hash_matches<S: AsRef<str>>(lines: &[S], expected: &str) -> bool {
+    let Some(hex_part) = expected.strip_prefix("sha256:") else {
+        return false;
+    };
+    unhex32(hex_part.as_bytes()).is_some_and(|want| raw_content_hash(lines) == want)
+}
+
+/// 64 hex digits to 32 bytes (the verify hot path; no allocation).
+pub fn unhex32(hex: &[u8]) -> Option<[u8; 32]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+/// The ledger's bytes, mapped rather than copied (it can be hundreds of MB). The ledger is
+/// only ever appended to; a file truncated under a reader is outside what Mandate does.
+pub fn map_ledger(root: &Path) -> std::io::Result<Option<memmap2::Mmap>> {
+    let file = match File::open(root.join(LEDGER_FILE)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the map is read-only and Mandate never truncates or rewrites the ledger in place.
+    // Populated up front: one pass of page-table work instead of a fault per page.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    Ok(Some(map))
 }
 
 /// Lines of a text, LF-normalized (a final newline does not make an extra line).
@@ -174,6 +223,46 @@ fn truncate_model(model: &str) -> String {
     model.chars().take(250).collect()
 }
 
+/// Canonical JSON: object keys sorted at every level, no spaces. Written this way (whatever
+/// key order the JSON library keeps) so that a record can be re-hashed by anyone.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 /// The record's own digest: SHA-256 of its canonical form without `digest`.
 pub fn record_digest(record: &Value) -> String {
     let mut copy = record.clone();
@@ -183,7 +272,7 @@ pub fn record_digest(record: &Value) -> String {
     {
         vendor.remove("digest");
     }
-    sha256_hex(copy.to_string().as_bytes())
+    sha256_hex(canonical_json(&copy).as_bytes())
 }
 
 /// The append-only ledger of one workspace.
@@ -243,7 +332,7 @@ impl Ledger {
             // A torn last line (power loss) stays a line of its own; verify reports it.
             line.push('\n');
         }
-        line.push_str(&record.to_string());
+        line.push_str(&canonical_json(&record));
         line.push('\n');
         file.write_all(line.as_bytes())?;
         file.sync_data()?;

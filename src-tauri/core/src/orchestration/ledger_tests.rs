@@ -66,7 +66,12 @@ fn records_chain_and_carry_the_required_fields() {
         second["files"][0]["conversations"][0]["related"][0]["url"],
         "mandate://intent/INT-001"
     );
-    assert_eq!(lines[1].raw, second.to_string(), "written canonically");
+    assert_eq!(lines[1].raw, canonical_json(&second), "written canonically");
+    assert!(
+        lines[1].raw.starts_with("{\"files\":["),
+        "keys sorted: {}",
+        lines[1].raw
+    );
     assert_eq!(
         record_digest(&second),
         second["metadata"][VENDOR_KEY]["digest"]

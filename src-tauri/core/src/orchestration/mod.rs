@@ -7,4 +7,5 @@ pub mod intents;
 pub mod ledger;
 pub mod lessons;
 pub mod trace;
+mod verify;
 pub mod yaml;

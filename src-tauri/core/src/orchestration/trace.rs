@@ -4,19 +4,12 @@
 //! Blame and the per-intent queries do not parse the whole ledger: records are canonical JSON,
 //! so a byte search for `"path":"…"` (or `"intent_id":"…"`) finds the few lines worth parsing.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::ledger::{
-    content_hash, read_lines, record_digest, split_lines, GENESIS, LEDGER_FILE, VENDOR_KEY,
-};
-use crate::fsutil::sha256_hex;
-use crate::protocol::{
-    BlameLine, ChangeDiffView, FileBlame, FindingKind, LineOrigin, LineRange, TraceChange,
-    VerifyFinding, VerifyReport,
-};
+use super::ledger::{content_hash_matches, map_ledger, split_lines, VENDOR_KEY};
+use crate::protocol::{BlameLine, ChangeDiffView, FileBlame, LineOrigin, LineRange, TraceChange};
 
 fn vendor(record: &Value) -> Option<&serde_json::Map<String, Value>> {
     record.get("metadata")?.get(VENDOR_KEY)?.as_object()
@@ -111,11 +104,10 @@ fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
 
 /// Lines of the ledger whose raw text contains `needle`, parsed.
 fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
-    let bytes = match std::fs::read(root.join(LEDGER_FILE)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+    let Some(map) = map_ledger(root)? else {
+        return Ok(Vec::new());
     };
+    let bytes: &[u8] = &map;
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     let mut out = Vec::new();
     let mut last_line_start = usize::MAX;
@@ -143,16 +135,22 @@ fn json_key(key: &str, value: &str) -> String {
 
 /// Where a block of `n` lines with `hash` is in `lines`: at `preferred` (0-based) if it is still
 /// there, else the first place it occurs.
-fn find_block(lines: &[&str], preferred: usize, n: usize, hash: &str) -> Option<(usize, bool)> {
+pub(crate) fn find_block(
+    lines: &[&str],
+    preferred: usize,
+    n: usize,
+    hash: &str,
+) -> Option<(usize, bool)> {
     if n == 0 || n > lines.len() {
         return None;
     }
-    if preferred + n <= lines.len() && content_hash(&lines[preferred..preferred + n]) == hash {
+    if preferred + n <= lines.len() && content_hash_matches(&lines[preferred..preferred + n], hash)
+    {
         return Some((preferred, false));
     }
     (0..=lines.len() - n)
         .filter(|&s| s != preferred)
-        .find(|&s| content_hash(&lines[s..s + n]) == hash)
+        .find(|&s| content_hash_matches(&lines[s..s + n], hash))
         .map(|s| (s, true))
 }
 
@@ -282,149 +280,7 @@ pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<
     })
 }
 
-/// Checks the chain, each record's digest, and every recorded range against the files now.
-pub fn verify(root: &Path) -> std::io::Result<VerifyReport> {
-    let lines = read_lines(&root.join(LEDGER_FILE))?;
-    let mut report = VerifyReport {
-        records: 0,
-        ranges: 0,
-        intact: 0,
-        moved: 0,
-        superseded: 0,
-        changed: 0,
-        missing: 0,
-        tampered: 0,
-        malformed: 0,
-        findings: Vec::new(),
-        chain_ok: true,
-    };
-    let mut prev = GENESIS.to_string();
-    let mut good: Vec<(u32, &Value)> = Vec::new();
-    for line in &lines {
-        let raw_hash = sha256_hex(line.raw.as_bytes());
-        let finding = |kind, detail: String, record: Option<&Value>| VerifyFinding {
-            kind,
-            ledger_line: line.number,
-            record_id: record.and_then(|r| r.get("id")?.as_str().map(str::to_string)),
-            path: None,
-            range: None,
-            detail,
-        };
-        let Some(record) = line.record.as_ref().filter(|r| vendor(r).is_some()) else {
-            report.malformed += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Malformed,
-                "this line is not a Mandate trace record (torn write or hand edit)".into(),
-                None,
-            ));
-            prev = raw_hash;
-            continue;
-        };
-        report.records += 1;
-        let recorded_prev = vstr(record, "prev");
-        if recorded_prev != prev {
-            report.tampered += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Tampered,
-                "the chain is broken here: the line before was edited, removed or reordered".into(),
-                Some(record),
-            ));
-        }
-        if vstr(record, "digest") != record_digest(record) {
-            report.tampered += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Tampered,
-                "this record was edited after it was written (its digest does not match)".into(),
-                Some(record),
-            ));
-        }
-        prev = raw_hash;
-        good.push((line.number, record));
-    }
-    check_ranges(root, &good, &mut report);
-    Ok(report)
-}
-
-fn check_ranges(root: &Path, records: &[(u32, &Value)], report: &mut VerifyReport) {
-    // Ranges recorded per path, so that a range replaced by a later recorded change to the same
-    // lines is not blamed on someone else. Line numbers shift between records; an overlap of the
-    // recorded positions is the approximation used.
-    let mut touches: HashMap<&str, Vec<(u32, u32, u32)>> = HashMap::new();
-    for (n, record) in records {
-        for f in record_files(record) {
-            let list = touches.entry(f.path).or_default();
-            list.extend(f.ranges.iter().map(|(s, e, _)| (*n, *s, *e)));
-        }
-    }
-    let superseded = |path: &str, n: u32, start: u32, end: u32| {
-        touches.get(path).is_some_and(|list| {
-            list.iter().any(|(m, s, e)| {
-                *m > n && *s <= end.saturating_add(1) && start <= e.saturating_add(1)
-            })
-        })
-    };
-    let mut contents: HashMap<&str, Option<String>> = HashMap::new();
-    for (n, record) in records {
-        for file in record_files(record) {
-            let text = contents
-                .entry(file.path)
-                .or_insert_with(|| std::fs::read_to_string(root.join(file.path)).ok());
-            for (start, end, hash) in &file.ranges {
-                report.ranges += 1;
-                let range = LineRange {
-                    start_line: *start,
-                    end_line: *end,
-                };
-                let mut push = |kind, detail: String| {
-                    report.findings.push(VerifyFinding {
-                        kind,
-                        ledger_line: *n,
-                        record_id: record.get("id").and_then(Value::as_str).map(str::to_string),
-                        path: Some(file.path.to_string()),
-                        range: Some(range.clone()),
-                        detail,
-                    })
-                };
-                let Some(text) = text.as_deref() else {
-                    report.missing += 1;
-                    push(
-                        FindingKind::Missing,
-                        format!("{} no longer exists", file.path),
-                    );
-                    continue;
-                };
-                let lines = split_lines(text);
-                let n_lines = end.saturating_sub(*start) as usize + 1;
-                match find_block(&lines, start.saturating_sub(1) as usize, n_lines, hash) {
-                    Some((_, false)) => report.intact += 1,
-                    Some((at, true)) => {
-                        report.moved += 1;
-                        push(
-                            FindingKind::Moved,
-                            format!("lines {start}-{end} moved to {}-{}", at + 1, at + n_lines),
-                        );
-                    }
-                    None if superseded(file.path, *n, *start, *end) => {
-                        // A later recorded change to the same file accounts for it.
-                        report.superseded += 1;
-                    }
-                    None => {
-                        report.changed += 1;
-                        push(
-                            FindingKind::Changed,
-                            format!(
-                                "lines {start}-{end} were changed by someone else after this record"
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-    }
-}
+pub use super::verify::verify;
 
 #[cfg(test)]
 #[path = "trace_tests.rs"]

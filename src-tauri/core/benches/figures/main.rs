@@ -1,0 +1,684 @@
+//! Mandate's performance figures, each against a reference measured in the same run.
+//! `cargo bench -p mandate-core --bench figures` (or `make bench` for everything, the window too).
+//! Prints one table row per figure: measured, reference, ratio, budget.
+
+mod data;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mandate_core::agent::{
+    dispatch, AgentEnv, EventSink, Governance, Interaction, TaskHandle, TaskStore,
+};
+use mandate_core::hooks::command_policy::CommandPolicy;
+use mandate_core::hooks::ignore_list::IntentIgnore;
+use mandate_core::hooks::{
+    Action, CommandAction, HookContext, HookEngine, TaskGovernance, WriteAction,
+};
+use mandate_core::llm::{LlmError, ModelRequest, ModelStream, Provider, ToolCall};
+use mandate_core::orchestration::intents::IntentStore;
+use mandate_core::protocol::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, Event, ToolKind};
+use mandate_core::workspace::Workspace;
+
+struct Row {
+    figure: &'static str,
+    measured: String,
+    reference: String,
+    ratio: String,
+    budget: &'static str,
+    ok: bool,
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.2} µs", d.as_secs_f64() * 1e6)
+}
+
+fn time<R>(f: impl FnOnce() -> R) -> (Duration, R) {
+    let t = Instant::now();
+    let r = f();
+    (t.elapsed(), r)
+}
+
+/// Median wall time of a command (stdout discarded) over `runs`, after one warm-up.
+fn time_command(program: &str, args: &[&str], runs: usize) -> Option<Duration> {
+    let run = || {
+        let t = Instant::now();
+        let ok = Command::new(program)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        ok.code()?;
+        Some(t.elapsed())
+    };
+    run()?;
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        v.push(run()?);
+    }
+    Some(median(v))
+}
+
+fn data_root() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("bench-data")
+}
+
+// ---- 1. pre-hook decision ---------------------------------------------------------------
+
+fn prehook(root: &Path) -> Vec<Row> {
+    let dir = data::cached(root, "hooks", "v1", data::hooks_workspace);
+    let ws = Workspace::new(&dir).expect("workspace");
+    let intents = IntentStore::new(ws.root()).snapshot();
+    assert_eq!(intents.doc.intents.len(), 1000, "{:?}", intents.error);
+    let policy = CommandPolicy::builtin();
+    let ignore = IntentIgnore::load(ws.root()).expect("ignore");
+    let engine = HookEngine::standard();
+    let body = b"pub fn f() {}\n".to_vec();
+    let hash = mandate_core::fsutil::sha256_hex(&body);
+    let mut read_hashes = std::collections::HashMap::new();
+    for k in 0..1000 {
+        for j in 0..50 {
+            read_hashes.insert(format!("mod{k:04}/file{j:02}.rs"), hash.clone());
+        }
+    }
+    let commands = [
+        "cargo test -p parser",
+        "ls -la src",
+        "git status && git diff",
+        "rm -rf target",
+        "grep -rn TODO src | head -20",
+        "npm install left-pad",
+        "cat Cargo.toml",
+    ];
+    let mut rng = data::Rng::new(5);
+    let mut cases = Vec::new();
+    for _ in 0..50_000 {
+        let i = rng.below(1000);
+        let k = if rng.below(2) == 0 {
+            i
+        } else {
+            rng.below(1000)
+        };
+        let path = format!("mod{k:04}/file{:02}.rs", rng.below(50));
+        cases.push((
+            i,
+            path,
+            rng.below(10) < 3,
+            commands[rng.below(commands.len())],
+        ));
+    }
+    let approval = ApprovalPolicy {
+        ask_before_writes: false,
+        ask_before_safe_commands: false,
+    };
+    let root_path = ws.resolve(".").expect("root");
+    let mut task = TaskGovernance {
+        task_id: "bench".into(),
+        read_hashes,
+        ..Default::default()
+    };
+    let mut run = |resolve: bool| {
+        let mut times = Vec::with_capacity(cases.len());
+        let mut allowed = 0usize;
+        for (i, path, is_command, cmd) in &cases {
+            task.selected_intent = Some(format!("INT-{i:04}"));
+            let t = Instant::now();
+            let (kind, action) = if *is_command {
+                (
+                    ToolKind::Command,
+                    Action::Command(CommandAction {
+                        command: cmd.to_string(),
+                        cwd: root_path.clone(),
+                        timeout: Duration::from_secs(1),
+                    }),
+                )
+            } else {
+                let resolved = if resolve {
+                    ws.resolve(path).expect("resolve")
+                } else {
+                    mandate_core::workspace::ResolvedPath {
+                        abs: ws.root().join(path),
+                        rel: path.clone(),
+                    }
+                };
+                (
+                    ToolKind::Mutate,
+                    Action::Write(WriteAction {
+                        path: resolved,
+                        old: Some(body.clone()),
+                        new_content: String::new(),
+                        intent_id: format!("INT-{i:04}"),
+                        mutation_class: "INTENT_EVOLUTION".into(),
+                    }),
+                )
+            };
+            let cx = HookContext {
+                workspace: &ws,
+                intents: &intents,
+                task: &task,
+                approval,
+                policy: &policy,
+                ignore: &ignore,
+            };
+            let decision = engine.pre(&cx, kind, &action);
+            times.push(t.elapsed());
+            if matches!(decision, mandate_core::hooks::Decision::Allow) {
+                allowed += 1;
+            }
+        }
+        times.sort_unstable();
+        (times, allowed)
+    };
+    let _ = run(false);
+    let (decide, allowed) = run(false);
+    let (with_resolve, _) = run(true);
+    let stat_ref = {
+        let mut v: Vec<Duration> = cases
+            .iter()
+            .take(20_000)
+            .map(|(_, p, _, _)| time(|| std::fs::metadata(dir.join(p))).0)
+            .collect();
+        v.sort_unstable();
+        percentile(&v, 0.5)
+    };
+    let p99 = percentile(&decide, 0.99);
+    let p99r = percentile(&with_resolve, 0.99);
+    println!("    pre-hook: {} decisions, {allowed} allowed; p50 {} p99 {}; with path resolution p50 {} p99 {}", decide.len(), us(percentile(&decide, 0.5)), us(p99), us(percentile(&with_resolve, 0.5)), us(p99r));
+    vec![
+        Row {
+            figure: "pre-hook decision p99 (1k intents x 10 globs, 50k files)",
+            measured: us(p99),
+            reference: format!("stat(2) p50 {}", us(stat_ref)),
+            ratio: format!("p50 {}", us(percentile(&decide, 0.5))),
+            budget: "p99 <= 20 us",
+            ok: p99 <= Duration::from_micros(20),
+        },
+        Row {
+            figure: "  ... with path resolution (symlink checks)",
+            measured: us(p99r),
+            reference: String::new(),
+            ratio: format!("p50 {}", us(percentile(&with_resolve, 0.5))),
+            budget: "(informative)",
+            ok: true,
+        },
+    ]
+}
+
+// ---- 2. governed write --------------------------------------------------------------------
+
+struct Quiet;
+impl EventSink for Quiet {
+    fn emit(&self, _: Event) {}
+}
+
+struct Unattended;
+#[async_trait::async_trait]
+impl Interaction for Unattended {
+    async fn approve(
+        &self,
+        _: &str,
+        _: ApprovalRequest,
+        _: &tokio_util::sync::CancellationToken,
+    ) -> ApprovalDecision {
+        ApprovalDecision::Approve {
+            rejected_hunks: vec![],
+            edited_content: None,
+        }
+    }
+    async fn ask(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &[String],
+        _: &tokio_util::sync::CancellationToken,
+    ) -> Option<String> {
+        None
+    }
+    fn approver(&self) -> &'static str {
+        "bench"
+    }
+}
+
+struct NoModel;
+#[async_trait::async_trait]
+impl Provider for NoModel {
+    fn model_id(&self) -> String {
+        "bench/none".into()
+    }
+    async fn stream(&self, _: &ModelRequest) -> Result<ModelStream, LlmError> {
+        Err(LlmError::Cancelled)
+    }
+    async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        Ok(vec![])
+    }
+}
+
+fn governed_write(root: &Path) -> Vec<Row> {
+    let dir = root.join("write");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(".orchestration")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    std::fs::write(dir.join(".orchestration/active_intents.yaml"), "active_intents:\n  - id: INT-1\n    name: Bench\n    status: IN_PROGRESS\n    owned_scope: [\"src/**\"]\n").expect("intents");
+    let mut rng = data::Rng::new(9);
+    let a = data::words(&mut rng, 1500);
+    let a: String = a.chars().take(10_240).collect();
+    let b = a.replacen("intent", "INTENT", 3);
+    std::fs::write(dir.join("src/big.txt"), &a).expect("file");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let gov = Arc::new(Governance::new(Workspace::new(&dir).expect("ws")));
+    let store = Arc::new(TaskStore::new(&dir.join(".data"), gov.root()));
+    let env = AgentEnv {
+        gov: gov.clone(),
+        provider: Arc::new(NoModel),
+        sink: Arc::new(Quiet),
+        interaction: Arc::new(Unattended),
+        store: store.clone(),
+        tools: Arc::new(mandate_core::tools::registry()),
+        approval: ApprovalPolicy {
+            ask_before_writes: false,
+            ask_before_safe_commands: false,
+        },
+        custom_instructions: String::new(),
+        max_turns: None,
+        interactive: false,
+        render_interval: Duration::from_millis(50),
+        max_tokens: 1000,
+    };
+    let task = TaskHandle::create(store, "bench", "bench", "bench/none");
+    task.update(|r| {
+        r.governance.selected_intent = Some("INT-1".into());
+        r.governance.read_hashes.insert(
+            "src/big.txt".into(),
+            mandate_core::fsutil::sha256_hex(a.as_bytes()),
+        );
+    });
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let ledger_path = dir.join(".orchestration/agent_trace.jsonl");
+    let (mut governed, mut bare) = (Vec::new(), Vec::new());
+    for n in 0..120 {
+        let content = if n % 2 == 0 { &b } else { &a };
+        let call = ToolCall {
+            id: format!("c{n}"),
+            name: "write_to_file".into(),
+            arguments: serde_json::json!({"path": "src/big.txt", "content": content, "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"}).to_string(),
+        };
+        let (t, result) = time(|| rt.block_on(dispatch(&env, &task, &call, &cancel)));
+        assert!(!result.is_error, "{}", result.content);
+        governed.push(t);
+        // The reference: the same bytes written and fsynced, and the same record appended and fsynced.
+        let record = std::fs::read_to_string(&ledger_path)
+            .ok()
+            .and_then(|l| l.lines().last().map(str::to_string))
+            .unwrap_or_default();
+        let (t, _) = time(|| {
+            use std::io::Write;
+            let mut f = std::fs::File::create(dir.join("bare.txt")).expect("create");
+            f.write_all(content.as_bytes()).expect("write");
+            f.sync_all().expect("fsync");
+            let mut l = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("bare.jsonl"))
+                .expect("open");
+            l.write_all(record.as_bytes()).expect("append");
+            l.write_all(b"\n").expect("append");
+            l.sync_data().expect("fsync");
+        });
+        bare.push(t);
+    }
+    let (g, r) = (median(governed[20..].to_vec()), median(bare[20..].to_vec()));
+    let ratio = g.as_secs_f64() / r.as_secs_f64();
+    vec![Row {
+        figure: "governed write of 10 KB (hooks+write+fsync+ledger)",
+        measured: ms(g),
+        reference: format!("bare write+fsync+append {}", ms(r)),
+        ratio: format!("{ratio:.2}x"),
+        budget: "<= 2x",
+        ok: ratio <= 2.0,
+    }]
+}
+
+// ---- 3, 4. trace verify and blame -----------------------------------------------------------
+
+fn verify_and_blame(root: &Path) -> Vec<Row> {
+    let (gen_time, dir) = time(|| data::cached(root, "ledger", "v1", data::ledger_workspace));
+    if gen_time > Duration::from_secs(1) {
+        println!("    ledger data set generated in {}", ms(gen_time));
+    }
+    let _ = mandate_core::orchestration::trace::verify(&dir);
+    let mut runs = Vec::new();
+    let mut report = None;
+    for _ in 0..5 {
+        let (t, r) = time(|| mandate_core::orchestration::trace::verify(&dir).expect("verify"));
+        runs.push(t);
+        report = Some(r);
+    }
+    let report = report.expect("report");
+    assert_eq!(report.records as usize, data::LEDGER_RECORDS);
+    assert!(report.chain_ok);
+    let verify_t = median(runs);
+    // The bytes verify hashes: every line twice (chain, digest) and every range's text.
+    let ledger = std::fs::read(dir.join(".orchestration/agent_trace.jsonl")).expect("ledger");
+    let range_bytes = report.ranges as usize * 2 * 62;
+    let scratch = root.join("verify-bytes.bin");
+    {
+        let mut f = std::fs::File::create(&scratch).expect("scratch");
+        f.write_all(&ledger).expect("w");
+        f.write_all(&ledger).expect("w");
+        f.write_all(&ledger[..range_bytes.min(ledger.len())])
+            .expect("w");
+    }
+    let hashed = (2 * ledger.len() + range_bytes) as f64;
+    let scratch_s = scratch.display().to_string();
+    let openssl = time_command("openssl", &["dgst", "-sha256", &scratch_s], 5);
+    let mut rows = Vec::new();
+    let ours = hashed / verify_t.as_secs_f64() / 1e6;
+    match openssl {
+        Some(o) => {
+            let theirs = hashed / o.as_secs_f64() / 1e6;
+            let ratio = ours / theirs;
+            rows.push(Row {
+                figure: "trace verify (100k records, 5k files)",
+                measured: format!("{} ({ours:.0} MB/s)", ms(verify_t)),
+                reference: format!("openssl dgst -sha256 {} ({theirs:.0} MB/s)", ms(o)),
+                ratio: format!("{:.0}%", ratio * 100.0),
+                budget: ">= 70% of openssl",
+                ok: ratio >= 0.7,
+            });
+        }
+        None => rows.push(Row {
+            figure: "trace verify (100k records, 5k files)",
+            measured: ms(verify_t),
+            reference: "openssl not found".into(),
+            ratio: String::new(),
+            budget: ">= 70% of openssl",
+            ok: false,
+        }),
+    }
+    let _ = std::fs::remove_file(&scratch);
+
+    let mut rng = data::Rng::new(13);
+    let mut blames = Vec::new();
+    for _ in 0..21 {
+        let path = data::file_path(rng.below(data::LEDGER_FILES));
+        let (t, b) =
+            time(|| mandate_core::orchestration::trace::blame(&dir, &path).expect("blame"));
+        assert!(b.lines.iter().any(|l| l.origin.is_some()));
+        blames.push(t);
+    }
+    let blame_t = median(blames);
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/mandate");
+    let cli = if bin.is_file() {
+        let ws = dir.display().to_string();
+        let target = format!("{}:10", data::file_path(1234));
+        time_command(
+            &bin.display().to_string(),
+            &["trace", "blame", &target, "--workspace", &ws],
+            11,
+        )
+    } else {
+        None
+    };
+    let (measured, ok) = match cli {
+        Some(c) => (
+            format!("{} (CLI process), {} in-process", ms(c), ms(blame_t)),
+            c <= Duration::from_millis(50),
+        ),
+        None => (
+            format!(
+                "{} in-process (build --release for the CLI figure)",
+                ms(blame_t)
+            ),
+            blame_t <= Duration::from_millis(50),
+        ),
+    };
+    rows.push(Row {
+        figure: "trace blame FILE:LINE (same ledger)",
+        measured,
+        reference: format!("ledger {:.0} MB", ledger.len() as f64 / 1e6),
+        ratio: String::new(),
+        budget: "<= 50 ms median",
+        ok,
+    });
+    rows
+}
+
+// ---- 5. streaming render --------------------------------------------------------------------
+
+fn streaming_render() -> Vec<Row> {
+    use mandate_core::markdown::{render, StreamingRenderer};
+    let text = data::markdown_answer(200_000);
+    let chars: Vec<char> = text.chars().collect();
+    let per = chars.len().div_ceil(20_000);
+    let deltas: Vec<String> = chars.chunks(per).map(|c| c.iter().collect()).collect();
+    let mut one = Vec::new();
+    for _ in 0..9 {
+        one.push(time(|| render(&text)).0);
+    }
+    let one = median(one);
+    let mut rows = Vec::new();
+    for spacing in [
+        Duration::ZERO,
+        Duration::from_millis(5),
+        Duration::from_millis(20),
+    ] {
+        let mut cpu = Duration::ZERO;
+        let mut renders = 0;
+        let mut r = StreamingRenderer::new(Duration::from_millis(100));
+        let start = Instant::now();
+        for (i, d) in deltas.iter().enumerate() {
+            let t = Instant::now();
+            r.push(d);
+            // A burst runs on the wall clock; a paced stream on its own: delta i arrives at i × spacing.
+            let now = if spacing.is_zero() {
+                Instant::now()
+            } else {
+                start + spacing * i as u32
+            };
+            if r.update_if_due(now).is_some() {
+                renders += 1;
+            }
+            cpu += t.elapsed();
+        }
+        let t = Instant::now();
+        let _ = r.finish();
+        cpu += t.elapsed();
+        let ratio = cpu.as_secs_f64() / one.as_secs_f64();
+        let figure = match spacing.as_millis() {
+            0 => "streaming render, 200 KB as 20k deltas (burst)",
+            5 => "streaming render, 200 KB as 20k deltas (5 ms apart)",
+            _ => "streaming render, 200 KB as 20k deltas (20 ms apart)",
+        };
+        rows.push(Row {
+            figure,
+            measured: format!("{} CPU, {renders} re-renders", ms(cpu)),
+            reference: format!("one render {}", ms(one)),
+            ratio: format!("{ratio:.2}x"),
+            budget: "<= 5x",
+            ok: ratio <= 5.0,
+        });
+    }
+    rows
+}
+
+// ---- 6. search and list ---------------------------------------------------------------------
+
+fn search_and_list(root: &Path) -> Vec<Row> {
+    let (gen_time, dir) = time(|| data::cached(root, "tree", "v1", data::search_tree));
+    if gen_time > Duration::from_secs(1) {
+        println!("    100k-file tree generated in {}", ms(gen_time));
+    }
+    let ws = Workspace::new(&dir).expect("ws");
+    let top = ws.resolve(".").expect("root");
+    let regex = "needle_[0-9]{4}_marker";
+    let mut ours = Vec::new();
+    let mut matches = 0;
+    let _ = mandate_core::tools::walk::search(&top, regex, None, 1);
+    for _ in 0..7 {
+        let (t, r) =
+            time(|| mandate_core::tools::walk::search(&top, regex, None, 1).expect("search"));
+        matches = r.1;
+        ours.push(t);
+    }
+    let ours = median(ours);
+    let d = dir.display().to_string();
+    let rg = time_command("rg", &["-n", "-C1", regex, &d], 7);
+    let mut lists = Vec::new();
+    let _ = mandate_core::tools::walk::list_for_model(&top, true);
+    for _ in 0..7 {
+        lists.push(
+            time(|| mandate_core::tools::walk::list(&top, true, usize::MAX).expect("list")).0,
+        );
+    }
+    let list_t = median(lists);
+    let rg_files = time_command("rg", &["--files", &d], 7);
+    let row = |figure, t: Duration, reference: Option<Duration>, what: &str| match reference {
+        Some(r) => {
+            let ratio = t.as_secs_f64() / r.as_secs_f64();
+            Row {
+                figure,
+                measured: ms(t),
+                reference: format!("{what} {}", ms(r)),
+                ratio: format!("{ratio:.2}x"),
+                budget: "<= 1.3x",
+                ok: ratio <= 1.3,
+            }
+        }
+        None => Row {
+            figure,
+            measured: ms(t),
+            reference: "rg not found".into(),
+            ratio: String::new(),
+            budget: "<= 1.3x",
+            ok: false,
+        },
+    };
+    println!("    search found {matches} matches");
+    vec![
+        row("search_files, 100k files, rare regex", ours, rg, "rg"),
+        row(
+            "list_files recursive, 100k files",
+            list_t,
+            rg_files,
+            "rg --files",
+        ),
+    ]
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    let root = data_root();
+    std::fs::create_dir_all(&root).expect("bench data dir");
+    println!("Mandate benchmarks (data under {})", root.display());
+    let mut rows = Vec::new();
+    if filter.iter().any(|f| f == "verifyonly") {
+        let dir = data::cached(&root, "ledger", "v1", data::ledger_workspace);
+        for _ in 0..5 {
+            let (t, _) = time(|| mandate_core::orchestration::trace::verify(&dir));
+            println!("verify {}", ms(t));
+        }
+        return;
+    }
+    if filter.iter().any(|f| f == "hashspeed") {
+        hash_speed();
+        return;
+    }
+    if wanted("prehook") {
+        rows.extend(prehook(&root));
+    }
+    if wanted("write") {
+        rows.extend(governed_write(&root));
+    }
+    if wanted("trace") {
+        rows.extend(verify_and_blame(&root));
+    }
+    if wanted("render") {
+        rows.extend(streaming_render());
+    }
+    if wanted("search") {
+        rows.extend(search_and_list(&root));
+    }
+    println!();
+    println!("| figure | measured | reference (same run) | ratio | budget | |");
+    println!("|---|---|---|---|---|---|");
+    for r in rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            r.figure,
+            r.measured,
+            r.reference,
+            r.ratio,
+            r.budget,
+            if r.ok { "ok" } else { "MISSED" }
+        );
+    }
+}
+
+#[allow(dead_code)]
+fn hash_speed() {
+    use sha2::{Digest, Sha256};
+    let buf = vec![7u8; 300_000_000];
+    let (t, d) = time(|| Sha256::digest(&buf));
+    println!(
+        "sha2 one buffer: {:.0} MB/s {:x}",
+        300.0 / t.as_secs_f64(),
+        d[0]
+    );
+    let lines: Vec<&[u8]> = buf.chunks(1350).collect();
+    let (t, n) = time(|| {
+        lines
+            .iter()
+            .map(|l| Sha256::digest(l)[0] as usize)
+            .sum::<usize>()
+    });
+    println!(
+        "sha2 per 1350-byte line: {:.0} MB/s {n}",
+        300.0 / t.as_secs_f64()
+    );
+    let (t, n) = time(|| {
+        std::thread::scope(|s| {
+            let h: Vec<_> = lines
+                .chunks(lines.len() / 2 + 1)
+                .map(|c| {
+                    s.spawn(move || {
+                        c.iter()
+                            .map(|l| Sha256::digest(l)[0] as usize)
+                            .sum::<usize>()
+                    })
+                })
+                .collect();
+            h.into_iter().map(|h| h.join().unwrap_or(0)).sum::<usize>()
+        })
+    });
+    println!(
+        "sha2 per line, 2 threads: {:.0} MB/s {n}",
+        300.0 / t.as_secs_f64()
+    );
+}

@@ -1,0 +1,76 @@
+//! `mandate-window`: the desktop window. Started by `mandate` (no subcommand), which keeps the
+//! command line free of GTK and WebKit so headless use starts fast and runs without them.
+
+mod ipc;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mandate_core::cli::workspace_dir;
+use mandate_core::host::Host;
+use mandate_core::secrets::KeyringStore;
+use mandate_core::settings::AppDirs;
+use tauri::{Manager, WebviewUrl, WebviewWindowBuilder};
+
+fn main() {
+    if let Err(e) = run(workspace_arg()) {
+        eprintln!("mandate: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// `--workspace DIR`; anything else (WebKitWebDriver adds `--automation`) is not ours.
+fn workspace_arg() -> Option<PathBuf> {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--workspace" {
+            return args.next().map(PathBuf::from);
+        }
+        if let Some(value) = arg.to_str().and_then(|a| a.strip_prefix("--workspace=")) {
+            return Some(PathBuf::from(value));
+        }
+    }
+    None
+}
+
+/// Only the app's own pages may load in the window.
+fn is_app_url(url: &tauri::Url) -> bool {
+    match url.scheme() {
+        "tauri" => url.host_str() == Some("localhost"),
+        "http" | "https" => url.host_str() == Some("tauri.localhost"),
+        _ => false,
+    }
+}
+
+fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
+    let root = workspace_dir(workspace);
+    if !root.is_dir() {
+        anyhow::bail!("the workspace {} is not a directory", root.display());
+    }
+    tauri::Builder::default()
+        .invoke_handler(tauri::generate_handler![ipc::request, ipc::subscribe])
+        .setup(move |app| {
+            let sink = Arc::new(ipc::ChannelSink::new(ipc::IpcTrace::from_env()));
+            let runtime = match tauri::async_runtime::handle() {
+                tauri::async_runtime::RuntimeHandle::Tokio(h) => h,
+            };
+            let host = Host::new(
+                &root,
+                AppDirs::from_env(),
+                Arc::new(KeyringStore),
+                sink.clone(),
+                runtime,
+            )
+            .map_err(anyhow::Error::msg)?;
+            app.manage(ipc::Shell { host, sink });
+            WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+                .title(format!("Mandate — {}", root.display()))
+                .inner_size(1280.0, 820.0)
+                .min_inner_size(720.0, 480.0)
+                .on_navigation(is_app_url)
+                .build()?;
+            Ok(())
+        })
+        .run(tauri::generate_context!())?;
+    Ok(())
+}
