@@ -119,6 +119,18 @@ pub fn apply_selected(old: &str, new: &str, rejected: &[u32]) -> String {
 
 /// Line ranges (1-based, inclusive) of the new text that were inserted or replaced.
 pub fn changed_ranges(old: &str, new: &str) -> Vec<(u32, u32)> {
+    analyze(old, new, "").ranges
+}
+
+/// What the ledger needs of a change, from one diff: the changed ranges of the new text and
+/// the unified diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineChanges {
+    pub ranges: Vec<(u32, u32)>,
+    pub unified: String,
+}
+
+pub fn analyze(old: &str, new: &str, path: &str) -> LineChanges {
     let diff = line_diff(old, new);
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for op in diff.ops() {
@@ -134,7 +146,12 @@ pub fn changed_ranges(old: &str, new: &str) -> Vec<(u32, u32)> {
             }
         }
     }
-    ranges
+    let unified = diff
+        .unified_diff()
+        .context_radius(CONTEXT)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    LineChanges { ranges, unified }
 }
 
 /// A unified diff of the change, as `git diff` would show it.

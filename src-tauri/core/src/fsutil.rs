@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 
 /// Replaces `path` with `bytes` atomically. The parent directory is created if missing.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, true)
+}
+
+/// Like [`write_atomic`] but without the directory fsync after the rename: readers still see
+/// the old bytes or the new, never a mix, and the data is on disk before the rename. Used for
+/// the agent's writes to the user's files, which are followed at once by the fsynced ledger
+/// append; on journaling filesystems that commit also makes the rename durable.
+pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], sync_parent: bool) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -32,7 +44,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         file.sync_all()?;
         drop(file);
         fs::rename(&tmp, path)?;
-        sync_dir(&dir)
+        if sync_parent {
+            sync_dir(&dir)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

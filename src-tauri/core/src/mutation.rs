@@ -5,6 +5,10 @@
 //! comments only), when the same lines are only reordered, or when the streams differ only by a
 //! consistent one-to-one renaming of identifiers. Anything else adds or changes behaviour:
 //! `INTENT_EVOLUTION`. New files are `INTENT_EVOLUTION`.
+//!
+//! Only the changed middle of the file is tokenized (the common leading and trailing lines are
+//! cut first); a rename must also leave no use of the old or the new name in the unchanged part,
+//! which is what a consistent rename over the whole file means.
 
 use std::collections::HashMap;
 
@@ -165,13 +169,50 @@ fn consistent_renames<'a>(old: &[Token<'a>], new: &[Token<'a>]) -> Option<Vec<(&
     Some(renames)
 }
 
+/// The common leading and trailing whole lines of two texts, and their differing middles.
+fn split_common<'a>(old: &'a str, new: &'a str) -> (&'a str, &'a str, &'a str, &'a str) {
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let mut prefix = ob.iter().zip(nb).take_while(|(a, b)| a == b).count();
+    // Back up to the start of a line so that a changed line is compared whole.
+    while prefix > 0 && ob[prefix - 1] != b'\n' {
+        prefix -= 1;
+    }
+    let max_suffix = (ob.len() - prefix).min(nb.len() - prefix);
+    let mut suffix = ob
+        .iter()
+        .rev()
+        .zip(nb.iter().rev())
+        .take(max_suffix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    // A suffix that starts mid-line is shortened to start right after a newline.
+    while suffix > 0 && ob[ob.len() - suffix - 1] != b'\n' {
+        suffix -= 1;
+    }
+    let old_mid = &old[prefix..old.len() - suffix];
+    let new_mid = &new[prefix..new.len() - suffix];
+    (&old[..prefix], &old[old.len() - suffix..], old_mid, new_mid)
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn has_word(text: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + word.len()).copied();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
 pub fn classify(old: Option<&str>, new: &str) -> Classified {
-    let Some(old) = old else {
+    let Some(whole_old) = old else {
         return Classified {
             class: INTENT_EVOLUTION,
             reason: "a new file".into(),
         };
     };
+    let (head, tail, old, new) = split_common(whole_old, new);
     let (a, b) = (tokenize(old), tokenize(new));
     if a == b {
         return Classified {
@@ -190,7 +231,11 @@ pub fn classify(old: Option<&str>, new: &str) -> Classified {
             reason: "the same lines, moved".into(),
         };
     }
-    if let Some(renames) = consistent_renames(&a, &b) {
+    let unchanged_uses = |name: &str| has_word(head, name) || has_word(tail, name);
+    if let Some(renames) = consistent_renames(&a, &b).filter(|r| {
+        !r.iter()
+            .any(|(x, y)| unchanged_uses(x) || unchanged_uses(y))
+    }) {
         let list: Vec<String> = renames
             .iter()
             .take(5)

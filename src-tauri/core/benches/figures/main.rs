@@ -76,6 +76,9 @@ fn time_command(program: &str, args: &[&str], runs: usize) -> Option<Duration> {
 }
 
 fn data_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MANDATE_BENCH_DATA") {
+        return PathBuf::from(dir);
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
@@ -606,6 +609,10 @@ fn main() {
         }
         return;
     }
+    if filter.iter().any(|f| f == "writeparts") {
+        write_parts(&root);
+        return;
+    }
     if filter.iter().any(|f| f == "hashspeed") {
         hash_speed();
         return;
@@ -681,4 +688,74 @@ fn hash_speed() {
         "sha2 per line, 2 threads: {:.0} MB/s {n}",
         300.0 / t.as_secs_f64()
     );
+}
+
+#[allow(dead_code)]
+fn write_parts(root: &Path) {
+    use mandate_core::orchestration::ledger::{ApprovalRecord, FileChange, Ledger, TraceEntry};
+    let dir = root.join("parts");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    let mut rng = data::Rng::new(9);
+    let a: String = data::words(&mut rng, 1500).chars().take(10_240).collect();
+    let b = a.replacen("intent", "INTENT", 3);
+    std::fs::write(dir.join("src/big.txt"), &a).expect("w");
+    let ledger = Ledger::new(&dir);
+    let n = 200;
+    let t = |label: &str, f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        println!("{label:<28} {}", us(start.elapsed() / n));
+    };
+    t("args json parse", &mut || {
+        let s = serde_json::json!({"path": "src/big.txt", "content": b, "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"}).to_string();
+        let v: serde_json::Value = serde_json::from_str(&s).expect("json");
+        std::hint::black_box(v);
+    });
+    t("read 10KB + sha256", &mut || {
+        let bytes = std::fs::read(dir.join("src/big.txt")).expect("r");
+        std::hint::black_box(mandate_core::fsutil::sha256_hex(&bytes));
+    });
+    t("classify", &mut || {
+        std::hint::black_box(mandate_core::mutation::classify(Some(&a), &b));
+    });
+    t("analyze (diff)", &mut || {
+        std::hint::black_box(mandate_core::diff::analyze(&a, &b, "src/big.txt"));
+    });
+    t("write_atomic", &mut || {
+        mandate_core::fsutil::write_atomic(&dir.join("src/big.txt"), b.as_bytes()).expect("w");
+    });
+    let changes = mandate_core::diff::analyze(&a, &b, "src/big.txt");
+    t("ledger append", &mut || {
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "diffs".into(),
+            serde_json::json!({"src/big.txt": changes.unified}),
+        );
+        let entry = TraceEntry {
+            task_id: "t".into(),
+            intent_id: "INT-1".into(),
+            model_id: "m".into(),
+            tool: "write_to_file".into(),
+            tool_call_id: "c".into(),
+            contributor: "ai".into(),
+            mutation_declared: "INTENT_EVOLUTION".into(),
+            mutation_computed: "INTENT_EVOLUTION".into(),
+            approval: ApprovalRecord {
+                by: "policy".into(),
+                at: "x".into(),
+                accepted_hunks: vec![],
+                rejected_hunks: vec![],
+                edited: false,
+            },
+            files: vec![FileChange {
+                path: "src/big.txt".into(),
+                ranges: vec![],
+            }],
+            extra,
+        };
+        ledger.append(&entry).expect("append");
+    });
 }

@@ -678,7 +678,7 @@ async fn write(
             )));
         }
     }
-    if let Err(e) = crate::fsutil::write_atomic(&w.path.abs, w.new_content.as_bytes()) {
+    if let Err(e) = crate::fsutil::write_replace(&w.path.abs, w.new_content.as_bytes()) {
         return c.fail(ToolError::Failed(format!(
             "could not write {}: {e}",
             w.path.rel
@@ -686,6 +686,11 @@ async fn write(
     }
     let old_text = w.old.as_ref().map(|_| w.old_text());
     let classified = crate::mutation::classify(old_text.as_deref(), &w.new_content);
+    let changes = crate::diff::analyze(
+        old_text.as_deref().unwrap_or(""),
+        &w.new_content,
+        &w.path.rel,
+    );
     let outcome = WriteOutcome {
         task_id: c.task.id.clone(),
         intent_id: intent_id.clone(),
@@ -700,6 +705,7 @@ async fn write(
         computed_class: classified.class.to_string(),
         computed_reason: classified.reason.clone(),
         approval: approval.clone(),
+        changes,
     };
     let ledger = TraceHook {
         ledger: &env.gov.ledger,

@@ -31,6 +31,8 @@ pub struct WriteOutcome {
     pub computed_class: String,
     pub computed_reason: String,
     pub approval: ApprovalRecord,
+    /// Changed ranges of the new text and the unified diff (see `diff::analyze`).
+    pub changes: crate::diff::LineChanges,
 }
 
 /// A command that ran, with the files it changed.
@@ -57,10 +59,12 @@ pub struct TraceHook<'a> {
 
 impl TraceHook<'_> {
     pub fn after_write(&self, o: &WriteOutcome) -> Result<serde_json::Value, HookError> {
-        let old = o.old_text.as_deref().unwrap_or("");
         let new_lines = split_lines(&o.new_text);
-        let ranges: Vec<HashedRange> = crate::diff::changed_ranges(old, &o.new_text)
-            .into_iter()
+        let ranges: Vec<HashedRange> = o
+            .changes
+            .ranges
+            .iter()
+            .copied()
             .filter(|(s, e)| *s >= 1 && (*e as usize) <= new_lines.len())
             .map(|(s, e)| HashedRange {
                 start_line: s,
@@ -72,7 +76,7 @@ impl TraceHook<'_> {
         extra.insert("mutation_reason".into(), json!(o.computed_reason));
         extra.insert(
             "diffs".into(),
-            json!({ o.path.clone(): cap(crate::diff::unified(old, &o.new_text, &o.path)) }),
+            json!({ o.path.clone(): cap(o.changes.unified.clone()) }),
         );
         let entry = TraceEntry {
             task_id: o.task_id.clone(),
