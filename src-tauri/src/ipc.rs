@@ -73,6 +73,22 @@ impl IpcTrace {
     }
 }
 
+/// With `MANDATE_STARTUP_TRACE=FILE`, the wall-clock time (ns since the epoch) at which the page
+/// first subscribes — right after its first frame — is written to FILE, for the start-up benchmark.
+fn mark_first_paint() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    if let Some(path) = std::env::var_os("MANDATE_STARTUP_TRACE") {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let _ = std::fs::write(path, now.to_string());
+    }
+}
+
 pub struct Shell {
     pub host: Arc<Host>,
     pub sink: Arc<ChannelSink>,
@@ -104,6 +120,7 @@ pub async fn request(
 
 #[tauri::command]
 pub fn subscribe(state: State<'_, Shell>, channel: Channel<Event>) -> Result<(), IpcError> {
+    mark_first_paint();
     state.sink.add(channel);
     state.host.start_watching();
     Ok(())

@@ -125,6 +125,9 @@ async function connect() {
   banner.hidden = true;
   try {
     if (!subscribed) {
+      // Let the shell paint before anything else happens: the window is never blank while the
+      // host loads state (and the host's first request marks the first paint).
+      await new Promise((resolve) => requestAnimationFrame(() => resolve(undefined)));
       await subscribe(onEvent);
       subscribed = true;
     }
