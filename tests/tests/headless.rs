@@ -569,3 +569,78 @@ async fn commands_that_change_files_outside_the_scope_are_reported_and_failures_
         .to_string();
     assert!(system.contains("SHARED LESSONS") && system.contains("cargo test -p greet"));
 }
+
+#[tokio::test]
+async fn two_tasks_run_at_once_in_one_workspace_under_their_own_intents() {
+    const TWO: &str = "active_intents:\n  - id: INT-A\n    name: A\n    owned_scope: [\"a/**\"]\n  - id: INT-B\n    name: B\n    owned_scope: [\"b/**\"]\n";
+    let ws = workspace(Some(TWO), &[]);
+    let dirs = UserDirs::new();
+    let script = |intent: &str, dir: &str| {
+        let mut replies = vec![openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": intent}))
+            .reply()];
+        for n in 0..5 {
+            replies.push(
+                openai::turn()
+                    .delay_ms(10)
+                    .tool_call(&format!("w{n}"), "write_to_file", json!({"path": format!("{dir}/f{n}.txt"), "content": format!("{n}\n"), "intent_id": intent, "mutation_class": "INTENT_EVOLUTION"}))
+                    .reply(),
+            );
+        }
+        replies.push(
+            openai::turn()
+                .tool_call("d", "attempt_completion", json!({"result": "done"}))
+                .reply(),
+        );
+        replies
+    };
+    let (server_a, server_b) = (
+        ScriptedServer::start(script("INT-A", "a")).await,
+        ScriptedServer::start(script("INT-B", "b")).await,
+    );
+    let (out_a, out_b) = tokio::join!(
+        run_openai(
+            ws.path(),
+            &server_a.base_url(),
+            &["--approve", "allow"],
+            "write a",
+            &dirs
+        ),
+        run_openai(
+            ws.path(),
+            &server_b.base_url(),
+            &["--approve", "allow"],
+            "write b",
+            &dirs
+        ),
+    );
+    assert_eq!(out_a.code, Some(0), "{}\n{}", out_a.stdout, out_a.stderr);
+    assert_eq!(out_b.code, Some(0), "{}\n{}", out_b.stdout, out_b.stderr);
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 10);
+    for r in &records {
+        assert_valid(r);
+        let path = r["files"][0]["path"].as_str().unwrap_or("");
+        let intent = r["metadata"]["dev.mandate"]["intent_id"]
+            .as_str()
+            .unwrap_or("");
+        assert_eq!(
+            &path[..1],
+            if intent == "INT-A" { "a" } else { "b" },
+            "each write under its own task's intent"
+        );
+    }
+    let verify = mandate(
+        &[
+            "trace",
+            "verify",
+            "--workspace",
+            &ws.path().display().to_string(),
+            "--json",
+        ],
+        &dirs,
+        &[],
+    )
+    .await;
+    assert_eq!(verify.code, Some(0), "{}", verify.stdout);
+}

@@ -323,28 +323,49 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
     let server = ScriptedServer::start(vec![]).await;
     server.on_get("/v1/models", Reply::json(200, &json!({"object": "list", "data": [{"id": "gpt-test-large"}, {"id": "gpt-test-small"}]})));
     let (app, _ws, dirs) = launch("settings", &server).await;
-    app.click("nav button[data-view=\"settings\"]").await.expect("settings");
-    app.click("#settings-fetch-models").await.expect("fetch models");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    app.click("#settings-fetch-models")
+        .await
+        .expect("fetch models");
     app.wait_until("[...document.querySelectorAll('#settings-models option')].map(o => o.value).join(',') === 'gpt-test-large,gpt-test-small'").await.expect("models listed");
-    app.type_into("#settings-model", "gpt-test-small").await.expect("model");
-    app.type_into("#settings-custom-instructions", "Prefer small diffs.").await.expect("instructions");
-    app.click("#settings-ask-safe-commands").await.expect("toggle");
+    app.type_into("#settings-model", "gpt-test-small")
+        .await
+        .expect("model");
+    app.type_into("#settings-custom-instructions", "Prefer small diffs.")
+        .await
+        .expect("instructions");
+    app.click("#settings-ask-safe-commands")
+        .await
+        .expect("toggle");
     app.click("#settings-save").await.expect("save");
     let path = dirs.config().join("settings.json");
     for _ in 0..50 {
-        if std::fs::read_to_string(&path).unwrap_or_default().contains("gpt-test-small") {
+        if std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("gpt-test-small")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("settings file")).expect("json");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("settings file"))
+            .expect("json");
     assert_eq!(saved["model"], "gpt-test-small");
     assert_eq!(saved["custom_instructions"], "Prefer small diffs.");
     assert_eq!(saved["approval"]["ask_before_safe_commands"], true);
     assert!(saved.get("api_key").is_none());
     // A bad base URL is refused where it was typed.
-    app.type_into("#settings-base-url", "file:///etc").await.expect("url");
+    app.type_into("#settings-base-url", "file:///etc")
+        .await
+        .expect("url");
     app.click("#settings-save").await.expect("save");
-    app.wait_until("(document.querySelector('#settings-error')?.textContent ?? '').includes('http')").await.expect("inline error");
+    app.wait_until(
+        "(document.querySelector('#settings-error')?.textContent ?? '').includes('http')",
+    )
+    .await
+    .expect("inline error");
     app.close().await.expect("close");
 }

@@ -198,3 +198,41 @@ async fn intent_status_order_and_deletion_from_the_gui() {
     );
     app.close().await.expect("close");
 }
+
+/// Every control a user can reach has an accessible name, and the views are keyboard-reachable.
+#[tokio::test]
+async fn every_control_has_a_label_in_every_view() {
+    let server = ScriptedServer::start(vec![]).await;
+    let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
+    let app = App::launch("a11y", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    let check = "const unnamed = [];\
+        for (const el of document.querySelectorAll('button, input, select, textarea, [role=\"tab\"]')) {\
+          if (el.closest('[hidden]') || el.type === 'hidden') continue;\
+          const labelled = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.getAttribute('title') || (el.textContent || '').trim();\
+          if (!labelled) unnamed.push(el.outerHTML.slice(0, 120));\
+        }\
+        return unnamed;";
+    for view in ["chat", "intents", "trace", "settings"] {
+        app.click(&format!("nav button[data-view=\"{view}\"]"))
+            .await
+            .expect("view");
+        let unnamed = app.eval(check).await.expect("eval");
+        assert_eq!(
+            unnamed,
+            json!([]),
+            "{view}: controls without an accessible name"
+        );
+    }
+    // Keyboard: Alt+2 switches to the intents view without a mouse.
+    let body = app.find("body").await.expect("body");
+    app.session
+        .send_keys(&body, "\u{E00A}2")
+        .await
+        .expect("alt+2");
+    app.wait_until("document.querySelector('nav button[data-view=\"intents\"]')?.getAttribute('aria-current') === 'page'").await.expect("keyboard navigation");
+    app.close().await.expect("close");
+}
