@@ -598,17 +598,18 @@ async fn two_tasks_run_at_once_in_one_workspace_under_their_own_intents() {
         ScriptedServer::start(script("INT-A", "a")).await,
         ScriptedServer::start(script("INT-B", "b")).await,
     );
+    let (base_a, base_b) = (server_a.base_url(), server_b.base_url());
     let (out_a, out_b) = tokio::join!(
         run_openai(
             ws.path(),
-            &server_a.base_url(),
+            &base_a,
             &["--approve", "allow"],
             "write a",
             &dirs
         ),
         run_openai(
             ws.path(),
-            &server_b.base_url(),
+            &base_b,
             &["--approve", "allow"],
             "write b",
             &dirs
