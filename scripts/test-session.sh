@@ -10,4 +10,5 @@ export NO_AT_BRIDGE=1 GTK_USE_PORTAL=0
 export TAURI_DRIVER="$PWD/target/tools/bin/tauri-driver"
 rm -rf test-artifacts
 # Each window test starts its own Xvfb display (tests/src/app.rs).
-cargo test --workspace --no-fail-fast -- --test-threads=2
+# One test at a time: the window tests each drive a WebKit process tree, and 2 cores is what CI has.
+cargo test --workspace --no-fail-fast -- --test-threads=1

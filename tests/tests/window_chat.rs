@@ -357,7 +357,10 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
     assert_eq!(saved["custom_instructions"], "Prefer small diffs.");
     assert_eq!(saved["approval"]["ask_before_safe_commands"], true);
     assert!(saved.get("api_key").is_none());
-    // A bad base URL is refused where it was typed.
+    // A bad base URL is refused where it was typed (once the first save has finished).
+    app.wait_until("!document.querySelector('#settings-save').disabled")
+        .await
+        .expect("save done");
     app.type_into("#settings-base-url", "file:///etc")
         .await
         .expect("url");
