@@ -11,7 +11,7 @@ APT_TEST := xvfb xauth webkit2gtk-driver gnome-keyring dbus-x11 libsecret-tools 
 TAURI_DRIVER_VERSION := 2.1.0
 TOOLS := $(CURDIR)/target/tools
 
-.PHONY: run test deps test-deps build ts bench clean-artifacts
+.PHONY: run test deps test-deps build ts bench
 
 run: deps
 	cargo build -p mandate
@@ -36,4 +36,5 @@ ts:
 
 # Benchmarks (not part of `make test`): prints a table of every figure against its budget.
 bench: test-deps
+	@./scripts/ensure-deps.sh openssl ripgrep:rg python3:python3
 	./bench/run.sh

@@ -282,6 +282,9 @@ fn open_external(url: &str) -> Result<(), IpcError> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map(|_| ())
+        .map(|mut child| {
+            // Reap the opener when it exits so it does not linger as a zombie.
+            std::thread::spawn(move || child.wait());
+        })
         .map_err(|e| err(IpcErrorCode::Io, format!("could not open the browser: {e}")))
 }
