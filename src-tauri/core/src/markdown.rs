@@ -231,7 +231,17 @@ pub struct StreamingRenderer {
     can_freeze: bool,
     /// How much of `frozen_html` the incremental updates have handed out.
     sent_frozen: usize,
+    /// Render CPU spent on this message so far, and the cost per byte seen in renders.
+    spent: Duration,
+    nanos_per_byte: f64,
 }
+
+/// While streaming, rendering may use at most this many times the cost of one full render of
+/// the text so far (once it has used `CPU_FLOOR`, which keeps short answers fluid): whatever the
+/// pace of the deltas, a long answer's whole stream, final render included, stays within about
+/// four full renders.
+const CPU_BUDGET: f64 = 3.0;
+const CPU_FLOOR: Duration = Duration::from_millis(10);
 
 /// What changed since the previous update: finished blocks to append, and the unfinished tail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,6 +266,8 @@ impl StreamingRenderer {
             frozen_html: String::new(),
             can_freeze: true,
             sent_frozen: 0,
+            spent: Duration::ZERO,
+            nanos_per_byte: 0.0,
         }
     }
 
@@ -281,7 +293,10 @@ impl StreamingRenderer {
             self.freeze_finished_blocks();
         }
         let mut html = self.frozen_html.clone();
-        html.push_str(&render(self.text.get(self.frozen_len..).unwrap_or("")));
+        let tail = self.text.get(self.frozen_len..).unwrap_or("");
+        let tail_started = Instant::now();
+        html.push_str(&render(tail));
+        self.learn(tail_started.elapsed(), tail.len());
         self.rendered(now, started.elapsed());
         Some(html)
     }
@@ -307,7 +322,10 @@ impl StreamingRenderer {
             .unwrap_or("")
             .to_string();
         self.sent_frozen = self.frozen_html.len();
-        let tail_html = render(self.text.get(self.frozen_len..).unwrap_or(""));
+        let tail = self.text.get(self.frozen_len..).unwrap_or("");
+        let tail_started = Instant::now();
+        let tail_html = render(tail);
+        self.learn(tail_started.elapsed(), tail.len());
         self.rendered(now, started.elapsed());
         Some(StreamUpdate {
             stable_html,
@@ -325,14 +343,37 @@ impl StreamingRenderer {
     }
 
     fn is_due(&self, now: Instant) -> bool {
-        self.last_render
-            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval)
+        let Some(last) = self.last_render else {
+            return true;
+        };
+        if now.saturating_duration_since(last) < self.interval {
+            return false;
+        }
+        // The CPU budget: a slow stream of a long answer re-renders less often.
+        if self.spent <= CPU_FLOOR || self.nanos_per_byte == 0.0 {
+            return true;
+        }
+        let full_render = self.nanos_per_byte * self.text.len() as f64;
+        self.spent.as_nanos() as f64 <= CPU_BUDGET * full_render
     }
 
     fn rendered(&mut self, at: Instant, took: Duration) {
         self.last_render = Some(at);
         self.interval = self.min_interval.max(took.saturating_mul(RENDER_BACKOFF));
         self.changed = false;
+        self.spent += took;
+    }
+
+    /// Learns the cost per byte from a render of `bytes` (the largest seen is the best guide).
+    fn learn(&mut self, took: Duration, bytes: usize) {
+        if bytes >= 256 {
+            let per_byte = took.as_nanos() as f64 / bytes as f64;
+            self.nanos_per_byte = if self.nanos_per_byte == 0.0 {
+                per_byte
+            } else {
+                0.8 * self.nanos_per_byte + 0.2 * per_byte
+            };
+        }
     }
 
     /// Moves finished top-level blocks from the tail into `frozen_html`.
@@ -371,7 +412,9 @@ impl StreamingRenderer {
             .and_then(|before| before.rfind('\n'))
             .map_or(0, |nl| nl + 1);
         if let Some(finished) = tail.get(..cut).filter(|f| !f.is_empty()) {
+            let started = Instant::now();
             self.frozen_html.push_str(&render(finished));
+            self.learn(started.elapsed(), finished.len());
             self.frozen_len += cut;
         }
     }
