@@ -425,3 +425,54 @@ async fn blame_and_verify_after_tampering_in_the_trace_explorer() {
     app.screenshot("trace-verify").await.expect("screenshot");
     let _ = tokio::time::timeout(Duration::from_secs(5), app.close()).await;
 }
+
+#[tokio::test]
+async fn always_allow_and_keyboard_approval() {
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-002"})).reply(),
+        openai::turn().tool_call("c1", "execute_command", json!({"command": "rm -f build/out.txt"})).reply(),
+        openai::turn().tool_call("c2", "execute_command", json!({"command": "rm -f build/out.txt"})).reply(),
+        openai::turn().tool_call("w", "write_to_file", json!({"path": "build/new.txt", "content": "x\n", "intent_id": "INT-002", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("d", "attempt_completion", json!({"result": "cleaned"})).reply(),
+    ])
+    .await;
+    let (app, ws, _dirs) = start("always-allow", &server).await;
+    send(&app, "Clean up").await;
+    app.find("#approval-panel .approval[data-kind=\"command\"]")
+        .await
+        .expect("command card");
+    app.click("#approval-panel [data-action=\"always-allow\"]")
+        .await
+        .expect("always allow");
+    // The same command again runs without asking; the write asks, and Alt+A approves it.
+    app.find("#approval-panel .approval[data-kind=\"write\"]")
+        .await
+        .expect("write card");
+    let body = app.find("body").await.expect("body");
+    app.session
+        .send_keys(&body, "\u{E00A}a")
+        .await
+        .expect("alt+a");
+    app.wait_until(
+        "document.querySelector('.task-panel .task-status')?.dataset.status === 'completed'",
+    )
+    .await
+    .expect("completed");
+    assert!(
+        tool_result(&server, "c2").contains("exited with code 0"),
+        "{}",
+        tool_result(&server, "c2")
+    );
+    assert!(!ws.path().join("build/out.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("build/new.txt")).expect("written"),
+        "x\n"
+    );
+    let asked = std::fs::read_to_string(&app.ipc_trace)
+        .expect("trace")
+        .lines()
+        .filter(|l| l.contains("\"type\":\"approval_requested\""))
+        .count();
+    assert_eq!(asked, 2, "the second identical command did not ask");
+    app.close().await.expect("close");
+}
