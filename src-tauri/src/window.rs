@@ -51,9 +51,8 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
         .invoke_handler(tauri::generate_handler![ipc::request, ipc::subscribe])
         .setup(move |app| {
             let sink = Arc::new(ipc::ChannelSink::new(ipc::IpcTrace::from_env()));
-            let runtime = match tauri::async_runtime::handle() {
-                tauri::async_runtime::RuntimeHandle::Tokio(h) => h,
-            };
+            let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
+                tauri::async_runtime::handle();
             let host = Host::new(
                 &root,
                 AppDirs::from_env(),

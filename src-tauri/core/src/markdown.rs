@@ -468,7 +468,7 @@ mod tests {
         let doc = "# T\n\npara one\n\n- a\n- b\n\n```rust\nfn main() {}\n```\n\nlast [x](https://e.org)\n\n[r]: https://r.org\n\nend\n";
         let mut r = StreamingRenderer::new(Duration::ZERO);
         let start = Instant::now();
-        let (mut stable, mut tail) = (String::new(), String::new());
+        let mut stable = String::new();
         for (i, c) in doc.chars().enumerate() {
             r.push(&c.to_string());
             if let Some(u) = r.update_if_due(start + MS * i as u32) {
@@ -476,9 +476,8 @@ mod tests {
                     stable.clear();
                 }
                 stable.push_str(&u.stable_html);
-                tail = u.tail_html;
                 assert_eq!(
-                    format!("{stable}{tail}"),
+                    format!("{stable}{}", u.tail_html),
                     render(r.text()),
                     "after {i} chars"
                 );

@@ -189,8 +189,10 @@ mod tests {
     fn round_trip_and_bad_file_is_kept_aside() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let d = dirs(tmp.path());
-        let mut s = Settings::default();
-        s.model = "m".into();
+        let s = Settings {
+            model: "m".into(),
+            ..Settings::default()
+        };
         s.save(&d).expect("save");
         assert_eq!(Settings::load(&d), (s, None));
 

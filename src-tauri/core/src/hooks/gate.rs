@@ -32,14 +32,7 @@ impl PreHook for IntentGate {
             ))
         };
         let valid_ids = || {
-            let ids: Vec<&str> = cx
-                .intents
-                .doc
-                .intents
-                .iter()
-                .filter(|i| i.status != IntentStatus::Done)
-                .map(|i| i.id.as_str())
-                .collect();
+            let ids = cx.intents.doc.open_ids();
             if ids.is_empty() {
                 "No intent is available: ask the user to create one.".to_string()
             } else {

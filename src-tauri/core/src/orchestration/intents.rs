@@ -86,6 +86,15 @@ impl IntentsDoc {
             .or_else(|| self.intents.iter().find(|i| i.id == id))
     }
 
+    /// The ids a task may select: every intent that is not DONE, in file order.
+    pub fn open_ids(&self) -> Vec<&str> {
+        self.intents
+            .iter()
+            .filter(|i| i.status != IntentStatus::Done)
+            .map(|i| i.id.as_str())
+            .collect()
+    }
+
     /// Parses and validates the whole file; any problem names the intent and its line.
     pub fn parse(text: &str, file: &str) -> Result<IntentsDoc, IntentError> {
         let root: Value = yaml::from_str(text).map_err(|message| IntentError::Parse {

@@ -111,7 +111,7 @@ fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     let mut out = Vec::new();
     let mut last_line_start = usize::MAX;
-    for pos in finder.find_iter(&bytes) {
+    for pos in finder.find_iter(bytes) {
         let start = memchr::memrchr(b'\n', &bytes[..pos])
             .map(|p| p + 1)
             .unwrap_or(0);

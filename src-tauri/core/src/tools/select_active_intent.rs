@@ -33,14 +33,7 @@ impl Tool for SelectActiveIntent {
     fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
         let args: Args = parse_args(self.name(), args)?;
         let id = args.intent_id.trim().to_string();
-        let valid: Vec<&str> = cx
-            .intents
-            .doc
-            .intents
-            .iter()
-            .filter(|i| i.status != IntentStatus::Done)
-            .map(|i| i.id.as_str())
-            .collect();
+        let valid = cx.intents.doc.open_ids();
         let listing = if valid.is_empty() {
             "There are no selectable intents; ask the user to create one.".to_string()
         } else {
