@@ -422,6 +422,9 @@ async fn blame_and_verify_after_tampering_in_the_trace_explorer() {
     app.find("#verify-report .finding[data-kind=\"tampered\"]")
         .await
         .expect("finding");
+    app.eval("document.querySelector('#verify-report').scrollIntoView(); return null")
+        .await
+        .expect("scroll");
     app.screenshot("trace-verify").await.expect("screenshot");
     let _ = tokio::time::timeout(Duration::from_secs(5), app.close()).await;
 }
