@@ -227,6 +227,24 @@ impl App {
         self.session.send_keys(&el, text).await
     }
 
+    /// Types a message into the composer and sends it, as a user does.
+    pub async fn send(&self, text: &str) -> anyhow::Result<()> {
+        self.type_into("#composer-input", text).await?;
+        self.click("#composer-send").await
+    }
+
+    /// Picks `value` in the `<select>` at `css` (WebDriver cannot drive native pop-ups).
+    pub async fn choose(&self, css: &str, value: &str) -> anyhow::Result<()> {
+        let select = self.find(css).await?;
+        self.session
+            .execute(
+                "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change', {bubbles: true}));",
+                vec![select.to_value(), Value::String(value.to_string())],
+            )
+            .await
+            .map(|_| ())
+    }
+
     pub async fn text(&self, css: &str) -> anyhow::Result<String> {
         let el = self.find(css).await?;
         self.session.text(&el).await

@@ -203,6 +203,24 @@ impl ScriptedServer {
         self.script().requests.clone()
     }
 
+    /// The result of tool call `call_id` that request `n` carried (OpenAI wire format).
+    pub fn tool_result_in(&self, n: usize, call_id: &str) -> Option<String> {
+        let body = self.requests().get(n)?.json();
+        body["messages"]
+            .as_array()?
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+            .and_then(|m| m["content"].as_str())
+            .map(str::to_string)
+    }
+
+    /// The result of tool call `call_id` in the newest request that carried it.
+    pub fn tool_result(&self, call_id: &str) -> Option<String> {
+        (0..self.requests().len())
+            .rev()
+            .find_map(|n| self.tool_result_in(n, call_id))
+    }
+
     /// Appends a reply to the script while the server runs.
     pub fn push(&self, reply: Reply) {
         self.script().replies.push_back(reply);

@@ -29,15 +29,9 @@ fn files() -> Vec<(&'static str, &'static str)> {
 
 /// The tool result the model received for `call_id` in request `n` (OpenAI format).
 fn openai_tool_result(server: &ScriptedServer, n: usize, call_id: &str) -> String {
-    let body = server.requests()[n].json();
-    body["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_else(|| panic!("no result for {call_id} in request {n}: {body:#}"))
-        .to_string()
+    server
+        .tool_result_in(n, call_id)
+        .unwrap_or_else(|| panic!("no result for {call_id} in request {n}"))
 }
 
 #[tokio::test]

@@ -21,11 +21,6 @@ async fn launch(name: &str, server: &ScriptedServer) -> (App, tempfile::TempDir,
     (app, ws, dirs)
 }
 
-async fn send(app: &App, text: &str) {
-    app.type_into("#composer-input", text).await.expect("type");
-    app.click("#composer-send").await.expect("send");
-}
-
 #[tokio::test]
 async fn a_typed_message_streams_back_as_sanitized_html() {
     let server = ScriptedServer::start(vec![openai::turn()
@@ -35,7 +30,7 @@ async fn a_typed_message_streams_back_as_sanitized_html() {
         .reply()])
     .await;
     let (app, _ws, _dirs) = launch("chat-stream", &server).await;
-    send(&app, "Hello there").await;
+    app.send("Hello there").await.expect("send");
     app.wait_until("document.querySelector('.message[data-role=\"user\"]')?.textContent.includes('Hello there')").await.expect("user message");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content strong')?.textContent === 'x'").await.expect("bold rendered");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Done.')").await.expect("complete answer");
@@ -112,7 +107,7 @@ async fn html_and_handlers_in_model_output_do_not_run() {
                   [click me](javascript:window.__xss='link') <script>window.__xss='script'</script>";
     let server = ScriptedServer::start(vec![openai::turn().text(answer).reply()]).await;
     let (app, _ws, _dirs) = launch("xss", &server).await;
-    send(&app, "show me html").await;
+    app.send("show me html").await.expect("send");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('bold?')").await.expect("answer");
     let facts = app
         .eval(
@@ -227,7 +222,7 @@ async fn links_open_outside_and_the_window_never_navigates() {
     )
     .await
     .expect("launch");
-    send(&app, "where are the docs").await;
+    app.send("where are the docs").await.expect("send");
     app.click(".message[data-role=\"assistant\"] .content a")
         .await
         .expect("click link");
@@ -265,15 +260,15 @@ async fn provider_errors_are_readable_and_the_app_stays_usable() {
     ])
     .await;
     let (app, _ws, _dirs) = launch("chat-errors", &server).await;
-    send(&app, "first").await;
+    app.send("first").await.expect("send");
     app.wait_until("document.querySelector('.message[data-role=\"error\"]')?.textContent.includes('rejected the API key')").await.expect("401 message");
     app.screenshot("chat-error").await.expect("screenshot");
-    send(&app, "second").await;
+    app.send("second").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"error\"]')].some(m => m.textContent.includes('connection was cut'))").await.expect("cut message");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"].cut-off') !== null")
         .await
         .expect("cut-off bubble");
-    send(&app, "third").await;
+    app.send("third").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('All good now.'))").await.expect("recovered");
     // The cut-off answer was never stored as complete.
     let task_id = app
@@ -303,7 +298,7 @@ async fn stop_cancels_the_request() {
     let server =
         ScriptedServer::start(vec![Reply::Hang, openai::turn().text("after stop").reply()]).await;
     let (app, _ws, _dirs) = launch("chat-stop", &server).await;
-    send(&app, "this will hang").await;
+    app.send("this will hang").await.expect("send");
     app.wait_until("document.querySelector('.task-panel [data-action=\"stop\"]') && !document.querySelector('.task-panel [data-action=\"stop\"]').disabled").await.expect("stop enabled");
     app.click(".task-panel [data-action=\"stop\"]")
         .await
@@ -313,7 +308,7 @@ async fn stop_cancels_the_request() {
     )
     .await
     .expect("cancelled");
-    send(&app, "again").await;
+    app.send("again").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('after stop'))").await.expect("usable after stop");
     app.close().await.expect("close");
 }

@@ -30,16 +30,9 @@ const TEN: &str =
 const TEN_NEW: &str = "l1\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nl12\nl13\nl14\nFIFTEEN\nl16\nl17\nl18\nl19\nl20\n";
 
 fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
-    for r in server.requests().iter().rev() {
-        let body = r.json();
-        if let Some(m) = body["messages"].as_array().and_then(|ms| {
-            ms.iter()
-                .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        }) {
-            return m["content"].as_str().unwrap_or_default().to_string();
-        }
-    }
-    panic!("no result for {call_id}");
+    server
+        .tool_result(call_id)
+        .unwrap_or_else(|| panic!("no result for {call_id}"))
 }
 
 /// Select the intent, read the file, then propose `write`.
@@ -74,11 +67,6 @@ async fn start(name: &str, server: &ScriptedServer) -> (App, tempfile::TempDir, 
     (app, ws, dirs)
 }
 
-async fn send(app: &App, text: &str) {
-    app.type_into("#composer-input", text).await.expect("type");
-    app.click("#composer-send").await.expect("send");
-}
-
 fn write_args(content: &str) -> Value {
     json!({"path": "src/greet/lines.txt", "content": content, "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})
 }
@@ -87,7 +75,7 @@ fn write_args(content: &str) -> Value {
 async fn a_full_task_with_an_approved_write() {
     let server = ScriptedServer::start(write_script(write_args(TEN_NEW))).await;
     let (app, ws, _dirs) = start("approve-write", &server).await;
-    send(&app, "Capitalise two and nine").await;
+    app.send("Capitalise two and nine").await.expect("send");
     app.find("#approval-panel .approval[data-kind=\"write\"]")
         .await
         .expect("approval card");
@@ -151,7 +139,7 @@ async fn a_full_task_with_an_approved_write() {
 async fn rejecting_one_hunk_writes_only_the_other() {
     let server = ScriptedServer::start(write_script(write_args(TEN_NEW))).await;
     let (app, ws, _dirs) = start("reject-hunk", &server).await;
-    send(&app, "Capitalise two and nine").await;
+    app.send("Capitalise two and nine").await.expect("send");
     app.wait_until("document.querySelectorAll('#approval-panel .hunk').length === 2")
         .await
         .expect("hunks");
@@ -184,7 +172,7 @@ async fn rejecting_one_hunk_writes_only_the_other() {
 async fn edit_before_accept_is_written_and_recorded_as_mixed() {
     let server = ScriptedServer::start(write_script(write_args(TEN_NEW))).await;
     let (app, ws, _dirs) = start("edit-accept", &server).await;
-    send(&app, "Capitalise two and nine").await;
+    app.send("Capitalise two and nine").await.expect("send");
     app.find("#approval-panel .approval[data-kind=\"write\"]")
         .await
         .expect("card");
@@ -240,7 +228,7 @@ async fn a_rejected_command_returns_the_reason_to_the_model() {
     ])
     .await;
     let (app, ws, _dirs) = start("reject-command", &server).await;
-    send(&app, "Clean the build").await;
+    app.send("Clean the build").await.expect("send");
     app.find("#approval-panel .approval[data-kind=\"command\"]")
         .await
         .expect("command card");
@@ -379,8 +367,9 @@ async fn blame_and_verify_after_tampering_in_the_trace_explorer() {
         .await
         .expect("trace view");
 
-    let select = app.find("#trace-intent").await.expect("select");
-    app.session.execute("arguments[0].value = 'INT-001'; arguments[0].dispatchEvent(new Event('change', {bubbles: true}));", vec![select.to_value()]).await.expect("choose");
+    app.choose("#trace-intent", "INT-001")
+        .await
+        .expect("choose");
     app.find("#trace-changes .trace-change")
         .await
         .expect("change row");
@@ -440,7 +429,7 @@ async fn always_allow_and_keyboard_approval() {
     ])
     .await;
     let (app, ws, _dirs) = start("always-allow", &server).await;
-    send(&app, "Clean up").await;
+    app.send("Clean up").await.expect("send");
     app.find("#approval-panel .approval[data-kind=\"command\"]")
         .await
         .expect("command card");

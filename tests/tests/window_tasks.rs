@@ -18,25 +18,6 @@ const INTENTS: &str = r#"active_intents:
     owned_scope: ["spare/**"]
 "#;
 
-async fn send(app: &App, text: &str) {
-    app.type_into("#composer-input", text).await.expect("type");
-    app.click("#composer-send").await.expect("send");
-}
-
-async fn choose_intent(app: &App, task_selector: &str, intent: &str) {
-    let select = app
-        .find(&format!("{task_selector} .task-intent-select"))
-        .await
-        .expect("select");
-    app.session
-        .execute(
-            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change', {bubbles: true}));",
-            vec![select.to_value(), json!(intent)],
-        )
-        .await
-        .expect("choose");
-}
-
 #[tokio::test]
 async fn two_tasks_hold_their_own_intents_and_history_survives_a_restart() {
     let server = ScriptedServer::start(vec![
@@ -52,22 +33,22 @@ async fn two_tasks_hold_their_own_intents_and_history_survives_a_restart() {
         .await
         .expect("launch");
 
-    send(&app, "Plan the architecture").await;
+    app.send("Plan the architecture").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Architect here.'))").await.expect("first answer");
     let first = app
         .eval("return document.querySelector('.task-panel:not([hidden])').dataset.taskId")
         .await
         .expect("id");
     let first = first.as_str().expect("id").to_string();
-    choose_intent(
-        &app,
-        &format!(".task-panel[data-task-id=\"{first}\"]"),
+    app.choose(
+        &format!(".task-panel[data-task-id=\"{first}\"] .task-intent-select"),
         "INT-A",
     )
-    .await;
+    .await
+    .expect("choose intent");
 
     app.click("#new-task").await.expect("new task");
-    send(&app, "Build it").await;
+    app.send("Build it").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Builder here.'))").await.expect("second answer");
     let second = app
         .eval("return document.querySelector('.task-panel:not([hidden])').dataset.taskId")
@@ -75,12 +56,12 @@ async fn two_tasks_hold_their_own_intents_and_history_survives_a_restart() {
         .expect("id");
     let second = second.as_str().expect("id").to_string();
     assert_ne!(first, second);
-    choose_intent(
-        &app,
-        &format!(".task-panel[data-task-id=\"{second}\"]"),
+    app.choose(
+        &format!(".task-panel[data-task-id=\"{second}\"] .task-intent-select"),
         "INT-B",
     )
-    .await;
+    .await
+    .expect("choose intent");
 
     app.wait_until(&format!("(document.querySelector('.task-item[data-task-id=\"{first}\"]')?.textContent ?? '').includes('INT-A')")).await.expect("first holds INT-A");
     app.wait_until(&format!("(document.querySelector('.task-item[data-task-id=\"{second}\"]')?.textContent ?? '').includes('INT-B')")).await.expect("second holds INT-B");
@@ -113,7 +94,7 @@ async fn two_tasks_hold_their_own_intents_and_history_survives_a_restart() {
         .expect("reopen");
     app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Architect here.'))").await.expect("history shown");
     app.wait_until("(document.querySelector('.task-panel:not([hidden]) .task-intent')?.textContent ?? '').includes('INT-A')").await.expect("intent kept");
-    send(&app, "Go on").await;
+    app.send("Go on").await.expect("send");
     app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Welcome back'))").await.expect("resumed");
     assert!(app
         .eval(&format!(
@@ -163,9 +144,7 @@ async fn intent_status_order_and_deletion_from_the_gui() {
     app.click(".intent-item[data-intent-id=\"INT-B\"] [data-action=\"open\"]")
         .await
         .expect("open");
-    let status = app.find("#intent-status").await.expect("status");
-    app.session
-        .execute("arguments[0].value = 'BLOCKED'; arguments[0].dispatchEvent(new Event('change', {bubbles: true}));", vec![status.to_value()])
+    app.choose("#intent-status", "BLOCKED")
         .await
         .expect("set status");
     app.click("#intent-save").await.expect("save");

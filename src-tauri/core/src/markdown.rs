@@ -281,9 +281,11 @@ impl StreamingRenderer {
         &self.text
     }
 
+    /// The whole message (tests compare it with a full render; the app uses `update_if_due`).
     /// Some(html) if at least `min_interval` has passed since the last render (or nothing was rendered yet) and text changed since; else None.
     ///
     /// The interval also grows with the cost of the last render (see the type docs).
+    #[cfg(test)]
     pub fn render_if_due(&mut self, now: Instant) -> Option<String> {
         if !self.changed || !self.is_due(now) {
             return None;

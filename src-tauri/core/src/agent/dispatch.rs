@@ -538,22 +538,14 @@ async fn execute(
         }
         (Effect::Complete { result }, _) => {
             let note = complete_intent(env, c.task, &result);
-            let html = crate::markdown::render(&result);
-            c.task.update(|r| {
-                r.messages.push(UiMessage::Assistant {
+            c.task.post(
+                env.sink.as_ref(),
+                UiMessage::Assistant {
                     id: uuid::Uuid::new_v4().to_string(),
-                    safe_html: html.clone(),
-                    complete: true,
-                })
-            });
-            env.sink.emit(Event::MessageAdded {
-                task_id: c.task.id.clone(),
-                message: UiMessage::Assistant {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    safe_html: html,
+                    safe_html: crate::markdown::render(&result),
                     complete: true,
                 },
-            });
+            );
             let mut r = c.succeed(
                 format!("task complete{note}"),
                 format!("The task is complete.{note}"),
@@ -753,9 +745,9 @@ async fn write(
         )),
     }
     env.gov.intent_map_dirty();
-    let ranges =
-        crate::diff::changed_ranges(outcome.old_text.as_deref().unwrap_or(""), &w.new_content);
-    let ranges_text: Vec<String> = ranges
+    let ranges_text: Vec<String> = outcome
+        .changes
+        .ranges
         .iter()
         .map(|(s, e)| {
             if s == e {

@@ -27,11 +27,37 @@ impl PathLocks {
     }
 }
 
-/// A file-backed value reloaded when the file's modification time changes.
+/// A file-backed value, reloaded when the file's size or modification time changes.
+/// `None` until first loaded; then the last load's outcome.
 struct Reloading<T> {
     stamp: Option<(u64, Option<SystemTime>)>,
-    value: Arc<T>,
-    error: Option<String>,
+    loaded: Option<Result<Arc<T>, String>>,
+}
+
+impl<T> Reloading<T> {
+    fn new() -> Mutex<Self> {
+        Mutex::new(Self {
+            stamp: None,
+            loaded: None,
+        })
+    }
+}
+
+fn current<T>(
+    cell: &Mutex<Reloading<T>>,
+    path: &Path,
+    load: impl FnOnce() -> Result<T, String>,
+) -> Result<Arc<T>, String> {
+    let mut state = cell.lock().unwrap_or_else(|p| p.into_inner());
+    let now = stamp(path);
+    if state.loaded.is_none() || now != state.stamp {
+        state.stamp = now;
+        state.loaded = Some(load().map(Arc::new));
+    }
+    state
+        .loaded
+        .clone()
+        .unwrap_or_else(|| Err("not loaded".into()))
 }
 
 pub struct Governance {
@@ -60,16 +86,8 @@ impl Governance {
             ledger: Ledger::new(&root),
             hooks: HookEngine::standard(),
             path_locks: PathLocks::default(),
-            policy: Mutex::new(Reloading {
-                stamp: None,
-                value: Arc::new(CommandPolicy::builtin()),
-                error: Some("not loaded".into()),
-            }),
-            ignore: Mutex::new(Reloading {
-                stamp: None,
-                value: Arc::new(IntentIgnore::empty()),
-                error: Some("not loaded".into()),
-            }),
+            policy: Reloading::new(),
+            ignore: Reloading::new(),
             scrubbed_env: vec![crate::secrets::API_KEY_ENV.to_string()],
             map_dirty: Mutex::new(false),
             workspace,
@@ -87,43 +105,16 @@ impl Governance {
             .root()
             .join(".orchestration")
             .join(CommandPolicy::FILE_NAME);
-        let mut state = self.policy.lock().unwrap_or_else(|p| p.into_inner());
-        let now = stamp(&path);
-        if state.error.as_deref() == Some("not loaded") || now != state.stamp {
-            state.stamp = now;
-            match CommandPolicy::load(self.root()) {
-                Ok(p) => {
-                    state.value = Arc::new(p);
-                    state.error = None;
-                }
-                Err(e) => state.error = Some(policy_error(&e)),
-            }
-        }
-        match &state.error {
-            Some(e) => Err(e.clone()),
-            None => Ok(state.value.clone()),
-        }
+        current(&self.policy, &path, || {
+            CommandPolicy::load(self.root()).map_err(|e| policy_error(&e))
+        })
     }
 
     /// The `.intentignore` list now; an unreadable list is an error (writes are then refused).
     pub fn ignore(&self) -> Result<Arc<IntentIgnore>, String> {
-        let path = self.root().join(INTENTIGNORE_FILE);
-        let mut state = self.ignore.lock().unwrap_or_else(|p| p.into_inner());
-        let now = stamp(&path);
-        if state.error.as_deref() == Some("not loaded") || now != state.stamp {
-            state.stamp = now;
-            match IntentIgnore::load(self.root()) {
-                Ok(list) => {
-                    state.value = Arc::new(list);
-                    state.error = None;
-                }
-                Err(e) => state.error = Some(e),
-            }
-        }
-        match &state.error {
-            Some(e) => Err(e.clone()),
-            None => Ok(state.value.clone()),
-        }
+        current(&self.ignore, &self.root().join(INTENTIGNORE_FILE), || {
+            IntentIgnore::load(self.root())
+        })
     }
 
     /// Marks intent_map.md for regeneration; [`Governance::flush_intent_map`] does the work, off

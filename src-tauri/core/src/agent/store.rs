@@ -33,6 +33,19 @@ pub enum StoreError {
     Corrupt { path: String, message: String },
 }
 
+/// A task that was running when the process died is not running any more.
+fn mark_interrupted(summary: &mut TaskSummary) {
+    if matches!(
+        summary.status,
+        TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForAnswer
+    ) {
+        summary.status = TaskStatus::Idle;
+        summary.error = Some(
+            "Interrupted: Mandate stopped while this task was running. Resume to continue.".into(),
+        );
+    }
+}
+
 pub struct TaskStore {
     dir: PathBuf,
 }
@@ -87,18 +100,20 @@ impl TaskStore {
                 path: path.display().to_string(),
                 message: e.to_string(),
             })?;
-        // A task that was running when the process died is not running any more.
-        if matches!(
-            record.summary.status,
-            TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForAnswer
-        ) {
-            record.summary.status = TaskStatus::Idle;
-            record.summary.error = Some(
-                "Interrupted: Mandate stopped while this task was running. Resume to continue."
-                    .into(),
-            );
-        }
+        mark_interrupted(&mut record.summary);
         Ok(record)
+    }
+
+    /// Only the summary of a task (the history list does not need whole conversations).
+    fn load_summary(&self, id: &str) -> Option<TaskSummary> {
+        #[derive(Deserialize)]
+        struct SummaryOnly {
+            summary: TaskSummary,
+        }
+        let bytes = std::fs::read(self.file(id).ok()?).ok()?;
+        let mut summary = serde_json::from_slice::<SummaryOnly>(&bytes).ok()?.summary;
+        mark_interrupted(&mut summary);
+        Some(summary)
     }
 
     /// Summaries of every readable task, newest first.
@@ -111,7 +126,7 @@ impl TaskStore {
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let id = name.strip_suffix(".json")?;
-                self.load(id).ok().map(|r| r.summary)
+                self.load_summary(id)
             })
             .collect();
         tasks.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));

@@ -160,6 +160,15 @@ impl TaskHandle {
         self.lock().clone()
     }
 
+    /// Appends a message to the transcript and shows it in the UI (one id for both).
+    pub fn post(&self, sink: &dyn EventSink, message: UiMessage) {
+        self.update(|r| r.messages.push(message.clone()));
+        sink.emit(Event::MessageAdded {
+            task_id: self.id.clone(),
+            message,
+        });
+    }
+
     pub fn emit_summary(&self, env: &AgentEnv) {
         env.sink.emit(Event::TaskUpdated {
             task: self.summary(),
@@ -207,19 +216,17 @@ pub async fn run_task(
         return TaskEnd::AlreadyRunning;
     };
     if let Some(text) = user_text {
-        let message = UiMessage::User {
-            id: uuid::Uuid::new_v4().to_string(),
-            text: text.clone(),
-        };
         task.update(|r| {
             r.conversation
-                .push(ChatMessage::User { text: text.clone() });
-            r.messages.push(message.clone());
+                .push(ChatMessage::User { text: text.clone() })
         });
-        env.sink.emit(Event::MessageAdded {
-            task_id: task.id.clone(),
-            message,
-        });
+        task.post(
+            env.sink.as_ref(),
+            UiMessage::User {
+                id: uuid::Uuid::new_v4().to_string(),
+                text,
+            },
+        );
     }
     repair_interrupted_calls(&task);
     task.update(|r| {
@@ -273,15 +280,13 @@ fn repair_interrupted_calls(task: &TaskHandle) {
 }
 
 fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
-    let msg = UiMessage::Error {
-        id: uuid::Uuid::new_v4().to_string(),
-        message,
-    };
-    task.update(|r| r.messages.push(msg.clone()));
-    env.sink.emit(Event::MessageAdded {
-        task_id: task.id.clone(),
-        message: msg,
-    });
+    task.post(
+        env.sink.as_ref(),
+        UiMessage::Error {
+            id: uuid::Uuid::new_v4().to_string(),
+            message,
+        },
+    );
 }
 
 fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {

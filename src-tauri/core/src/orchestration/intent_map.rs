@@ -1,23 +1,27 @@
 //! `.orchestration/intent_map.md`, generated: for each intent, the files and line ranges it owns
 //! now, by blame over the ledger and the files as they are.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::intents::IntentsDoc;
 use super::ledger::{read_lines, LEDGER_FILE};
-use super::trace::blame;
+use super::trace::blame_records;
 use crate::fsutil::write_atomic;
 
 pub const INTENT_MAP_FILE: &str = ".orchestration/intent_map.md";
 
 /// Renders the map. Files that no longer exist are left out.
 pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
-    let mut paths = BTreeSet::new();
-    for line in read_lines(&root.join(LEDGER_FILE))? {
-        let Some(record) = line.record else { continue };
+    // One read of the ledger: records grouped by the paths they touch.
+    let records: Vec<Value> = read_lines(&root.join(LEDGER_FILE))?
+        .into_iter()
+        .filter_map(|l| l.record)
+        .collect();
+    let mut by_path: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    for record in &records {
         for f in record
             .get("files")
             .and_then(Value::as_array)
@@ -25,20 +29,25 @@ pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
             .flatten()
         {
             if let Some(p) = f.get("path").and_then(Value::as_str) {
-                paths.insert(p.to_string());
+                let list = by_path.entry(p).or_default();
+                if !list.last().is_some_and(|r| std::ptr::eq(*r, record)) {
+                    list.push(record);
+                }
             }
         }
     }
     // intent -> path -> ranges
     let mut owned: BTreeMap<String, BTreeMap<String, Vec<(u32, u32)>>> = BTreeMap::new();
-    for path in &paths {
-        let Ok(b) = blame(root, path) else { continue };
+    for (path, path_records) in &by_path {
+        let Ok(b) = blame_records(root, path, path_records) else {
+            continue;
+        };
         for l in &b.lines {
             let Some(o) = &l.origin else { continue };
             let ranges = owned
                 .entry(o.intent_id.clone())
                 .or_default()
-                .entry(path.clone())
+                .entry(path.to_string())
                 .or_default();
             match ranges.last_mut() {
                 Some(last) if last.1 + 1 == l.line => last.1 = l.line,

@@ -156,10 +156,20 @@ pub(crate) fn find_block(
 
 /// Which recorded change produced each line of `rel_path` now.
 pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
+    let records = matching_records(root, &json_key("path", rel_path))?;
+    let records: Vec<&Value> = records.iter().collect();
+    blame_records(root, rel_path, &records)
+}
+
+/// Blame from records already read (oldest first); those not touching `rel_path` are skipped.
+pub fn blame_records(
+    root: &Path,
+    rel_path: &str,
+    records: &[&Value],
+) -> std::io::Result<FileBlame> {
     let text = std::fs::read_to_string(root.join(rel_path))?;
     let lines = split_lines(&text);
     let mut origins: Vec<Option<LineOrigin>> = vec![None; lines.len()];
-    let records = matching_records(root, &json_key("path", rel_path))?;
     // Newest first: a later change wins over an earlier one for the same lines.
     for record in records.iter().rev() {
         for file in record_files(record)
