@@ -367,3 +367,100 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
     .expect("inline error");
     app.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn settings_show_the_command_policy_and_judge_a_command() {
+    let server = ScriptedServer::start(vec![]).await;
+    let (app, ws, _dirs) = launch("settings-policy", &server).await;
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    app.wait_until(
+        "(document.querySelector('#policy-source')?.textContent ?? '').includes('built-in')",
+    )
+    .await
+    .expect("source shown");
+    app.type_into("#policy-command", "ls -la && git push --force")
+        .await
+        .expect("command");
+    app.click("#policy-check").await.expect("check");
+    app.wait_until("document.querySelector('#policy-result')?.dataset.class === 'destructive' && document.querySelector('#policy-result').textContent.includes('git push')").await.expect("verdict");
+    app.type_into("#policy-command", "ls -la")
+        .await
+        .expect("command");
+    app.click("#policy-check").await.expect("check");
+    app.wait_until("document.querySelector('#policy-result')?.dataset.class === 'safe'")
+        .await
+        .expect("safe");
+    app.screenshot("settings-policy").await.expect("screenshot");
+    // A workspace policy whose examples fail is reported, and commands are refused.
+    std::fs::write(
+        ws.path().join(".orchestration/command_policy.yaml"),
+        "version: 1\nexamples:\n  - {command: \"rm -rf /\", class: safe}\n",
+    )
+    .expect("policy");
+    app.click("#policy-check").await.expect("check");
+    app.wait_until(
+        "(document.querySelector('#policy-error')?.textContent ?? '').includes('rm -rf /')",
+    )
+    .await
+    .expect("policy error");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn retry_runs_the_failed_turn_again() {
+    let server = ScriptedServer::start(vec![
+        openai::error_json(500, "upstream exploded"),
+        openai::error_json(500, "upstream exploded"),
+        openai::error_json(500, "upstream exploded"),
+        openai::error_json(500, "upstream exploded"),
+        openai::turn().text("Second time lucky.").reply(),
+    ])
+    .await;
+    let (app, _ws, _dirs) = launch("chat-retry", &server).await;
+    app.send("hello").await.expect("send");
+    app.wait_until(
+        "document.querySelector('.task-panel .task-status')?.dataset.status === 'failed'",
+    )
+    .await
+    .expect("failed");
+    app.wait_until("!document.querySelector('.task-panel [data-action=\"retry\"]').disabled")
+        .await
+        .expect("retry enabled");
+    app.click(".task-panel [data-action=\"retry\"]")
+        .await
+        .expect("retry");
+    app.wait_until("[...document.querySelectorAll('.message[data-role=\"assistant\"] .content')].some(c => c.textContent.includes('Second time lucky.'))").await.expect("answer after retry");
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn the_theme_follows_the_system() {
+    let server = ScriptedServer::start(vec![]).await;
+    let ws = workspace(Some(INTENTS), &[]);
+    let mut backgrounds = Vec::new();
+    for (name, theme) in [("theme-light", "Adwaita"), ("theme-dark", "Adwaita:dark")] {
+        let dirs = UserDirs::new();
+        dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
+        let app = App::launch(name, ws.path(), &dirs, &[("GTK_THEME", theme)])
+            .await
+            .expect("launch");
+        let facts = app
+            .eval("return {dark: matchMedia('(prefers-color-scheme: dark)').matches, bg: getComputedStyle(document.body).backgroundColor}")
+            .await
+            .expect("eval");
+        assert_eq!(
+            facts["dark"],
+            json!(theme.ends_with("dark")),
+            "{name}: {facts}"
+        );
+        backgrounds.push(facts["bg"].as_str().unwrap_or("").to_string());
+        app.screenshot(name).await.expect("screenshot");
+        app.close().await.expect("close");
+    }
+    assert_ne!(
+        backgrounds[0], backgrounds[1],
+        "dark and light look different"
+    );
+}

@@ -1,8 +1,8 @@
 // Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, };
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, };
 
-export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, };
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
@@ -149,4 +149,18 @@ export type ChangeDiffView = { record_id: string, path: string, hunks: Array<Dif
  * False when the text before the change was not kept.
  */
 available: boolean, };
+
+export type CommandCheck = { 
+/**
+ * `.orchestration/command_policy.yaml`, or `built-in` when the workspace has none.
+ */
+source: string, 
+/**
+ * Why the workspace policy does not load (commands are then refused).
+ */
+error: string | null, 
+/**
+ * None when no command was given or the policy does not load.
+ */
+destructive: boolean | null, reasons: Array<string>, };
 

@@ -49,6 +49,15 @@ export function initSettings() {
     dirty = true;
   });
   byId('settings-fetch-models').addEventListener('click', fetchModels);
+  byId('policy-check').addEventListener('click', () => checkCommand(input('policy-command').value));
+  input('policy-command').addEventListener('keydown', (ev) => {
+    // Enter checks the command, never submits the settings form.
+    if (ev.key === 'Enter') {
+      ev.preventDefault();
+      checkCommand(input('policy-command').value);
+    }
+  });
+  checkCommand('');
   byId('settings-save-key').addEventListener('click', saveKey);
   byId('settings-clear-key').addEventListener('click', clearKey);
   input('settings-api-key').addEventListener('keydown', (ev) => {
@@ -194,5 +203,27 @@ async function clearKey() {
     showError(button, `The key was not removed: ${errorText(e)}`);
   } finally {
     button.disabled = false;
+  }
+}
+
+/**
+ * Shows where the command policy comes from and, for a command line, its verdict.
+ * @param {string} command
+ */
+async function checkCommand(command) {
+  const result = byId('policy-result');
+  try {
+    const { check } = await ask({ type: 'check_command', command }, 'command_check');
+    byId('policy-source').textContent = check.source === 'built-in'
+      ? 'In use: the built-in rules.'
+      : `In use: ${check.source}.`;
+    setMessage(byId('policy-error'), check.error ? `The policy file does not load, so commands are refused: ${check.error}` : null);
+    result.replaceChildren();
+    if (check.destructive === null) return;
+    result.dataset.class = check.destructive ? 'destructive' : 'safe';
+    result.append(h('strong', { text: check.destructive ? 'Destructive: always asks for approval.' : 'Safe: read-only.' }));
+    if (check.reasons.length) result.append(h('ul', {}, ...check.reasons.map((r) => h('li', { text: r }))));
+  } catch (e) {
+    setMessage(byId('policy-error'), errorText(e));
   }
 }

@@ -96,6 +96,10 @@ pub enum Request {
     OpenExternal {
         url: String,
     },
+    /// Where the command policy comes from and how it judges `command` (empty: no command).
+    CheckCommand {
+        command: String,
+    },
 }
 
 /// The answer to one [`Request`].
@@ -139,6 +143,9 @@ pub enum Reply {
     },
     Diff {
         diff: ChangeDiffView,
+    },
+    CommandCheck {
+        check: CommandCheck,
     },
 }
 
@@ -646,6 +653,18 @@ pub struct ChangeDiffView {
     pub available: bool,
 }
 
+/// The command policy in use and its verdict on one command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct CommandCheck {
+    /// `.orchestration/command_policy.yaml`, or `built-in` when the workspace has none.
+    pub source: String,
+    /// Why the workspace policy does not load (commands are then refused).
+    pub error: Option<String>,
+    /// None when no command was given or the policy does not load.
+    pub destructive: Option<bool>,
+    pub reasons: Vec<String>,
+}
+
 /// TypeScript declarations of every boundary type, for the UI's type-checked JS.
 pub fn typescript_declarations() -> String {
     let cfg = ts_rs::Config::new().with_large_int("number");
@@ -687,6 +706,7 @@ pub fn typescript_declarations() -> String {
         VerifyFinding::decl(&cfg),
         VerifyReport::decl(&cfg),
         ChangeDiffView::decl(&cfg),
+        CommandCheck::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.\n\n",

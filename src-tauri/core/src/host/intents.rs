@@ -5,7 +5,9 @@ use std::sync::Arc;
 use super::{err, Host};
 use crate::orchestration::intents::{compile_glob, intent_from_draft, IntentError};
 use crate::orchestration::trace;
-use crate::protocol::{Event, GlobPreview, IntentStatus, IpcError, IpcErrorCode, Reply, Request};
+use crate::protocol::{
+    CommandCheck, Event, GlobPreview, IntentStatus, IpcError, IpcErrorCode, Reply, Request,
+};
 
 fn intent_error(e: IntentError) -> IpcError {
     let code = match e {
@@ -176,6 +178,44 @@ impl Host {
                         .map_err(|e| err(IpcErrorCode::Io, e.to_string()))
                 }))
                 .await
+            }
+            Request::CheckCommand { command } => {
+                let file = format!(
+                    ".orchestration/{}",
+                    crate::hooks::command_policy::CommandPolicy::FILE_NAME
+                );
+                let source = if root.join(&file).exists() {
+                    file
+                } else {
+                    "built-in".to_string()
+                };
+                let check = match gov.policy() {
+                    Err(error) => CommandCheck {
+                        source,
+                        error: Some(error),
+                        destructive: None,
+                        reasons: Vec::new(),
+                    },
+                    Ok(_) if command.trim().is_empty() => CommandCheck {
+                        source,
+                        error: None,
+                        destructive: None,
+                        reasons: Vec::new(),
+                    },
+                    Ok(policy) => {
+                        let verdict = policy.classify(&command);
+                        CommandCheck {
+                            source,
+                            error: None,
+                            destructive: Some(
+                                verdict.class
+                                    == crate::hooks::command_policy::CommandClass::Destructive,
+                            ),
+                            reasons: verdict.reasons,
+                        }
+                    }
+                };
+                Ok(Reply::CommandCheck { check })
             }
             Request::OpenExternal { url } => {
                 open_external(&url)?;
