@@ -1,11 +1,13 @@
 //! Mandate's host: everything trusted, with no dependency on the window.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod cli;
 pub mod diff;
 pub mod fsutil;
 pub mod hooks;
 pub mod host;
+pub mod journal;
 pub mod llm;
 pub mod markdown;
 pub mod mutation;
@@ -14,5 +16,6 @@ pub mod prompt;
 pub mod protocol;
 pub mod secrets;
 pub mod settings;
+pub mod text;
 pub mod tools;
 pub mod workspace;

@@ -291,7 +291,10 @@ fn governed_write(root: &Path) -> Vec<Row> {
         .enable_all()
         .build()
         .expect("runtime");
-    let gov = Arc::new(Governance::new(Workspace::new(&dir).expect("ws")));
+    let gov = Arc::new(Governance::new(
+        Workspace::new(&dir).expect("ws"),
+        &dir.join(".data"),
+    ));
     let store = Arc::new(TaskStore::new(&dir.join(".data"), gov.root()));
     let env = AgentEnv {
         gov: gov.clone(),
@@ -311,13 +314,12 @@ fn governed_write(root: &Path) -> Vec<Row> {
         max_tokens: 1000,
     };
     let task = TaskHandle::create(store, "bench", "bench", "bench/none");
-    task.update(|r| {
-        r.governance.selected_intent = Some("INT-1".into());
-        r.governance.read_hashes.insert(
-            "src/big.txt".into(),
-            mandate_core::fsutil::sha256_hex(a.as_bytes()),
-        );
-    });
+    task.select_intent(&gov.intents.snapshot(), "INT-1")
+        .expect("select");
+    task.record_read(
+        "src/big.txt",
+        mandate_core::fsutil::sha256_hex(a.as_bytes()),
+    );
     let cancel = tokio_util::sync::CancellationToken::new();
     let ledger_path = dir.join(".orchestration/agent_trace.jsonl");
     let (mut governed, mut bare) = (Vec::new(), Vec::new());

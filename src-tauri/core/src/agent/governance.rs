@@ -1,31 +1,21 @@
 //! What all tasks of one workspace share: the workspace, its intents, ledger, policy and ignore
-//! list (reloaded when their files change), the hook engine, and per-path write locks.
+//! list (reloaded when their files change), the hook engine, and the journal that every governed
+//! write goes through. Opening it first finishes what an interrupted writer left.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use crate::checkpoint::CheckpointStore;
 use crate::hooks::command_policy::{CommandPolicy, PolicyError};
 use crate::hooks::ignore_list::{IntentIgnore, INTENTIGNORE_FILE};
 use crate::hooks::HookEngine;
+use crate::journal::{Journal, Recovered};
 use crate::orchestration::intent_map;
 use crate::orchestration::intents::IntentStore;
 use crate::orchestration::ledger::Ledger;
 use crate::workspace::Workspace;
-
-/// One async mutex per file path: writes to a path are serialized across tasks.
-#[derive(Default)]
-pub struct PathLocks {
-    locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl PathLocks {
-    pub fn lock_for(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(path.to_path_buf()).or_default().clone()
-    }
-}
 
 /// A file-backed value, reloaded when the file's size or modification time changes.
 /// `None` until first loaded; then the last load's outcome.
@@ -63,14 +53,16 @@ fn current<T>(
 pub struct Governance {
     pub workspace: Workspace,
     pub intents: IntentStore,
-    pub ledger: Ledger,
+    pub ledger: Arc<Ledger>,
     pub hooks: HookEngine,
-    pub path_locks: PathLocks,
+    pub journal: Journal,
     policy: Mutex<Reloading<CommandPolicy>>,
     ignore: Mutex<Reloading<IntentIgnore>>,
     /// Environment variables removed from commands the agent runs (API keys).
     pub scrubbed_env: Vec<String>,
-    map_dirty: Mutex<bool>,
+    map_dirty: AtomicBool,
+    /// What opening the workspace recovered from interrupted writes (said once to the user).
+    pub recovered: Vec<Recovered>,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -79,18 +71,32 @@ fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
 }
 
 impl Governance {
-    pub fn new(workspace: Workspace) -> Self {
+    /// Opens a workspace; `data_dir` holds this user's checkpoints. Interrupted writes are
+    /// finished or rolled back first (see `journal`).
+    pub fn new(workspace: Workspace, data_dir: &Path) -> Self {
         let root = workspace.root().to_path_buf();
+        let ledger = Arc::new(Ledger::new(&root));
+        let recovered = crate::journal::recover(&root, &ledger);
         Self {
             intents: IntentStore::new(&root),
-            ledger: Ledger::new(&root),
+            journal: Journal::new(&root, Arc::new(CheckpointStore::new(data_dir, &root))),
+            ledger,
             hooks: HookEngine::standard(),
-            path_locks: PathLocks::default(),
             policy: Reloading::new(),
             ignore: Reloading::new(),
             scrubbed_env: vec![crate::secrets::API_KEY_ENV.to_string()],
-            map_dirty: Mutex::new(false),
+            map_dirty: AtomicBool::new(false),
+            recovered,
             workspace,
+        }
+    }
+
+    /// What the post-hooks may touch.
+    pub fn post_context(&self) -> crate::hooks::PostContext<'_> {
+        crate::hooks::PostContext {
+            root: self.root(),
+            intents: &self.intents,
+            intent_map_dirty: &self.map_dirty,
         }
     }
 
@@ -117,20 +123,10 @@ impl Governance {
         })
     }
 
-    /// Marks intent_map.md for regeneration; [`Governance::flush_intent_map`] does the work, off
-    /// the write path.
-    pub fn intent_map_dirty(&self) {
-        *self.map_dirty.lock().unwrap_or_else(|p| p.into_inner()) = true;
-    }
-
-    /// Regenerates intent_map.md if something changed since the last time.
+    /// Regenerates intent_map.md if a recorded change made it out of date.
     pub fn flush_intent_map(&self) -> std::io::Result<()> {
-        {
-            let mut dirty = self.map_dirty.lock().unwrap_or_else(|p| p.into_inner());
-            if !*dirty {
-                return Ok(());
-            }
-            *dirty = false;
+        if !self.map_dirty.swap(false, Ordering::SeqCst) {
+            return Ok(());
         }
         let snapshot = self.intents.snapshot();
         intent_map::regenerate(self.root(), &snapshot.doc)

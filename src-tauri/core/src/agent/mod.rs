@@ -1,23 +1,32 @@
-//! The agent: a task's turn loop, tool dispatch through the hooks, and task persistence.
+//! The agent: a task's turn loop, one straight path per tool call, and task persistence.
 //! The GUI and the headless runner drive the same code; they differ only in their
 //! [`EventSink`] (where events go) and [`Interaction`] (who answers approvals and questions).
+//!
+//! Files, from the bottom up: `governance` (what the tasks of a workspace share), `store` and
+//! `task` (a task's record and the named changes to it), `env` (a run's dependency bundle),
+//! `approval` and `orchestrator` (one tool call), `turn` (the loop).
 
-mod command;
-mod dispatch;
+mod approval;
+pub mod command;
+mod env;
 mod governance;
+mod orchestrator;
 mod store;
 mod task;
+mod turn;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-pub use dispatch::{dispatch, CallResult};
-pub use governance::{Governance, PathLocks};
+pub use approval::language_of;
+pub use env::AgentEnv;
+pub use governance::Governance;
+pub use orchestrator::{dispatch, CallResult};
 pub use store::{TaskRecord, TaskStore};
-pub use task::{run_task, AgentEnv, TaskEnd, TaskHandle};
+pub use task::{check_selectable, intents_problem, SelectError, TaskHandle};
+pub use turn::{run_task, TaskEnd};
 
-use crate::orchestration::intents::Intent;
-use crate::protocol::{ApprovalDecision, ApprovalRequest, Event, TraceChange};
+use crate::protocol::{ApprovalDecision, ApprovalRequest, Event};
 
 /// Where host events go: the UI channel, JSON lines on stdout, a test's vector.
 pub trait EventSink: Send + Sync {
@@ -47,61 +56,4 @@ pub trait Interaction: Send + Sync {
 
     /// Who approves, as recorded in the ledger: `user` or `headless`.
     fn approver(&self) -> &'static str;
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// The `<intent_context>` block: exactly one intent, curated, with its recent trace history.
-pub fn intent_context(intent: &Intent, history: &[TraceChange]) -> String {
-    let list = |tag: &str, item: &str, values: &[String]| {
-        if values.is_empty() {
-            return format!("  <{tag}/>\n");
-        }
-        let inner: String = values
-            .iter()
-            .map(|v| format!("    <{item}>{}</{item}>\n", xml_escape(v)))
-            .collect();
-        format!("  <{tag}>\n{inner}  </{tag}>\n")
-    };
-    let mut out = String::from("<intent_context>\n");
-    out.push_str(&format!("  <id>{}</id>\n", xml_escape(&intent.id)));
-    out.push_str(&format!("  <name>{}</name>\n", xml_escape(&intent.name)));
-    out.push_str(&format!(
-        "  <status>{}</status>\n",
-        crate::orchestration::intents::status_str(intent.status)
-    ));
-    out.push_str(&list("constraints", "constraint", &intent.constraints));
-    out.push_str(&list("owned_scope", "path", &intent.owned_scope));
-    out.push_str(&list(
-        "acceptance_criteria",
-        "criterion",
-        &intent.acceptance_criteria,
-    ));
-    if history.is_empty() {
-        out.push_str("  <recent_history/>\n");
-    } else {
-        out.push_str("  <recent_history>\n");
-        for change in history.iter().rev().take(10) {
-            let ranges: Vec<String> = change
-                .ranges
-                .iter()
-                .map(|r| format!("{}-{}", r.start_line, r.end_line))
-                .collect();
-            out.push_str(&format!(
-                "    <change file=\"{}\" lines=\"{}\" at=\"{}\" class=\"{}\"/>\n",
-                xml_escape(&change.path),
-                ranges.join(","),
-                xml_escape(&change.timestamp),
-                xml_escape(&change.mutation_class)
-            ));
-        }
-        out.push_str("  </recent_history>\n");
-    }
-    out.push_str("</intent_context>");
-    out
 }

@@ -63,7 +63,7 @@ pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
             if json {
                 print_json(&serde_json::json!({"intent": intent.view(), "changes": changes}));
             } else {
-                println!("{}", crate::agent::intent_context(intent, &changes));
+                println!("{}", crate::tools::intent_context(intent, &changes));
             }
             EXIT_OK
         }

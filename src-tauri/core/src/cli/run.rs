@@ -170,12 +170,12 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         },
         None => key_from_keyring_or_env(kind).await,
     };
-    let mut gov = Governance::new(workspace);
+    let dirs = AppDirs::from_env();
+    let mut gov = Governance::new(workspace, &dirs.data);
     if let Some(var) = &args.api_key_env {
         gov.scrubbed_env.push(var.clone());
     }
     let gov = Arc::new(gov);
-    let dirs = AppDirs::from_env();
     let store = Arc::new(TaskStore::new(&dirs.data, gov.root()));
     let sink: Arc<dyn EventSink> = Arc::new(CliSink {
         json: args.json,

@@ -2,7 +2,8 @@
 //!
 //! Every tool call becomes an [`Action`]; ordered pre-hooks each return Allow, Deny or Ask, and
 //! the first that is not Allow wins. A hook that errors, panics or overruns its time budget denies
-//! a mutating action (fail closed). Post-hooks record what happened.
+//! a mutating action (fail closed). Post-hooks follow up on what was recorded; their failures
+//! become notices.
 
 pub mod command_policy;
 mod gate;
@@ -19,7 +20,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 pub use gate::IntentGate;
-pub use post::{CommandOutcome, IntentStatusHook, LessonHook, TraceHook, WriteOutcome};
+pub use post::{
+    CommandOutcome, Consequence, IntentMapHook, IntentStatusHook, LessonHook, PostContext,
+    PostEffect, PostHook, TraceHook,
+};
 pub use scope::ScopeGuard;
 pub use stale::StaleGuard;
 
@@ -182,10 +186,18 @@ pub trait PreHook: Send + Sync {
     ) -> Result<Decision, HookError>;
 }
 
-/// The ordered pre-hooks. Post-hooks are called by the dispatcher with typed outcomes.
+/// The ordered pre-hooks and post-hooks.
 pub struct HookEngine {
     pre: Vec<Arc<dyn PreHook>>,
+    post: Vec<Arc<dyn PostHook>>,
     budget: Duration,
+}
+
+/// What the post-hooks did: whether the intents changed, and what went wrong.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PostReport {
+    pub intents_changed: bool,
+    pub problems: Vec<String>,
 }
 
 impl Default for HookEngine {
@@ -205,12 +217,39 @@ impl HookEngine {
                 Arc::new(CommandPolicyHook),
                 Arc::new(ApprovalHook),
             ],
+            post: vec![
+                Arc::new(IntentStatusHook),
+                Arc::new(IntentMapHook),
+                Arc::new(LessonHook),
+            ],
             budget: Duration::from_millis(250),
         }
     }
 
     pub fn with_hooks(pre: Vec<Arc<dyn PreHook>>, budget: Duration) -> Self {
-        Self { pre, budget }
+        Self {
+            pre,
+            post: Vec::new(),
+            budget,
+        }
+    }
+
+    /// Runs every post-hook on every consequence; a failure (or a panic) is reported, never fatal.
+    pub fn post(&self, cx: &PostContext<'_>, consequences: &[Consequence]) -> PostReport {
+        let mut report = PostReport::default();
+        for what in consequences {
+            for hook in &self.post {
+                match catch_unwind(AssertUnwindSafe(|| hook.after(cx, what))) {
+                    Ok(Ok(PostEffect::IntentsChanged)) => report.intents_changed = true,
+                    Ok(Ok(PostEffect::Nothing)) => {}
+                    Ok(Err(e)) => report.problems.push(e.to_string()),
+                    Err(_) => report
+                        .problems
+                        .push(format!("the {} post-hook crashed", hook.name())),
+                }
+            }
+        }
+        report
     }
 
     /// Runs the pre-hooks; the first non-Allow decision wins.

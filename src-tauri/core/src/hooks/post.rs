@@ -1,42 +1,51 @@
-//! Post-hooks: what happens after an accepted mutation. The trace hook is required (if the ledger
-//! cannot record a write, the dispatcher undoes the write); the others report their failures.
+//! Post-hooks: what follows an accepted mutation once it is recorded (an intent's status, the
+//! intent map, lessons from failed commands). They report their failures and never undo the
+//! change. The ledger record itself is not a post-hook: a write and its record are one step
+//! (`journal`), and a command's changes are recorded by the command tool as it finishes.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{json, Map};
 
 use crate::orchestration::intents::IntentStore;
-use crate::orchestration::ledger::{
-    content_hash, now_rfc3339, split_lines, ApprovalRecord, FileChange, HashedRange, Ledger,
-    TraceEntry,
-};
+use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord, FileChange, Ledger, TraceEntry};
 use crate::orchestration::lessons;
 use crate::protocol::IntentStatus;
 
 use super::HookError;
 
-/// An accepted, written change to one file.
-#[derive(Debug, Clone)]
-pub struct WriteOutcome {
-    pub task_id: String,
-    pub intent_id: String,
-    pub model_id: String,
-    pub tool: String,
-    pub call_id: String,
-    pub path: String,
-    pub old_text: Option<String>,
-    pub new_text: String,
-    pub contributor: &'static str,
-    pub declared_class: String,
-    pub computed_class: String,
-    pub computed_reason: String,
-    pub approval: ApprovalRecord,
-    /// Changed ranges of the new text and the unified diff (see `diff::analyze`).
-    pub changes: crate::diff::LineChanges,
+/// What happened, for the post-hooks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Consequence {
+    /// An accepted change under this intent was recorded in the ledger.
+    Changed { intent_id: String },
+    /// A command ended.
+    CommandFinished(CommandOutcome),
+}
+
+/// What the post-hooks may touch.
+pub struct PostContext<'a> {
+    pub root: &'a Path,
+    pub intents: &'a IntentStore,
+    /// Set when `intent_map.md` needs regenerating (done off the write path).
+    pub intent_map_dirty: &'a AtomicBool,
+}
+
+/// What a post-hook did that the window should know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostEffect {
+    Nothing,
+    IntentsChanged,
+}
+
+pub trait PostHook: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn after(&self, cx: &PostContext<'_>, what: &Consequence) -> Result<PostEffect, HookError>;
 }
 
 /// A command that ran, with the files it changed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CommandOutcome {
     pub task_id: String,
     pub intent_id: String,
@@ -46,6 +55,8 @@ pub struct CommandOutcome {
     pub cwd: String,
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// Stopped by the person: not a failure to learn from.
+    pub cancelled: bool,
     pub changed_in_scope: Vec<String>,
     pub changed_out_of_scope: Vec<String>,
     pub output_tail: String,
@@ -58,47 +69,6 @@ pub struct TraceHook<'a> {
 }
 
 impl TraceHook<'_> {
-    pub fn after_write(&self, o: &WriteOutcome) -> Result<serde_json::Value, HookError> {
-        let new_lines = split_lines(&o.new_text);
-        let ranges: Vec<HashedRange> = o
-            .changes
-            .ranges
-            .iter()
-            .copied()
-            .filter(|(s, e)| *s >= 1 && (*e as usize) <= new_lines.len())
-            .map(|(s, e)| HashedRange {
-                start_line: s,
-                end_line: e,
-                content_hash: content_hash(&new_lines[s as usize - 1..e as usize]),
-            })
-            .collect();
-        let mut extra = Map::new();
-        extra.insert("mutation_reason".into(), json!(o.computed_reason));
-        extra.insert(
-            "diffs".into(),
-            json!({ o.path.clone(): cap(o.changes.unified.clone()) }),
-        );
-        let entry = TraceEntry {
-            task_id: o.task_id.clone(),
-            intent_id: o.intent_id.clone(),
-            model_id: o.model_id.clone(),
-            tool: o.tool.clone(),
-            tool_call_id: o.call_id.clone(),
-            contributor: o.contributor.into(),
-            mutation_declared: o.declared_class.clone(),
-            mutation_computed: o.computed_class.clone(),
-            approval: o.approval.clone(),
-            files: vec![FileChange {
-                path: o.path.clone(),
-                ranges,
-            }],
-            extra,
-        };
-        self.ledger
-            .append(&entry)
-            .map_err(|e| HookError(e.to_string()))
-    }
-
     /// Commands change files the host did not write; they are recorded without line ranges.
     pub fn after_command(&self, o: &CommandOutcome) -> Result<(), HookError> {
         if o.changed_in_scope.is_empty() && o.changed_out_of_scope.is_empty() {
@@ -141,48 +111,61 @@ impl TraceHook<'_> {
     }
 }
 
-/// Diffs bigger than this are not kept in the ledger (the record says so).
-fn cap(diff: String) -> String {
-    const MAX: usize = 256 * 1024;
-    if diff.len() <= MAX {
-        return diff;
-    }
-    let mut end = MAX;
-    while !diff.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n\\ diff truncated at {MAX} bytes\n", &diff[..end])
-}
-
 /// NOT_STARTED -> IN_PROGRESS on the first accepted change.
-pub struct IntentStatusHook<'a> {
-    pub intents: &'a IntentStore,
+pub struct IntentStatusHook;
+
+impl PostHook for IntentStatusHook {
+    fn name(&self) -> &'static str {
+        "intent status"
+    }
+    fn after(&self, cx: &PostContext<'_>, what: &Consequence) -> Result<PostEffect, HookError> {
+        let Consequence::Changed { intent_id } = what else {
+            return Ok(PostEffect::Nothing);
+        };
+        match cx.intents.snapshot().doc.get(intent_id) {
+            Some(i) if i.status == IntentStatus::NotStarted => {}
+            _ => return Ok(PostEffect::Nothing),
+        }
+        cx.intents
+            .set_status(intent_id, IntentStatus::InProgress)
+            .map(|_| PostEffect::IntentsChanged)
+            .map_err(|e| {
+                HookError(format!(
+                    "intent {intent_id} could not be moved to IN_PROGRESS: {e}"
+                ))
+            })
+    }
 }
 
-impl IntentStatusHook<'_> {
-    pub fn after_change(&self, intent_id: &str) -> Result<bool, HookError> {
-        let snapshot = self.intents.snapshot();
-        match snapshot.doc.get(intent_id) {
-            Some(i) if i.status == IntentStatus::NotStarted => {}
-            _ => return Ok(false),
+/// Every recorded change makes `intent_map.md` out of date.
+pub struct IntentMapHook;
+
+impl PostHook for IntentMapHook {
+    fn name(&self) -> &'static str {
+        "intent map"
+    }
+    fn after(&self, cx: &PostContext<'_>, what: &Consequence) -> Result<PostEffect, HookError> {
+        if matches!(what, Consequence::Changed { .. }) {
+            cx.intent_map_dirty.store(true, Ordering::SeqCst);
         }
-        self.intents
-            .set_status(intent_id, IntentStatus::InProgress)
-            .map(|_| true)
-            .map_err(|e| HookError(e.to_string()))
+        Ok(PostEffect::Nothing)
     }
 }
 
 /// Failed commands become lessons in `.orchestration/AGENT.md`.
-pub struct LessonHook<'a> {
-    pub root: &'a Path,
-}
+pub struct LessonHook;
 
-impl LessonHook<'_> {
-    pub fn after_command(&self, o: &CommandOutcome) -> Result<(), HookError> {
+impl PostHook for LessonHook {
+    fn name(&self) -> &'static str {
+        "lessons"
+    }
+    fn after(&self, cx: &PostContext<'_>, what: &Consequence) -> Result<PostEffect, HookError> {
+        let Consequence::CommandFinished(o) = what else {
+            return Ok(PostEffect::Nothing);
+        };
         let failed = o.timed_out || o.exit_code.is_some_and(|c| c != 0) || o.exit_code.is_none();
-        if !failed {
-            return Ok(());
+        if !failed || o.cancelled {
+            return Ok(PostEffect::Nothing);
         }
         let how = if o.timed_out {
             "timed out".to_string()
@@ -210,6 +193,12 @@ impl LessonHook<'_> {
             now_rfc3339(),
             tail.replace("```", "'''")
         );
-        lessons::append(self.root, "command failed", &lesson).map_err(|e| HookError(e.to_string()))
+        lessons::append(cx.root, "command failed", &lesson)
+            .map(|()| PostEffect::Nothing)
+            .map_err(|e| {
+                HookError(format!(
+                    "could not record a lesson for the failed command: {e}"
+                ))
+            })
     }
 }

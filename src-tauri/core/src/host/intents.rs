@@ -5,9 +5,7 @@ use std::sync::Arc;
 use super::{err, Host};
 use crate::orchestration::intents::{compile_glob, intent_from_draft, IntentError};
 use crate::orchestration::trace;
-use crate::protocol::{
-    CommandCheck, Event, GlobPreview, IntentStatus, IpcError, IpcErrorCode, Reply, Request,
-};
+use crate::protocol::{CommandCheck, Event, GlobPreview, IpcError, IpcErrorCode, Reply, Request};
 
 fn intent_error(e: IntentError) -> IpcError {
     let code = match e {
@@ -234,28 +232,19 @@ impl Host {
         intent_id: Option<String>,
     ) -> Result<(), IpcError> {
         let task = self.task(task_id)?;
-        if let Some(id) = &intent_id {
-            let snapshot = self.gov.intents.snapshot();
-            match snapshot.doc.get(id) {
-                None => {
-                    return Err(err(
-                        IpcErrorCode::NotFound,
-                        format!("there is no intent `{id}`"),
-                    ))
-                }
-                Some(i) if i.status == IntentStatus::Done => {
-                    return Err(err(
-                        IpcErrorCode::InvalidInput,
-                        format!("intent `{id}` is DONE"),
-                    ))
-                }
-                Some(_) => {}
+        match &intent_id {
+            Some(id) => {
+                let snapshot = self.gov.intents.snapshot();
+                task.select_intent(&snapshot, id).map_err(|e| {
+                    let code = match e {
+                        crate::agent::SelectError::Unknown { .. } => IpcErrorCode::NotFound,
+                        _ => IpcErrorCode::InvalidInput,
+                    };
+                    err(code, e.to_string())
+                })?;
             }
+            None => task.clear_intent(),
         }
-        task.update(|r| {
-            r.governance.selected_intent = intent_id.clone();
-            r.summary.intent_id = intent_id.clone();
-        });
         task.checkpoint(self.sink.as_ref());
         self.sink.emit(Event::TaskUpdated {
             task: task.summary(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
-use crate::llm::{provider_for, ChatMessage, ProviderConfig, RetryPolicy};
+use crate::llm::{provider_for, ProviderConfig, RetryPolicy};
 use crate::protocol::{
     AppState, Event, IpcError, IpcErrorCode, ProviderKind, Reply, Request, SettingsView,
     TaskSummary,
@@ -53,7 +53,7 @@ impl Host {
         let (settings, warning) = Settings::load(&dirs);
         let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
         let host = Arc::new(Host {
-            gov: Arc::new(Governance::new(workspace)),
+            gov: Arc::new(Governance::new(workspace, &dirs.data)),
             dirs,
             secrets,
             sink,
@@ -185,14 +185,8 @@ impl Host {
             }
             Request::RetryTask { task_id } => {
                 let task = self.task(&task_id)?;
-                task.update(|r| {
-                    // Retrying after a plain answer asks for that answer again.
-                    if let Some(ChatMessage::Assistant { tool_calls, .. }) = r.conversation.last() {
-                        if tool_calls.is_empty() {
-                            r.conversation.pop();
-                        }
-                    }
-                });
+                // Retrying after a plain answer asks for that answer again.
+                task.drop_plain_answer();
                 self.spawn_run(task, None).await?;
                 Ok(Reply::Ok)
             }

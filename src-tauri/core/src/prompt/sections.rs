@@ -79,7 +79,7 @@ pub fn active_intent(cx: &PromptContext<'_>) -> Option<String> {
     Some(format!(
         "This task holds intent {}. Its context:\n{}",
         intent.id,
-        crate::agent::intent_context(intent, cx.recent_history)
+        crate::tools::intent_context(intent, cx.recent_history)
     ))
 }
 

@@ -1,16 +1,15 @@
 //! `apply_diff`: SEARCH/REPLACE edits to an existing file, under the intent the task holds.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::search_replace;
 use super::{
-    current_bytes, parse_args, resolve, spec_for, validate_mutation_class, Effect, Planned, Tool,
-    ToolCx, ToolError,
+    current_bytes, resolve, validate_mutation_class, AgentTool, Plan, RunCx, ToolCx, ToolError,
+    ToolOutput,
 };
 use crate::hooks::{Action, WriteAction};
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
 
 /// Edit an existing file with one or more SEARCH/REPLACE blocks:
@@ -32,21 +31,23 @@ pub struct Args {
 
 pub struct ApplyDiff;
 
-impl Tool for ApplyDiff {
-    fn name(&self) -> &'static str {
-        "apply_diff"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutate
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(
-            self.name(),
-            "Edit an existing file with SEARCH/REPLACE blocks:\n<<<<<<< SEARCH\n:start_line:N\n-------\n[exact current lines]\n=======\n[new lines]\n>>>>>>> REPLACE\nRequires intent_id and mutation_class.",
-        )
-    }
-    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+#[async_trait]
+impl AgentTool for ApplyDiff {
+    type Args = Args;
+    type Work = ();
+    const NAME: &'static str = "apply_diff";
+    const KIND: ToolKind = ToolKind::Mutate;
+    const DESCRIPTION: &'static str = "Edit an existing file with SEARCH/REPLACE blocks:
+<<<<<<< SEARCH
+:start_line:N
+-------
+[exact current lines]
+=======
+[new lines]
+>>>>>>> REPLACE
+Requires intent_id and mutation_class.";
+
+    fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<()>, ToolError> {
         let mutation_class = validate_mutation_class(&args.mutation_class)?;
         let path = resolve(cx, &args.path)?;
         let Some(old) = current_bytes(&path)? else {
@@ -64,7 +65,7 @@ impl Tool for ApplyDiff {
             }
             other => ToolError::Failed(format!("apply_diff on {}: {other}", path.display())),
         })?;
-        Ok(Planned {
+        Ok(Plan {
             target: path.display().to_string(),
             action: Action::Write(WriteAction {
                 path,
@@ -73,7 +74,11 @@ impl Tool for ApplyDiff {
                 intent_id: args.intent_id,
                 mutation_class,
             }),
-            effect: Effect::Write,
+            work: (),
         })
+    }
+
+    async fn run(&self, action: Action, _: (), cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        super::write::apply(action, cx).await
     }
 }

@@ -1,12 +1,11 @@
 //! `ask_followup_question`: a question to the user, answered in the chat.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{parse_args, spec_for, Effect, Planned, Tool, ToolCx, ToolError};
+use super::{AgentTool, Plan, RunCx, ToolCx, ToolError, ToolOutput};
 use crate::hooks::Action;
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
 
 /// Ask the user a question when you cannot proceed without their answer. Offer short options
@@ -22,21 +21,21 @@ pub struct Args {
 
 pub struct AskFollowupQuestion;
 
-impl Tool for AskFollowupQuestion {
-    fn name(&self) -> &'static str {
-        "ask_followup_question"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(
-            self.name(),
-            "Ask the user a question (with optional suggested answers) and wait for the answer.",
-        )
-    }
-    fn plan(&self, args: Value, _cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+pub struct Work {
+    question: String,
+    options: Vec<String>,
+}
+
+#[async_trait]
+impl AgentTool for AskFollowupQuestion {
+    type Args = Args;
+    type Work = Work;
+    const NAME: &'static str = "ask_followup_question";
+    const KIND: ToolKind = ToolKind::Read;
+    const DESCRIPTION: &'static str =
+        "Ask the user a question (with optional suggested answers) and wait for the answer.";
+
+    fn plan(&self, args: Args, _: &ToolCx<'_>) -> Result<Plan<Work>, ToolError> {
         if args.question.trim().is_empty() {
             return Err(ToolError::InvalidArguments("question is empty".into()));
         }
@@ -48,13 +47,41 @@ impl Tool for AskFollowupQuestion {
             .filter(|o| !o.is_empty())
             .take(8)
             .collect();
-        Ok(Planned {
+        Ok(Plan {
             target: String::new(),
             action: Action::Meta,
-            effect: Effect::Ask {
+            work: Work {
                 question: args.question.trim().to_string(),
                 options,
             },
+        })
+    }
+
+    async fn run(&self, _: Action, work: Work, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let answer = cx
+            .task
+            .ask(
+                cx.interaction,
+                cx.events,
+                cx.call_id,
+                &work.question,
+                &work.options,
+                cx.cancel,
+            )
+            .await;
+        Ok(match answer {
+            Some(answer) => {
+                // The window shows the answer where it was typed; the transcript keeps it.
+                cx.task.push_message(crate::protocol::UiMessage::User {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    text: answer.clone(),
+                });
+                ToolOutput::text("answered", format!("<answer>\n{answer}\n</answer>"))
+            }
+            None => ToolOutput::text(
+                "no one to answer",
+                "No one can answer right now (this is an unattended run). Make a reasonable assumption, say which, and continue.",
+            ),
         })
     }
 }

@@ -1,13 +1,13 @@
 //! `list_files`: entries of a directory, optionally recursive; respects .gitignore.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{parse_args, resolve, spec_for, Effect, Planned, Tool, ToolCx, ToolError};
+use super::{blocking, resolve, AgentTool, Plan, RunCx, ToolCx, ToolError, ToolOutput};
 use crate::hooks::Action;
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
+use crate::workspace::ResolvedPath;
 
 /// List files and directories (directories end with `/`). Ignores what .gitignore ignores.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -21,26 +21,37 @@ pub struct Args {
 
 pub struct ListFiles;
 
-impl Tool for ListFiles {
-    fn name(&self) -> &'static str {
-        "list_files"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(self.name(), "List the files in a workspace directory (recursive optional). Respects .gitignore; output is bounded.")
-    }
-    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+pub struct Work {
+    path: ResolvedPath,
+    recursive: bool,
+}
+
+#[async_trait]
+impl AgentTool for ListFiles {
+    type Args = Args;
+    type Work = Work;
+    const NAME: &'static str = "list_files";
+    const KIND: ToolKind = ToolKind::Read;
+    const DESCRIPTION: &'static str = "List the files in a workspace directory (recursive optional). Respects .gitignore; output is bounded.";
+
+    fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<Work>, ToolError> {
         let path = resolve(cx, &args.path)?;
-        Ok(Planned {
+        Ok(Plan {
             target: path.display().to_string(),
             action: Action::Read { path: path.clone() },
-            effect: Effect::ListFiles {
+            work: Work {
                 path,
                 recursive: args.recursive.unwrap_or(false),
             },
         })
+    }
+
+    async fn run(&self, _: Action, work: Work, _: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let text = blocking("listing", move || {
+            super::walk::list_for_model(&work.path, work.recursive)
+        })
+        .await?;
+        let n = text.lines().count();
+        Ok(ToolOutput::text(format!("{n} entries"), text))
     }
 }

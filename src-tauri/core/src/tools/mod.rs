@@ -1,6 +1,8 @@
 //! The agent's tools. Each file holds one tool: its arguments (the doc comment is what the model
-//! reads), its kind, and `plan`, which validates the arguments and works out what the call would do
-//! without doing it. The dispatcher runs the plan through the hooks and then executes it.
+//! reads), its kind, `plan` (validate the arguments and work out what the call would do, without
+//! doing it: the input of the hooks) and `run` (do it, once the hooks and the person allowed it).
+//! The orchestrator (`agent::orchestrator`) owns the order; tools never re-implement it.
+//! Adding a tool is one file and one line in [`registry`].
 
 mod apply_diff;
 mod ask_followup_question;
@@ -13,20 +15,28 @@ mod search_files;
 pub mod search_replace;
 mod select_active_intent;
 pub mod walk;
+mod write;
 mod write_to_file;
 
+use std::any::Any;
 use std::path::Path;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
+pub use crate::hooks::Consequence;
 pub use read_file::read_for_model;
+pub use select_active_intent::intent_context;
 
-use crate::hooks::{Action, TaskGovernance};
+use crate::agent::{EventSink, Governance, Interaction, TaskHandle};
+use crate::hooks::{Action, Denial, TaskGovernance};
 use crate::llm::ToolSpec;
 use crate::orchestration::intents::IntentsSnapshot;
+use crate::orchestration::ledger::ApprovalRecord;
 use crate::protocol::ToolKind;
 use crate::workspace::{ResolvedPath, Workspace};
 
@@ -43,62 +53,149 @@ impl ToolCx<'_> {
     }
 }
 
-/// A tool call the model can recover from: bad arguments or a failed operation.
+/// What a tool may use while it runs.
+pub struct RunCx<'a> {
+    pub gov: &'a Governance,
+    pub task: &'a TaskHandle,
+    pub events: &'a dyn EventSink,
+    pub interaction: &'a dyn Interaction,
+    /// `provider/model`, as recorded in the ledger.
+    pub model_id: &'a str,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub cancel: &'a CancellationToken,
+    /// How the call was approved (by policy, a person, or `--approve`).
+    pub approval: &'a ApprovalRecord,
+}
+
+/// A tool call the model can recover from.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
     #[error("{0}")]
     InvalidArguments(String),
     #[error("{0}")]
     Failed(String),
+    /// Refused while running (the file moved under an approved write, the ledger refused).
+    #[error("{}", .0.message)]
+    Denied(Denial),
 }
 
-/// What executing a planned call means.
-#[derive(Debug, Clone)]
-pub enum Effect {
-    ReadFile {
-        path: ResolvedPath,
-        start_line: Option<usize>,
-        end_line: Option<usize>,
-    },
-    ListFiles {
-        path: ResolvedPath,
-        recursive: bool,
-    },
-    SearchFiles {
-        path: ResolvedPath,
-        regex: String,
-        file_pattern: Option<String>,
-    },
-    Write,
-    Command,
-    SelectIntent {
-        intent_id: String,
-    },
-    Ask {
-        question: String,
-        options: Vec<String>,
-    },
-    Complete {
-        result: String,
-    },
-    Lesson {
-        text: String,
-    },
+/// The result of a call that ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub content: String,
+    /// One line for the tool card.
+    pub summary: String,
+    /// Output shown on the card (command output), truncated by the orchestrator.
+    pub display: String,
+    /// The call ran but failed (a command's non-zero exit): the model sees an error result.
+    pub failed: bool,
+    /// `attempt_completion`'s result: the task ends.
+    pub completed: Option<String>,
+    pub consequences: Vec<Consequence>,
 }
 
-#[derive(Debug, Clone)]
+impl ToolOutput {
+    pub fn text(summary: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            summary: summary.into(),
+            content: content.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A planned call: the hooks' view of it, what the card shows, and the tool's own plan.
 pub struct Planned {
     pub action: Action,
-    pub effect: Effect,
     /// What the call acts on, for the tool card: a path, a command, an intent id.
     pub target: String,
+    work: Box<dyn Any + Send>,
 }
 
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned")
+            .field("action", &self.action)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Planned {
+    /// The tool's own plan (tests look inside it).
+    pub fn work<W: 'static>(&self) -> Option<&W> {
+        self.work.downcast_ref()
+    }
+}
+
+/// A planned call as a typed tool returns it.
+pub struct Plan<W> {
+    pub action: Action,
+    pub target: String,
+    pub work: W,
+}
+
+/// A tool as the orchestrator sees it. Built-in tools implement [`AgentTool`]; tools known only
+/// at run time implement this directly.
+#[async_trait]
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     fn kind(&self) -> ToolKind;
     fn spec(&self) -> ToolSpec;
     fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError>;
+    /// `planned.action` may differ from what `plan` returned: the person may have edited it.
+    async fn run(&self, planned: Planned, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError>;
+}
+
+/// A built-in tool: typed arguments in, typed plan, output out.
+#[async_trait]
+pub trait AgentTool: Send + Sync + 'static {
+    /// The doc comment of `Args` is the schema's description; its fields' comments the arguments'.
+    type Args: DeserializeOwned + JsonSchema + Send;
+    type Work: Send + 'static;
+    const NAME: &'static str;
+    const KIND: ToolKind;
+    /// What the model reads in the tool list.
+    const DESCRIPTION: &'static str;
+    fn plan(&self, args: Self::Args, cx: &ToolCx<'_>) -> Result<Plan<Self::Work>, ToolError>;
+    async fn run(
+        &self,
+        action: Action,
+        work: Self::Work,
+        cx: &RunCx<'_>,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+#[async_trait]
+impl<T: AgentTool> Tool for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+    fn kind(&self) -> ToolKind {
+        T::KIND
+    }
+    fn spec(&self) -> ToolSpec {
+        spec_for::<T::Args>(T::NAME, T::DESCRIPTION)
+    }
+    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
+        let plan = AgentTool::plan(self, parse_args::<T::Args>(T::NAME, args)?, cx)?;
+        Ok(Planned {
+            action: plan.action,
+            target: plan.target,
+            work: Box::new(plan.work),
+        })
+    }
+    async fn run(&self, planned: Planned, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let work = planned.work.downcast::<T::Work>().map_err(|_| {
+            ToolError::Failed(format!(
+                "internal: {} was given another tool's plan",
+                T::NAME
+            ))
+        })?;
+        AgentTool::run(self, planned.action, *work, cx).await
+    }
 }
 
 /// Every tool, in the order the catalog lists them.
@@ -115,6 +212,16 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(attempt_completion::AttemptCompletion),
         Box::new(record_lesson::RecordLesson),
     ]
+}
+
+/// Runs blocking work (file I/O, hashing) off the async workers.
+pub(crate) async fn blocking<R: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> Result<R, ToolError> + Send + 'static,
+) -> Result<R, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::Failed(format!("{what} failed: {e}")))?
 }
 
 /// Parses arguments into the tool's typed struct; the error says what is wrong and what is expected.

@@ -1,12 +1,11 @@
 //! `read_file`: a text file with line numbers, optionally a line range.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{parse_args, resolve, spec_for, Effect, Planned, Tool, ToolCx, ToolError};
+use super::{blocking, resolve, AgentTool, Plan, RunCx, ToolCx, ToolError, ToolOutput};
 use crate::hooks::Action;
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
 use crate::workspace::ResolvedPath;
 
@@ -31,18 +30,21 @@ pub struct Args {
 
 pub struct ReadFile;
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(self.name(), "Read a text file from the workspace with line numbers; optionally only start_line..end_line. Read a file before you change it.")
-    }
-    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+pub struct Work {
+    path: ResolvedPath,
+    start_line: Option<usize>,
+    end_line: Option<usize>,
+}
+
+#[async_trait]
+impl AgentTool for ReadFile {
+    type Args = Args;
+    type Work = Work;
+    const NAME: &'static str = "read_file";
+    const KIND: ToolKind = ToolKind::Read;
+    const DESCRIPTION: &'static str = "Read a text file from the workspace with line numbers; optionally only start_line..end_line. Read a file before you change it.";
+
+    fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<Work>, ToolError> {
         let to_usize = |v: Option<u64>, name: &str| -> Result<Option<usize>, ToolError> {
             match v {
                 Some(0) => Err(ToolError::InvalidArguments(format!(
@@ -62,15 +64,26 @@ impl Tool for ReadFile {
             }
         }
         let path = resolve(cx, &args.path)?;
-        Ok(Planned {
+        Ok(Plan {
             target: path.display().to_string(),
             action: Action::Read { path: path.clone() },
-            effect: Effect::ReadFile {
+            work: Work {
                 path,
                 start_line,
                 end_line,
             },
         })
+    }
+
+    async fn run(&self, _: Action, work: Work, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let rel = work.path.rel.clone();
+        let (text, hash) = blocking("read", move || {
+            read_for_model(&work.path, work.start_line, work.end_line)
+        })
+        .await?;
+        cx.task.record_read(&rel, hash);
+        let lines = text.lines().count();
+        Ok(ToolOutput::text(format!("read {lines} lines"), text))
     }
 }
 

@@ -1,12 +1,11 @@
 //! `record_lesson`: a lesson for every later task in this workspace (`.orchestration/AGENT.md`).
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{parse_args, spec_for, Effect, Planned, Tool, ToolCx, ToolError};
+use super::{blocking, AgentTool, Plan, RunCx, ToolCx, ToolError, ToolOutput};
 use crate::hooks::Action;
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
 
 /// Record a lesson learned (a pitfall, a convention, a command that works) so later tasks know it.
@@ -19,33 +18,38 @@ pub struct Args {
 
 pub struct RecordLesson;
 
-impl Tool for RecordLesson {
-    fn name(&self) -> &'static str {
-        "record_lesson"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(
-            self.name(),
-            "Record a lesson for later tasks in .orchestration/AGENT.md.",
-        )
-    }
-    fn plan(&self, args: Value, _cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+#[async_trait]
+impl AgentTool for RecordLesson {
+    type Args = Args;
+    type Work = String;
+    const NAME: &'static str = "record_lesson";
+    const KIND: ToolKind = ToolKind::Read;
+    const DESCRIPTION: &'static str = "Record a lesson for later tasks in .orchestration/AGENT.md.";
+
+    fn plan(&self, args: Args, _: &ToolCx<'_>) -> Result<Plan<String>, ToolError> {
         let lesson = args.lesson.trim();
         if lesson.is_empty() || lesson.len() > 4000 {
             return Err(ToolError::InvalidArguments(
                 "a lesson is 1 to 4000 characters".into(),
             ));
         }
-        Ok(Planned {
+        Ok(Plan {
             target: String::new(),
             action: Action::Meta,
-            effect: Effect::Lesson {
-                text: lesson.to_string(),
-            },
+            work: lesson.to_string(),
         })
+    }
+
+    async fn run(&self, _: Action, text: String, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let root = cx.gov.root().to_path_buf();
+        blocking("recording the lesson", move || {
+            crate::orchestration::lessons::append(&root, "recorded by the agent", &text)
+                .map_err(|e| ToolError::Failed(format!("could not record the lesson: {e}")))
+        })
+        .await?;
+        Ok(ToolOutput::text(
+            "lesson recorded",
+            "The lesson was recorded in .orchestration/AGENT.md.",
+        ))
     }
 }

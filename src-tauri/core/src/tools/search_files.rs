@@ -1,13 +1,13 @@
 //! `search_files`: a regex across files, with context lines; respects .gitignore.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{parse_args, resolve, spec_for, Effect, Planned, Tool, ToolCx, ToolError};
+use super::{blocking, resolve, AgentTool, Plan, RunCx, ToolCx, ToolError, ToolOutput};
 use crate::hooks::Action;
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
+use crate::workspace::ResolvedPath;
 
 /// Search file contents with a regular expression (Rust regex syntax). Results show the file,
 /// the line number and a line of context around each match; output is bounded.
@@ -24,18 +24,21 @@ pub struct Args {
 
 pub struct SearchFiles;
 
-impl Tool for SearchFiles {
-    fn name(&self) -> &'static str {
-        "search_files"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(self.name(), "Search the workspace with a regex (optionally only files matching file_pattern). Respects .gitignore; shows context lines; output is bounded.")
-    }
-    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+pub struct Work {
+    path: ResolvedPath,
+    regex: String,
+    file_pattern: Option<String>,
+}
+
+#[async_trait]
+impl AgentTool for SearchFiles {
+    type Args = Args;
+    type Work = Work;
+    const NAME: &'static str = "search_files";
+    const KIND: ToolKind = ToolKind::Read;
+    const DESCRIPTION: &'static str = "Search the workspace with a regex (optionally only files matching file_pattern). Respects .gitignore; shows context lines; output is bounded.";
+
+    fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<Work>, ToolError> {
         if args.regex.is_empty() {
             return Err(ToolError::InvalidArguments("regex is empty".into()));
         }
@@ -49,14 +52,22 @@ impl Tool for SearchFiles {
             })?;
         }
         let path = resolve(cx, &args.path)?;
-        Ok(Planned {
+        Ok(Plan {
             target: format!("/{}/ in {}", args.regex, path.display()),
             action: Action::Read { path: path.clone() },
-            effect: Effect::SearchFiles {
+            work: Work {
                 path,
                 regex: args.regex,
                 file_pattern: args.file_pattern,
             },
         })
+    }
+
+    async fn run(&self, _: Action, work: Work, _: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let (text, n) = blocking("search", move || {
+            super::walk::search(&work.path, &work.regex, work.file_pattern.as_deref(), 1)
+        })
+        .await?;
+        Ok(ToolOutput::text(format!("{n} matches"), text))
     }
 }

@@ -1,15 +1,14 @@
 //! `write_to_file`: the whole content of a file, under the intent the task holds.
 
+use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
-    current_bytes, parse_args, resolve, spec_for, validate_mutation_class, Effect, Planned, Tool,
-    ToolCx, ToolError,
+    current_bytes, resolve, validate_mutation_class, AgentTool, Plan, RunCx, ToolCx, ToolError,
+    ToolOutput,
 };
 use crate::hooks::{Action, WriteAction};
-use crate::llm::ToolSpec;
 use crate::protocol::ToolKind;
 
 /// Write a file's complete content (creating it and its directories if needed). Cite the intent
@@ -30,18 +29,15 @@ pub struct Args {
 
 pub struct WriteToFile;
 
-impl Tool for WriteToFile {
-    fn name(&self) -> &'static str {
-        "write_to_file"
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Mutate
-    }
-    fn spec(&self) -> ToolSpec {
-        spec_for::<Args>(self.name(), "Write the complete content of a file under your active intent. Requires intent_id and mutation_class.")
-    }
-    fn plan(&self, args: Value, cx: &ToolCx<'_>) -> Result<Planned, ToolError> {
-        let args: Args = parse_args(self.name(), args)?;
+#[async_trait]
+impl AgentTool for WriteToFile {
+    type Args = Args;
+    type Work = ();
+    const NAME: &'static str = "write_to_file";
+    const KIND: ToolKind = ToolKind::Mutate;
+    const DESCRIPTION: &'static str = "Write the complete content of a file under your active intent. Requires intent_id and mutation_class.";
+
+    fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<()>, ToolError> {
         let mutation_class = validate_mutation_class(&args.mutation_class)?;
         let path = resolve(cx, &args.path)?;
         let old = current_bytes(&path)?;
@@ -60,7 +56,7 @@ impl Tool for WriteToFile {
         {
             content = content.replace('\n', "\r\n");
         }
-        Ok(Planned {
+        Ok(Plan {
             target: path.display().to_string(),
             action: Action::Write(WriteAction {
                 path,
@@ -69,7 +65,11 @@ impl Tool for WriteToFile {
                 intent_id: args.intent_id,
                 mutation_class,
             }),
-            effect: Effect::Write,
+            work: (),
         })
+    }
+
+    async fn run(&self, action: Action, _: (), cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        super::write::apply(action, cx).await
     }
 }

@@ -1,0 +1,199 @@
+//! Asking the person (or `--approve` headless) about one planned action, and applying what they
+//! decided to it: rejected hunks are left out, an edited text replaces the model's.
+
+use tokio_util::sync::CancellationToken;
+
+use super::orchestrator::Card;
+use crate::hooks::command_policy::CommandClass;
+use crate::hooks::{Action, AskReason, Denial, DenialCode, TaskGovernance};
+use crate::orchestration::intents::IntentsSnapshot;
+use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord};
+use crate::protocol::{
+    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, TaskStatus, ToolCallStatus,
+};
+
+/// The record of an action no one needed to approve.
+pub fn by_policy() -> ApprovalRecord {
+    record("policy", Vec::new(), Vec::new(), false)
+}
+
+fn record(by: &str, accepted: Vec<u32>, rejected: Vec<u32>, edited: bool) -> ApprovalRecord {
+    ApprovalRecord {
+        by: by.into(),
+        at: now_rfc3339(),
+        accepted_hunks: accepted,
+        rejected_hunks: rejected,
+        edited,
+    }
+}
+
+/// The card the approvals panel shows for `action`.
+fn detail(reason: &AskReason, action: &Action) -> Option<ApprovalDetail> {
+    Some(match (reason, action) {
+        (AskReason::Write, Action::Write(w)) => {
+            let old = w.old_text();
+            ApprovalDetail::Write {
+                path: w.path.rel.clone(),
+                new_file: w.old.is_none(),
+                language: language_of(&w.path.rel),
+                hunks: crate::diff::hunks(&old, &w.new_content),
+                old_text: old,
+                new_text: w.new_content.clone(),
+                mutation_class: w.mutation_class.clone(),
+            }
+        }
+        (AskReason::Command(class), Action::Command(cmd)) => ApprovalDetail::Command {
+            command: cmd.command.clone(),
+            cwd: cmd.cwd.display().to_string(),
+            destructive: class.class == CommandClass::Destructive,
+            reasons: class.reasons.clone(),
+        },
+        _ => return None,
+    })
+}
+
+/// Waits for the decision; on approval returns how it was approved (and `action` may change).
+pub(super) async fn ask(
+    card: &mut Card<'_>,
+    intents: &IntentsSnapshot,
+    governance: &TaskGovernance,
+    reason: AskReason,
+    action: &mut Action,
+    cancel: &CancellationToken,
+) -> Result<ApprovalRecord, Denial> {
+    let Some(detail) = detail(&reason, action) else {
+        return Err(Denial::new(
+            DenialCode::HookFailure,
+            "an approval was requested for an action that cannot be approved",
+        ));
+    };
+    let hunk_count = match &detail {
+        ApprovalDetail::Write { hunks, .. } => hunks.len() as u32,
+        _ => 0,
+    };
+    let request = ApprovalRequest {
+        approval_id: uuid::Uuid::new_v4().to_string(),
+        call_id: card.call.id.clone(),
+        intent: governance
+            .selected_intent
+            .as_deref()
+            .and_then(|id| intents.doc.get(id))
+            .map(|i| i.view()),
+        detail,
+    };
+    let approval_id = request.approval_id.clone();
+    let (env, task) = (card.env, card.task);
+    card.view.status = ToolCallStatus::WaitingForApproval;
+    card.emit();
+    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
+    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    task.set_status(env.sink.as_ref(), TaskStatus::Running);
+    card.view.status = ToolCallStatus::Running;
+    let by = env.interaction.approver();
+    let (result, outcome) = apply(decision, action, hunk_count, by, governance, task);
+    env.sink.emit(Event::ApprovalResolved {
+        task_id: task.id.clone(),
+        approval_id,
+        outcome,
+    });
+    result
+}
+
+/// The decision applied to the action, and a line saying what was decided.
+fn apply(
+    decision: ApprovalDecision,
+    action: &mut Action,
+    hunk_count: u32,
+    by: &str,
+    governance: &TaskGovernance,
+    task: &super::TaskHandle,
+) -> (Result<ApprovalRecord, Denial>, String) {
+    match decision {
+        ApprovalDecision::Reject { reason } => {
+            let reason = reason.trim();
+            let message = if reason.is_empty() {
+                "The user rejected this action.".to_string()
+            } else {
+                format!("The user rejected this action: {reason}")
+            };
+            (
+                Err(Denial::new(DenialCode::RejectedByUser, message)
+                    .with_intent(governance.selected_intent.as_deref())),
+                format!("rejected: {reason}"),
+            )
+        }
+        ApprovalDecision::AlwaysAllow => {
+            if let Action::Command(cmd) = action {
+                task.always_allow(&cmd.command);
+            }
+            (
+                Ok(record(by, (0..hunk_count).collect(), Vec::new(), false)),
+                "approved (always for this command in this task)".into(),
+            )
+        }
+        ApprovalDecision::Approve {
+            rejected_hunks,
+            edited_content,
+        } => {
+            let Action::Write(w) = action else {
+                return (
+                    Ok(record(by, Vec::new(), Vec::new(), false)),
+                    "approved".into(),
+                );
+            };
+            let rejected: Vec<u32> = rejected_hunks
+                .into_iter()
+                .filter(|h| *h < hunk_count)
+                .collect();
+            let accepted: Vec<u32> = (0..hunk_count).filter(|h| !rejected.contains(h)).collect();
+            let old = w.old_text();
+            let edited = edited_content.is_some();
+            let final_text = match edited_content {
+                Some(text) => text,
+                None => crate::diff::apply_selected(&old, &w.new_content, &rejected),
+            };
+            if final_text == old && w.old.is_some() {
+                return (
+                    Err(Denial::new(
+                        DenialCode::RejectedByUser,
+                        "The user rejected every hunk of this change; nothing was written.",
+                    )),
+                    "rejected (every hunk)".into(),
+                );
+            }
+            w.new_content = final_text;
+            let outcome = if edited {
+                "approved after the user edited it".into()
+            } else if rejected.is_empty() {
+                "approved".into()
+            } else {
+                format!("approved {} of {} hunks", accepted.len(), hunk_count)
+            };
+            (Ok(record(by, accepted, rejected, edited)), outcome)
+        }
+    }
+}
+
+/// A language name for syntax highlighting, from the file extension.
+pub fn language_of(path: &str) -> String {
+    let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    match ext.as_str() {
+        "rs" => "rust",
+        "js" | "mjs" | "cjs" => "javascript",
+        "ts" | "tsx" => "typescript",
+        "py" => "python",
+        "go" => "go",
+        "java" => "java",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "hpp" => "cpp",
+        "md" => "markdown",
+        "json" => "json",
+        "yaml" | "yml" => "yaml",
+        "toml" => "toml",
+        "sh" | "bash" => "bash",
+        "html" => "html",
+        "css" => "css",
+        _ => "text",
+    }
+    .to_string()
+}

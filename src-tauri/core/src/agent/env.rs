@@ -1,0 +1,39 @@
+//! The dependency bundle of a run: everything a task uses, fixed for the duration of one run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::store::TaskStore;
+use super::{EventSink, Governance, Interaction};
+use crate::llm::Provider;
+use crate::protocol::{ApprovalPolicy, Event, NoticeLevel};
+use crate::tools::Tool;
+
+pub struct AgentEnv {
+    pub gov: Arc<Governance>,
+    pub provider: Arc<dyn Provider>,
+    pub sink: Arc<dyn EventSink>,
+    pub interaction: Arc<dyn Interaction>,
+    pub store: Arc<TaskStore>,
+    pub tools: Arc<Vec<Box<dyn Tool>>>,
+    pub approval: ApprovalPolicy,
+    pub custom_instructions: String,
+    pub max_turns: Option<u32>,
+    /// GUI: an answer without a tool call hands the turn back to the user.
+    pub interactive: bool,
+    pub render_interval: Duration,
+    pub max_tokens: u32,
+}
+
+impl AgentEnv {
+    pub fn notice(&self, message: String) {
+        self.sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        });
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools.iter().find(|t| t.name() == name).map(|t| &**t)
+    }
+}

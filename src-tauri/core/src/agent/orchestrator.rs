@@ -1,0 +1,266 @@
+//! One tool call, start to end, in one place: look up → parse → plan → pre-hooks → approval →
+//! run → post-hooks → result. Tools plan and run; the hooks decide; this file owns the order.
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{approval, AgentEnv, TaskHandle};
+use crate::hooks::{Action, Decision, Denial, DenialCode, HookContext};
+use crate::llm::ToolCall;
+use crate::protocol::{Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
+use crate::tools::{RunCx, ToolCx, ToolError, ToolOutput};
+
+/// What goes back to the model, and whether the task is finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    pub content: String,
+    pub is_error: bool,
+    /// `attempt_completion`'s result.
+    pub completed: Option<String>,
+}
+
+/// Runs one tool call through governance.
+pub async fn dispatch(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+) -> CallResult {
+    let tool = env.tool(&call.name);
+    let mut card = Card::new(env, task, call, tool.map(|t| t.kind()));
+    let Some(tool) = tool else {
+        let names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
+        return card.deny(Denial::new(
+            DenialCode::InvalidArguments,
+            format!(
+                "There is no tool `{}`. Available tools: {}.",
+                call.name,
+                names.join(", ")
+            ),
+        ));
+    };
+    let args = match parse_arguments(call) {
+        Ok(args) => args,
+        Err(denial) => return card.deny(denial),
+    };
+    let intents = env.gov.intents.snapshot();
+    let governance = task.governance();
+    let cx = ToolCx {
+        workspace: &env.gov.workspace,
+        intents: &intents,
+        task: &governance,
+    };
+    let mut planned = match tool.plan(args, &cx) {
+        Ok(p) => p,
+        Err(e) => return card.fail(e),
+    };
+    card.started(&planned.target);
+    let approval = match pre_hooks(env, &governance, &intents, tool.kind(), &planned.action) {
+        Decision::Allow => approval::by_policy(),
+        Decision::Deny(denial) => return card.deny(denial),
+        Decision::Ask(reason) => {
+            let asked = approval::ask(
+                &mut card,
+                &intents,
+                &governance,
+                reason,
+                &mut planned.action,
+                cancel,
+            );
+            match asked.await {
+                Ok(record) => record,
+                Err(denial) => return card.deny(denial),
+            }
+        }
+    };
+    let model_id = env.provider.model_id();
+    let run = RunCx {
+        gov: &env.gov,
+        task,
+        events: env.sink.as_ref(),
+        interaction: env.interaction.as_ref(),
+        model_id: &model_id,
+        call_id: &call.id,
+        tool: tool.name(),
+        cancel,
+        approval: &approval,
+    };
+    match tool.run(planned, &run).await {
+        Ok(output) => {
+            post_hooks(env, &output);
+            card.succeed(output)
+        }
+        Err(e) => card.fail(e),
+    }
+}
+
+fn parse_arguments(call: &ToolCall) -> Result<Value, Denial> {
+    if call.arguments.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(&call.arguments).map_err(|e| {
+        Denial::new(
+            DenialCode::InvalidArguments,
+            format!("The arguments of {} are not valid JSON ({e}).", call.name),
+        )
+    })
+}
+
+/// The pre-hooks, with the files they depend on loaded; a file that cannot be loaded denies.
+fn pre_hooks(
+    env: &AgentEnv,
+    governance: &crate::hooks::TaskGovernance,
+    intents: &crate::orchestration::intents::IntentsSnapshot,
+    kind: ToolKind,
+    action: &Action,
+) -> Decision {
+    let hook_failure = |m: String| Decision::Deny(Denial::new(DenialCode::HookFailure, m));
+    let policy = match (env.gov.policy(), action) {
+        (Ok(p), _) => p,
+        (Err(e), Action::Command(_)) => return hook_failure(e),
+        (Err(_), _) => std::sync::Arc::new(crate::hooks::command_policy::CommandPolicy::builtin()),
+    };
+    let ignore = match (env.gov.ignore(), action) {
+        (Ok(i), _) => i,
+        (Err(e), Action::Write(_)) => {
+            return hook_failure(format!("{e}; writes are refused until it parses"))
+        }
+        (Err(_), _) => std::sync::Arc::new(crate::hooks::ignore_list::IntentIgnore::empty()),
+    };
+    let cx = HookContext {
+        workspace: &env.gov.workspace,
+        intents,
+        task: governance,
+        approval: env.approval,
+        policy: &policy,
+        ignore: &ignore,
+    };
+    env.gov.hooks.pre(&cx, kind, action)
+}
+
+/// The post-hooks: what they changed goes to the window, what failed becomes a notice.
+fn post_hooks(env: &AgentEnv, output: &ToolOutput) {
+    if output.consequences.is_empty() {
+        return;
+    }
+    let report = env
+        .gov
+        .hooks
+        .post(&env.gov.post_context(), &output.consequences);
+    if report.intents_changed {
+        env.sink.emit(Event::IntentsChanged {
+            intents: env.gov.intents.snapshot().view(),
+        });
+    }
+    for problem in report.problems {
+        env.notice(problem);
+    }
+}
+
+/// The tool card in the transcript: started, maybe waiting for approval, then finished.
+pub(super) struct Card<'a> {
+    pub env: &'a AgentEnv,
+    pub task: &'a TaskHandle,
+    pub call: &'a ToolCall,
+    pub view: ToolCallView,
+    announced: bool,
+}
+
+impl<'a> Card<'a> {
+    fn new(
+        env: &'a AgentEnv,
+        task: &'a TaskHandle,
+        call: &'a ToolCall,
+        kind: Option<ToolKind>,
+    ) -> Self {
+        Self {
+            env,
+            task,
+            call,
+            view: ToolCallView {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                // An unknown tool might have mutated: shown as such.
+                kind: kind.unwrap_or(ToolKind::Mutate),
+                target: String::new(),
+                status: ToolCallStatus::Running,
+                summary: String::new(),
+                output: String::new(),
+            },
+            announced: false,
+        }
+    }
+
+    pub fn emit(&mut self) {
+        self.announced = true;
+        self.env.sink.emit(Event::ToolCallStarted {
+            task_id: self.task.id.clone(),
+            call: self.view.clone(),
+        });
+    }
+
+    fn started(&mut self, target: &str) {
+        self.view.target = target.to_string();
+        self.emit();
+    }
+
+    fn finish(mut self, status: ToolCallStatus, summary: String, content: String) -> CallResult {
+        if !self.announced {
+            // Refused before it was planned: the card still appears once, then finishes.
+            self.emit();
+        }
+        self.view.status = status;
+        self.view.summary = summary;
+        let view = self.view;
+        self.task.push_message(UiMessage::Tool {
+            id: view.call_id.clone(),
+            call: view.clone(),
+        });
+        self.env.sink.emit(Event::ToolCallFinished {
+            task_id: self.task.id.clone(),
+            call: view,
+        });
+        CallResult {
+            is_error: status != ToolCallStatus::Succeeded,
+            content,
+            completed: None,
+        }
+    }
+
+    fn deny(self, denial: Denial) -> CallResult {
+        let status = if denial.code == DenialCode::InvalidArguments {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Denied
+        };
+        let summary = format!("{}: {}", denial.code_str(), denial.message);
+        self.finish(status, summary, denial.to_tool_error())
+    }
+
+    fn fail(self, error: ToolError) -> CallResult {
+        match error {
+            ToolError::InvalidArguments(m) => {
+                self.deny(Denial::new(DenialCode::InvalidArguments, m))
+            }
+            ToolError::Denied(denial) => self.deny(denial),
+            ToolError::Failed(m) => {
+                let content =
+                    serde_json::json!({"error": {"code": "TOOL_FAILED", "message": m}}).to_string();
+                self.finish(ToolCallStatus::Failed, m, content)
+            }
+        }
+    }
+
+    fn succeed(mut self, output: ToolOutput) -> CallResult {
+        self.view.output = crate::text::tail_marked(&output.display, 64 * 1024).into_owned();
+        let status = if output.failed {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Succeeded
+        };
+        let mut result = self.finish(status, output.summary, output.content);
+        result.is_error = output.failed;
+        result.completed = output.completed;
+        result
+    }
+}

@@ -1,0 +1,351 @@
+//! A task's turn loop: ask the model, stream its answer, run its tool calls one at a time
+//! through the orchestrator, feed the results back, until it completes, fails, is stopped, or (in
+//! the GUI) answers without a tool and waits for the user.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{dispatch, AgentEnv, TaskHandle};
+use crate::llm::{collect_turn, ChatMessage, LlmError, ModelRequest};
+use crate::markdown::StreamingRenderer;
+use crate::orchestration::ledger::now_rfc3339;
+use crate::prompt::{self, PromptContext};
+use crate::protocol::{
+    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, TaskStatus, UiMessage,
+};
+
+/// How a run of the loop ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskEnd {
+    Completed(String),
+    /// Waiting for the user's next message.
+    Idle,
+    Failed(String),
+    Cancelled,
+    AlreadyRunning,
+}
+
+/// Runs the task until it needs the user or ends. `user_text` is a new message to add first.
+pub async fn run_task(
+    env: Arc<AgentEnv>,
+    task: Arc<TaskHandle>,
+    user_text: Option<String>,
+) -> TaskEnd {
+    let Some(cancel) = task.begin_run() else {
+        return TaskEnd::AlreadyRunning;
+    };
+    if let Some(text) = user_text {
+        task.push_conversation(ChatMessage::User { text: text.clone() });
+        task.post(
+            env.sink.as_ref(),
+            UiMessage::User {
+                id: uuid::Uuid::new_v4().to_string(),
+                text,
+            },
+        );
+    }
+    task.repair_interrupted_calls(
+        &crate::hooks::Denial::new(
+            crate::hooks::DenialCode::HookFailure,
+            "This call was interrupted before it ran (Mandate stopped). Check the current state, then retry it if it is still needed.",
+        )
+        .to_tool_error(),
+    );
+    task.mark_running(env.provider.model_id());
+    task.emit_summary(env.sink.as_ref());
+    task.checkpoint(env.sink.as_ref());
+
+    let end = turn_loop(&env, &task, &cancel).await;
+
+    let (status, error) = match &end {
+        TaskEnd::Completed(_) => (TaskStatus::Completed, None),
+        TaskEnd::Idle | TaskEnd::AlreadyRunning => (TaskStatus::Idle, None),
+        TaskEnd::Failed(m) => (TaskStatus::Failed, Some(m.clone())),
+        TaskEnd::Cancelled => (TaskStatus::Cancelled, None),
+    };
+    task.set_outcome(status, error);
+    task.checkpoint(env.sink.as_ref());
+    task.emit_summary(env.sink.as_ref());
+    task.end_run();
+    let gov = env.gov.clone();
+    match tokio::task::spawn_blocking(move || gov.flush_intent_map()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => env.notice(format!(
+            "Could not update .orchestration/intent_map.md: {e}"
+        )),
+        Err(e) => env.notice(format!(
+            "Could not update .orchestration/intent_map.md: {e}"
+        )),
+    }
+    end
+}
+
+fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
+    task.post(
+        env.sink.as_ref(),
+        UiMessage::Error {
+            id: uuid::Uuid::new_v4().to_string(),
+            message,
+        },
+    );
+}
+
+fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
+    let record = task.record();
+    let intents = env.gov.intents.snapshot();
+    let active = record
+        .governance
+        .selected_intent
+        .as_deref()
+        .and_then(|id| intents.doc.get(id));
+    let history = match active {
+        Some(i) => {
+            crate::orchestration::trace::intent_changes(env.gov.root(), &i.id).unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    let rules = prompt::load_rules(env.gov.root());
+    let lessons = crate::orchestration::lessons::read_recent(env.gov.root(), 6_000);
+    let tool_names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
+    let date = now_rfc3339();
+    let system = prompt::build(&PromptContext {
+        root: env.gov.root(),
+        intents: &intents,
+        active_intent: active,
+        recent_history: &history,
+        rules: &rules,
+        lessons: lessons.as_deref(),
+        os: std::env::consts::OS,
+        shell: "sh",
+        date: &date[..10.min(date.len())],
+        objective: &record.objective,
+        custom_instructions: &env.custom_instructions,
+        tool_names: &tool_names,
+    });
+    ModelRequest {
+        system,
+        messages: record.conversation,
+        tools: env.tools.iter().map(|t| t.spec()).collect(),
+        max_tokens: env.max_tokens,
+    }
+}
+
+/// Same tool with the same arguments, in a row.
+fn signature(call: &crate::llm::ToolCall) -> String {
+    let args: serde_json::Value =
+        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+    format!("{}:{}", call.name, args)
+}
+
+async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) -> TaskEnd {
+    let mut turns = 0u32;
+    let (mut last_signature, mut repeats, mut mistakes) = (String::new(), 0u32, 0u32);
+    loop {
+        if let Some(max) = env.max_turns {
+            if turns >= max {
+                let m = format!("The task reached the limit of {max} turns without completing.");
+                add_error(env, task, m.clone());
+                return TaskEnd::Failed(m);
+            }
+        }
+        turns += 1;
+        let turn = match model_turn(env, task, cancel).await {
+            Ok(t) => t,
+            Err(end) => return end,
+        };
+        if turn.tool_calls.is_empty() {
+            if env.interactive {
+                return TaskEnd::Idle;
+            }
+            mistakes += 1;
+            task.push_conversation(ChatMessage::User {
+                text: "[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]".into(),
+            });
+        }
+        let calls = turn.tool_calls.clone();
+        for (i, call) in calls.iter().enumerate() {
+            if cancel.is_cancelled() {
+                skip_calls(task, &calls[i..], "the user stopped the task");
+                task.checkpoint(env.sink.as_ref());
+                return TaskEnd::Cancelled;
+            }
+            let result = dispatch(env, task, call, cancel).await;
+            task.push_conversation(ChatMessage::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+            });
+            task.checkpoint(env.sink.as_ref());
+            if let Some(done) = result.completed {
+                skip_calls(task, &calls[i + 1..], "the task was completed first");
+                return TaskEnd::Completed(done);
+            }
+            let sig = signature(call);
+            repeats = if sig == last_signature {
+                repeats + 1
+            } else {
+                1
+            };
+            last_signature = sig;
+            mistakes = if result.is_error { mistakes + 1 } else { 0 };
+            if cancel.is_cancelled() {
+                skip_calls(task, &calls[i + 1..], "the user stopped the task");
+                task.checkpoint(env.sink.as_ref());
+                return TaskEnd::Cancelled;
+            }
+        }
+        if repeats >= 3 || mistakes >= 3 {
+            let reason = if repeats >= 3 {
+                format!("The agent made the same call {repeats} times in a row.")
+            } else {
+                format!("The agent's last {mistakes} steps failed or were refused.")
+            };
+            if !ask_to_continue(env, task, &reason, cancel).await {
+                let m = format!("{reason} The task was stopped.");
+                add_error(env, task, m.clone());
+                return TaskEnd::Failed(m);
+            }
+            repeats = 0;
+            mistakes = 0;
+            last_signature.clear();
+        }
+    }
+}
+
+fn skip_calls(task: &TaskHandle, calls: &[crate::llm::ToolCall], why: &str) {
+    for call in calls {
+        task.push_conversation(ChatMessage::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: format!("Not run: {why}."),
+            is_error: true,
+        });
+    }
+}
+
+async fn ask_to_continue(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    reason: &str,
+    cancel: &CancellationToken,
+) -> bool {
+    let request = ApprovalRequest {
+        approval_id: uuid::Uuid::new_v4().to_string(),
+        call_id: String::new(),
+        intent: None,
+        detail: ApprovalDetail::Continue {
+            reason: reason.to_string(),
+        },
+    };
+    let approval_id = request.approval_id.clone();
+    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
+    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    task.set_status(env.sink.as_ref(), TaskStatus::Running);
+    let go_on = !matches!(decision, ApprovalDecision::Reject { .. });
+    env.sink.emit(Event::ApprovalResolved {
+        task_id: task.id.clone(),
+        approval_id,
+        outcome: if go_on {
+            "continue".into()
+        } else {
+            "stop".into()
+        },
+    });
+    if go_on {
+        task.push_conversation(ChatMessage::User {
+            text: format!(
+                "[{reason} The user lets you go on: change your approach instead of repeating it.]"
+            ),
+        });
+    }
+    go_on
+}
+
+/// One request to the model, streamed into the UI. Errors end the run.
+async fn model_turn(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    cancel: &CancellationToken,
+) -> Result<crate::llm::AssistantTurn, TaskEnd> {
+    let request = build_request(env, task);
+    let message_id = uuid::Uuid::new_v4().to_string();
+    env.sink.emit(Event::MessageAdded {
+        task_id: task.id.clone(),
+        message: UiMessage::Assistant {
+            id: message_id.clone(),
+            safe_html: String::new(),
+            complete: false,
+        },
+    });
+    let mut renderer = StreamingRenderer::new(env.render_interval);
+    let started = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(LlmError::Cancelled),
+        s = env.provider.stream(&request) => s,
+    };
+    let collected = match started {
+        Ok(stream) => collect_turn(stream, cancel, |delta| {
+            renderer.push(delta);
+            if let Some(update) = renderer.update_if_due(Instant::now()) {
+                env.sink.emit(Event::MessageDelta {
+                    task_id: task.id.clone(),
+                    message_id: message_id.clone(),
+                    stable_safe_html: update.stable_html,
+                    safe_html: update.tail_html,
+                    reset: update.reset,
+                });
+            }
+        })
+        .await
+        .map_err(|f| f.error),
+        Err(e) => Err(e),
+    };
+    let html = renderer.finish();
+    match collected {
+        Ok(turn) => {
+            env.sink.emit(Event::MessageFinished {
+                task_id: task.id.clone(),
+                message_id: message_id.clone(),
+                safe_html: html.clone(),
+                complete: true,
+            });
+            let shown = (!turn.text.trim().is_empty()).then(|| UiMessage::Assistant {
+                id: message_id.clone(),
+                safe_html: html.clone(),
+                complete: true,
+            });
+            task.push_turn(&turn, shown);
+            task.emit_summary(env.sink.as_ref());
+            task.checkpoint(env.sink.as_ref());
+            Ok(turn)
+        }
+        Err(error) => {
+            // The partial answer is shown as cut off and never enters the conversation.
+            env.sink.emit(Event::MessageFinished {
+                task_id: task.id.clone(),
+                message_id: message_id.clone(),
+                safe_html: html.clone(),
+                complete: false,
+            });
+            if !renderer.text().trim().is_empty() {
+                task.push_message(UiMessage::Assistant {
+                    id: message_id,
+                    safe_html: html,
+                    complete: false,
+                });
+            }
+            if error == LlmError::Cancelled {
+                add_error(env, task, "Stopped. The partial answer above was not kept; send a message or retry to go on.".into());
+                task.checkpoint(env.sink.as_ref());
+                return Err(TaskEnd::Cancelled);
+            }
+            let message = error.to_string();
+            add_error(env, task, message.clone());
+            task.checkpoint(env.sink.as_ref());
+            Err(TaskEnd::Failed(message))
+        }
+    }
+}

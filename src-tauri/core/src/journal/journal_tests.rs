@@ -1,0 +1,387 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::orchestration::ledger::{ApprovalRecord, LEDGER_FILE};
+use crate::workspace::Workspace;
+
+fn entry() -> TraceEntry {
+    TraceEntry {
+        task_id: "t".into(),
+        intent_id: "INT-1".into(),
+        model_id: "test/model".into(),
+        tool: "write_to_file".into(),
+        tool_call_id: "c".into(),
+        contributor: "ai".into(),
+        mutation_declared: "INTENT_EVOLUTION".into(),
+        mutation_computed: String::new(),
+        approval: ApprovalRecord {
+            by: "policy".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            accepted_hunks: Vec::new(),
+            rejected_hunks: Vec::new(),
+            edited: false,
+        },
+        files: Vec::new(),
+        extra: Default::default(),
+    }
+}
+
+struct Fixture {
+    tmp: tempfile::TempDir,
+    ws: Workspace,
+    ledger: Arc<Ledger>,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(tmp.path().join("ws/.orchestration")).expect("mkdir");
+    std::fs::create_dir_all(tmp.path().join("ws/src")).expect("mkdir");
+    let ws = Workspace::new(&tmp.path().join("ws")).expect("ws");
+    let ledger = Arc::new(Ledger::new(ws.root()));
+    Fixture { tmp, ws, ledger }
+}
+
+impl Fixture {
+    fn journal(&self) -> Journal {
+        Journal::new(
+            self.ws.root(),
+            Arc::new(CheckpointStore::new(
+                &self.tmp.path().join("data"),
+                self.ws.root(),
+            )),
+        )
+    }
+    fn write(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) -> FileWrite {
+        FileWrite {
+            path: self.ws.resolve(rel).expect("resolve"),
+            base: base.map(<[u8]>::to_vec),
+            new: new.to_vec(),
+            entry: entry(),
+        }
+    }
+    fn records(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.ws.root().join(LEDGER_FILE))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("record"))
+            .collect()
+    }
+    fn journal_entries(&self) -> usize {
+        std::fs::read_dir(self.ws.root().join(JOURNAL_DIR))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+fn image(record: &Value, path: &str, which: &str) -> Option<String> {
+    record["metadata"]["dev.mandate"]["images"][path][which]
+        .as_str()
+        .map(|h| h.trim_start_matches("sha256:").to_string())
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn a_write_records_both_images_and_leaves_no_journal_entry_or_temp_file() {
+    let f = fixture();
+    let journal = f.journal();
+    let written = rt()
+        .block_on(journal.write(
+            f.ledger.clone(),
+            f.write("src/a.rs", None, b"one\ntwo\n"),
+            |_| None,
+        ))
+        .expect("write");
+    assert_eq!(
+        std::fs::read(f.ws.root().join("src/a.rs")).expect("read"),
+        b"one\ntwo\n"
+    );
+    assert_eq!(written.ranges, vec![(1, 2)]);
+    let records = f.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(image(&records[0], "src/a.rs", "before"), None);
+    assert_eq!(
+        image(&records[0], "src/a.rs", "after"),
+        Some(written.new_hash.clone())
+    );
+    assert_eq!(f.journal_entries(), 0);
+    let leftovers: Vec<_> = std::fs::read_dir(f.ws.root().join("src"))
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    assert_eq!(
+        journal
+            .checkpoints
+            .get(&written.new_hash)
+            .expect("after image"),
+        b"one\ntwo\n"
+    );
+}
+
+#[test]
+fn a_file_that_moved_since_the_plan_is_not_written() {
+    let f = fixture();
+    std::fs::write(f.ws.root().join("src/a.rs"), "theirs\n").expect("write");
+    let err = rt()
+        .block_on(f.journal().write(
+            f.ledger.clone(),
+            f.write("src/a.rs", Some(b"mine\n"), b"new\n"),
+            |_| None,
+        ))
+        .expect_err("moved");
+    assert!(matches!(err, WriteError::Moved { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.root().join("src/a.rs")).expect("r"),
+        "theirs\n"
+    );
+    assert!(f.records().is_empty());
+}
+
+#[test]
+fn the_callers_last_check_sees_the_current_hash_and_can_refuse() {
+    let f = fixture();
+    std::fs::write(f.ws.root().join("src/a.rs"), "x\n").expect("write");
+    let want = crate::fsutil::sha256_hex(b"x\n");
+    let err = rt()
+        .block_on(f.journal().write(
+            f.ledger.clone(),
+            f.write("src/a.rs", Some(b"x\n"), b"y\n"),
+            move |hash| {
+                assert_eq!(hash, Some(want.as_str()));
+                Some(Denial::new(crate::hooks::DenialCode::StaleFile, "stale"))
+            },
+        ))
+        .expect_err("refused");
+    assert!(matches!(err, WriteError::Refused(_)));
+    assert_eq!(
+        std::fs::read_to_string(f.ws.root().join("src/a.rs")).expect("r"),
+        "x\n"
+    );
+}
+
+#[test]
+fn a_ledger_that_refuses_the_record_puts_the_file_back() {
+    let f = fixture();
+    std::fs::write(f.ws.root().join("src/a.rs"), "old\n").expect("write");
+    // A directory where the ledger should be: every append fails.
+    std::fs::create_dir_all(f.ws.root().join(LEDGER_FILE)).expect("mkdir");
+    let journal = f.journal();
+    let err = rt()
+        .block_on(journal.write(
+            f.ledger.clone(),
+            f.write("src/a.rs", Some(b"old\n"), b"new\n"),
+            |_| None,
+        ))
+        .expect_err("ledger refused");
+    let message = err.to_string();
+    assert!(
+        matches!(
+            err,
+            WriteError::Ledger {
+                rolled_back: true,
+                ..
+            }
+        ),
+        "{message}"
+    );
+    assert!(message.contains("put back as it was"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(f.ws.root().join("src/a.rs")).expect("r"),
+        "old\n"
+    );
+    // A new file is removed again.
+    let err = rt()
+        .block_on(journal.write(
+            f.ledger.clone(),
+            f.write("src/new.rs", None, b"new\n"),
+            |_| None,
+        ))
+        .expect_err("ledger refused");
+    assert!(matches!(
+        err,
+        WriteError::Ledger {
+            rolled_back: true,
+            ..
+        }
+    ));
+    assert!(!f.ws.root().join("src/new.rs").exists());
+    assert_eq!(f.journal_entries(), 0);
+}
+
+/// Two journals stand for two processes: their in-process locks are separate, so only the
+/// cross-process lock keeps their writes in line.
+#[test]
+fn writers_in_separate_journals_never_accept_two_writes_on_one_base() {
+    let f = fixture();
+    std::fs::write(f.ws.root().join("src/a.rs"), "0\n").expect("write");
+    let journals = [Arc::new(f.journal()), Arc::new(f.journal())];
+    let rt = rt();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::scope(|scope| {
+        for n in 0..4 {
+            let journal = journals[n % 2].clone();
+            let (f, accepted, rt) = (&f, accepted.clone(), &rt);
+            scope.spawn(move || {
+                for i in 0..25 {
+                    // Read, then write on what was read: the lost-update pattern.
+                    let base = std::fs::read(f.ws.root().join("src/a.rs")).expect("read");
+                    let new = format!("{}{n}.{i}\n", String::from_utf8_lossy(&base));
+                    let w = f.write("src/a.rs", Some(&base), new.as_bytes());
+                    if rt
+                        .block_on(journal.write(f.ledger.clone(), w, |_| None))
+                        .is_ok()
+                    {
+                        accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    let records = f.records();
+    assert_eq!(
+        records.len(),
+        accepted.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert!(!records.is_empty());
+    let mut previous = Some(crate::fsutil::sha256_hex(b"0\n"));
+    for r in &records {
+        assert_eq!(
+            image(r, "src/a.rs", "before"),
+            previous,
+            "a write was accepted on a replaced base"
+        );
+        previous = image(r, "src/a.rs", "after");
+    }
+    let on_disk = std::fs::read(f.ws.root().join("src/a.rs")).expect("read");
+    assert_eq!(previous, Some(crate::fsutil::sha256_hex(&on_disk)));
+    let lines = String::from_utf8_lossy(&on_disk).lines().count();
+    assert_eq!(
+        lines,
+        records.len() + 1,
+        "every accepted write is in the file's history"
+    );
+}
+
+/// A crash leaves an entry; here the entries are made as a dead writer would have left them.
+fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp: bool) -> Entry {
+    let mut w = f.write(rel, before, after);
+    w.entry.tool_call_id = format!("crash-{rel}");
+    let before_hash = before.map(crate::fsutil::sha256_hex);
+    let after_hash = crate::fsutil::sha256_hex(after);
+    let (record, _, _) = prepare_record(f.ws.root(), &w, before_hash.as_deref(), &after_hash);
+    let id = record["id"].as_str().expect("id").to_string();
+    let entry = Entry {
+        format: 1,
+        path: rel.into(),
+        before: before_hash,
+        after: after_hash,
+        temp: format!(
+            ".{}.mandate-{id}.tmp",
+            rel.rsplit('/').next().unwrap_or(rel)
+        ),
+        record,
+    };
+    if temp {
+        let dir = f.ws.root().join(rel);
+        std::fs::write(dir.parent().expect("dir").join(&entry.temp), after).expect("temp");
+    }
+    persist_entry(&entry_file(f.ws.root(), &id), &entry).expect("entry");
+    entry
+}
+
+#[test]
+fn recovery_completes_rolls_back_or_abandons_and_says_so() {
+    let f = fixture();
+    let root = f.ws.root();
+    // Renamed, not recorded: completed.
+    std::fs::write(root.join("src/done.rs"), "new\n").expect("w");
+    leave_entry(&f, "src/done.rs", Some(b"old\n"), b"new\n", false);
+    // Not renamed: rolled back, temp file removed.
+    std::fs::write(root.join("src/undone.rs"), "old\n").expect("w");
+    leave_entry(&f, "src/undone.rs", Some(b"old\n"), b"new\n", true);
+    // A new file that never appeared: rolled back.
+    leave_entry(&f, "src/never.rs", None, b"new\n", true);
+    // Changed by someone after the crash: left alone.
+    std::fs::write(root.join("src/edited.rs"), "theirs\n").expect("w");
+    leave_entry(&f, "src/edited.rs", Some(b"old\n"), b"new\n", false);
+    // Recorded already: only cleaned.
+    std::fs::write(root.join("src/recorded.rs"), "new\n").expect("w");
+    let recorded = leave_entry(&f, "src/recorded.rs", Some(b"old\n"), b"new\n", false);
+    f.ledger
+        .append_record(recorded.record.clone())
+        .expect("append");
+    // A torn entry (the write it announced never started).
+    std::fs::write(
+        root.join(JOURNAL_DIR).join("torn.json"),
+        "{\"format\":1,\"pa",
+    )
+    .expect("w");
+    // A temp file of an atomic write whose process is gone.
+    std::fs::write(
+        root.join(".orchestration/.active_intents.yaml.tmp-999999999-abc"),
+        "x",
+    )
+    .expect("w");
+
+    let mut done = recover(root, &f.ledger);
+    done.sort_by_key(|r| r.to_string());
+    let paths: Vec<String> = done.iter().map(|r| format!("{r:?}")).collect();
+    assert_eq!(
+        done,
+        vec![
+            Recovered::Abandoned {
+                path: "src/edited.rs".into()
+            },
+            Recovered::Completed {
+                path: "src/done.rs".into()
+            },
+            Recovered::RolledBack {
+                path: "src/never.rs".into()
+            },
+            Recovered::RolledBack {
+                path: "src/undone.rs".into()
+            },
+        ],
+        "{paths:?}"
+    );
+    assert!(done[1].to_string().contains("record was added"));
+    assert_eq!(f.journal_entries(), 0);
+    assert!(!root
+        .join(".orchestration/.active_intents.yaml.tmp-999999999-abc")
+        .exists());
+    let temps = std::fs::read_dir(root.join("src"))
+        .expect("ls")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(temps, 0);
+    let records = f.records();
+    assert_eq!(records.len(), 2, "the recorded one and the completed one");
+    assert_eq!(records[1]["files"][0]["path"], "src/done.rs");
+    assert!(recover(root, &f.ledger).is_empty(), "recovery runs once");
+}
+
+#[test]
+fn recovery_leaves_the_entry_of_a_live_writer_alone() {
+    let f = fixture();
+    std::fs::write(f.ws.root().join("src/busy.rs"), "new\n").expect("w");
+    leave_entry(&f, "src/busy.rs", Some(b"old\n"), b"new\n", false);
+    let held = lock_path(f.ws.root(), "src/busy.rs").expect("lock");
+    assert!(recover(f.ws.root(), &f.ledger).is_empty());
+    assert_eq!(f.journal_entries(), 1);
+    drop(held);
+    assert_eq!(
+        recover(f.ws.root(), &f.ledger),
+        vec![Recovered::Completed {
+            path: "src/busy.rs".into()
+        }]
+    );
+}

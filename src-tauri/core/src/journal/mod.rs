@@ -1,0 +1,317 @@
+//! Governed writes as one atomic step across processes, and the ledger and the files kept in
+//! agreement through crashes and full disks.
+//!
+//! A write, start to end: take the path's lock (in-process, then across processes); check that
+//! the file still holds what the change was planned on; diff, classify and build the ledger
+//! record; keep the before- and after-images in the checkpoint store; make a journal entry
+//! durable (`.orchestration/.journal/<record id>.json`: the path, both hashes, the temporary
+//! file, the prepared record); write the temporary file, fsync, rename it over the target; append
+//! the record to the ledger; remove the entry. If the ledger refuses the record (a full disk, a
+//! broken chain), the file is put back as it was, so the bytes and the ledger always agree.
+//!
+//! Any process that opens the workspace first finishes what a dead writer left
+//! ([`recover`]): a journal entry whose record is in the ledger is done; one whose file holds
+//! the new bytes gets its record (the change was approved and is on disk); one whose file still
+//! holds the old bytes is dropped with its temporary file. Every outcome is "old bytes, no
+//! record" or "new bytes, a record".
+
+mod lock;
+mod recover;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub use lock::{lock_path, try_lock_path, FileLock, PathLocks, LOCK_DIR};
+pub use recover::{recover, Recovered};
+
+use crate::checkpoint::CheckpointStore;
+use crate::fsutil::sha256_hex;
+use crate::hooks::Denial;
+use crate::mutation::Classified;
+use crate::orchestration::ledger::{
+    build_record, content_hash, split_lines, FileChange, HashedRange, Ledger, TraceEntry,
+};
+use crate::workspace::ResolvedPath;
+
+pub const JOURNAL_DIR: &str = ".orchestration/.journal";
+
+/// One interrupted-or-not governed write, as kept on disk until its record is in the ledger.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub format: u32,
+    /// Workspace-relative path.
+    pub path: String,
+    /// SHA-256 of the file before (None: it did not exist).
+    pub before: Option<String>,
+    pub after: String,
+    /// The temporary file beside the target (its name only).
+    pub temp: String,
+    /// The record, ready for the ledger but for `prev` and `digest`.
+    pub record: Value,
+}
+
+/// A write the hooks and the person allowed.
+pub struct FileWrite {
+    pub path: ResolvedPath,
+    /// The bytes the change was planned on (None: a new file). If the file holds anything else
+    /// when the lock is taken, nothing is written.
+    pub base: Option<Vec<u8>>,
+    pub new: Vec<u8>,
+    /// Who, why and under which intent; the file's ranges and hashes are added here.
+    pub entry: TraceEntry,
+}
+
+/// What a completed write recorded.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub record: Value,
+    /// Changed line ranges of the new content (1-based, inclusive).
+    pub ranges: Vec<(u32, u32)>,
+    pub computed: Classified,
+    pub new_hash: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path} changed on disk while this change waited for approval. Read it again and redo the change on its current content.")]
+    Moved { path: String },
+    #[error("{}", .0.message)]
+    Refused(Denial),
+    #[error("could not write {path}: {source}; nothing was changed")]
+    Io { path: String, source: io::Error },
+    #[error("the trace ledger could not record the change to {path} ({message}); {}", if *.rolled_back { "the file was put back as it was, so nothing was lost" } else { "putting the file back failed too: check it" })]
+    Ledger {
+        path: String,
+        message: String,
+        rolled_back: bool,
+    },
+}
+
+/// The governed writes of one workspace.
+pub struct Journal {
+    root: PathBuf,
+    locks: PathLocks,
+    pub checkpoints: Arc<CheckpointStore>,
+}
+
+impl Journal {
+    pub fn new(root: &Path, checkpoints: Arc<CheckpointStore>) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            locks: PathLocks::default(),
+            checkpoints,
+        }
+    }
+
+    /// Writes `w` as one step (see the module doc). `check` is the caller's last word on the
+    /// bytes about to be replaced (the task's stale rule), given their hash.
+    pub async fn write(
+        &self,
+        ledger: Arc<Ledger>,
+        w: FileWrite,
+        check: impl FnOnce(Option<&str>) -> Option<Denial> + Send + 'static,
+    ) -> Result<Written, WriteError> {
+        let in_process = self.locks.lock_for(&w.path.rel);
+        let _guard = in_process.lock().await;
+        let root = self.root.clone();
+        let checkpoints = self.checkpoints.clone();
+        let path = w.path.rel.clone();
+        tokio::task::spawn_blocking(move || write_locked(&root, &ledger, &checkpoints, w, check))
+            .await
+            .unwrap_or_else(|e| {
+                Err(WriteError::Io {
+                    path,
+                    source: io::Error::other(e.to_string()),
+                })
+            })
+    }
+}
+
+fn io_error(path: &str) -> impl Fn(io::Error) -> WriteError + '_ {
+    move |source| WriteError::Io {
+        path: path.to_string(),
+        source,
+    }
+}
+
+fn write_locked(
+    root: &Path,
+    ledger: &Ledger,
+    checkpoints: &CheckpointStore,
+    w: FileWrite,
+    check: impl FnOnce(Option<&str>) -> Option<Denial>,
+) -> Result<Written, WriteError> {
+    let rel = w.path.rel.clone();
+    let io = io_error(&rel);
+    let _lock = lock_path(root, &rel).map_err(&io)?;
+    let current = match fs::read(&w.path.abs) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
+    let current_hash = current.as_deref().map(sha256_hex);
+    if current_hash != w.base.as_deref().map(sha256_hex) {
+        return Err(WriteError::Moved { path: rel.clone() });
+    }
+    if let Some(denial) = check(current_hash.as_deref()) {
+        return Err(WriteError::Refused(denial));
+    }
+    let new_hash = sha256_hex(&w.new);
+    let (record, ranges, computed) = prepare_record(root, &w, current_hash.as_deref(), &new_hash);
+    // Undo and recovery read these; a failure costs only the ability to undo this change.
+    if let Some(before) = &current {
+        let _ = checkpoints.put_hashed(current_hash.as_deref().unwrap_or_default(), before);
+    }
+    let _ = checkpoints.put_hashed(&new_hash, &w.new);
+
+    let record_id = record["id"].as_str().unwrap_or_default().to_string();
+    let file_name = w
+        .path
+        .abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let temp_name = format!(".{file_name}.mandate-{record_id}.tmp");
+    let entry = Entry {
+        format: 1,
+        path: rel.clone(),
+        before: current_hash.clone(),
+        after: new_hash.clone(),
+        temp: temp_name.clone(),
+        record: record.clone(),
+    };
+    let entry_path = entry_file(root, &record_id);
+    persist_entry(&entry_path, &entry).map_err(&io)?;
+    let dir = w
+        .path
+        .abs
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.to_path_buf());
+    let temp = dir.join(&temp_name);
+    let renamed = (|| {
+        fs::create_dir_all(&dir)?;
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        // Keep the permissions of the file being replaced.
+        if let Ok(meta) = fs::metadata(&w.path.abs) {
+            let _ = file.set_permissions(meta.permissions());
+        }
+        file.write_all(&w.new)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &w.path.abs)
+    })();
+    if let Err(e) = renamed {
+        let _ = fs::remove_file(&temp);
+        let _ = fs::remove_file(&entry_path);
+        return Err(io(e));
+    }
+    if let Err(e) = ledger.append_record(record.clone()) {
+        let rolled_back = match &current {
+            Some(old) => crate::fsutil::write_atomic(&w.path.abs, old).is_ok(),
+            None => fs::remove_file(&w.path.abs).is_ok(),
+        };
+        let _ = fs::remove_file(&entry_path);
+        return Err(WriteError::Ledger {
+            path: rel.clone(),
+            message: e.to_string(),
+            rolled_back,
+        });
+    }
+    let _ = fs::remove_file(&entry_path);
+    Ok(Written {
+        record,
+        ranges,
+        computed,
+        new_hash,
+    })
+}
+
+pub(crate) fn entry_file(root: &Path, record_id: &str) -> PathBuf {
+    root.join(JOURNAL_DIR).join(format!("{record_id}.json"))
+}
+
+/// The entry must be on disk before the rename: after a crash it is what says a write was under
+/// way. fdatasync makes its bytes durable; its directory entry is ordered before the rename by
+/// journaling filesystems (a full directory fsync would double the cost of every write).
+fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let bytes = serde_json::to_vec(entry).map_err(io::Error::other)?;
+    let mut file = fs::File::create(path)?;
+    file.write_all(&bytes)?;
+    file.sync_data()
+}
+
+/// Diff, classification and the ledger record of a write, before anything is written.
+fn prepare_record(
+    root: &Path,
+    w: &FileWrite,
+    before_hash: Option<&str>,
+    after_hash: &str,
+) -> (Value, Vec<(u32, u32)>, Classified) {
+    let old_text = w
+        .base
+        .as_deref()
+        .map(|b| String::from_utf8_lossy(b).into_owned());
+    let new_text = String::from_utf8_lossy(&w.new);
+    let computed = crate::mutation::classify(old_text.as_deref(), &new_text);
+    let changes = crate::diff::analyze(old_text.as_deref().unwrap_or(""), &new_text, &w.path.rel);
+    let new_lines = split_lines(&new_text);
+    let ranges: Vec<HashedRange> = changes
+        .ranges
+        .iter()
+        .copied()
+        .filter(|(s, e)| *s >= 1 && (*e as usize) <= new_lines.len())
+        .map(|(s, e)| HashedRange {
+            start_line: s,
+            end_line: e,
+            content_hash: content_hash(&new_lines[s as usize - 1..e as usize]),
+        })
+        .collect();
+    let mut entry = w.entry.clone();
+    entry.mutation_computed = computed.class.to_string();
+    entry
+        .extra
+        .insert("mutation_reason".into(), json!(computed.reason));
+    entry.extra.insert(
+        "diffs".into(),
+        json!({ w.path.rel.clone(): cap_diff(changes.unified) }),
+    );
+    entry.extra.insert(
+        "images".into(),
+        json!({ w.path.rel.clone(): {
+            "before": before_hash.map(|h| format!("sha256:{h}")),
+            "after": format!("sha256:{after_hash}"),
+        }}),
+    );
+    entry.files = vec![FileChange {
+        path: w.path.rel.clone(),
+        ranges,
+    }];
+    let record = build_record(&entry, crate::orchestration::git::head_revision(root));
+    (record, changes.ranges, computed)
+}
+
+/// Diffs bigger than this are not kept in the ledger (the record says so).
+fn cap_diff(diff: String) -> String {
+    const MAX: usize = 256 * 1024;
+    if diff.len() <= MAX {
+        return diff;
+    }
+    let kept = crate::text::truncate_bytes(&diff, MAX);
+    format!("{kept}\n\\ diff truncated at {MAX} bytes\n")
+}
+
+#[cfg(test)]
+#[path = "journal_tests.rs"]
+mod tests;
