@@ -132,6 +132,13 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         );
         return EXIT_USAGE;
     }
+    // Any process that opens the workspace first finishes what an interrupted writer left.
+    if !matches!(command, Command::Run(_)) {
+        let ledger = crate::orchestration::ledger::Ledger::new(&root);
+        for done in crate::journal::recover(&root, &ledger) {
+            eprintln!("mandate: recovered: {done}.");
+        }
+    }
     match command {
         Command::Run(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()

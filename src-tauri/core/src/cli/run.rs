@@ -176,6 +176,9 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         gov.scrubbed_env.push(var.clone());
     }
     let gov = Arc::new(gov);
+    for done in &gov.recovered {
+        eprintln!("mandate: recovered: {done}.");
+    }
     let store = Arc::new(TaskStore::new(&dirs.data, gov.root()));
     let sink: Arc<dyn EventSink> = Arc::new(CliSink {
         json: args.json,
