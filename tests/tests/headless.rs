@@ -639,3 +639,61 @@ async fn two_tasks_run_at_once_in_one_workspace_under_their_own_intents() {
     .await;
     assert_eq!(verify.code, Some(0), "{}", verify.stdout);
 }
+
+#[tokio::test]
+async fn a_broken_intents_file_is_said_out_loud_not_taken_for_no_intents() {
+    // Line 4 is indented under a scalar: the file does not parse.
+    let broken = "active_intents:\n  - id: INT-001\n    name: Greeting module\n      owned_scope: [\"src/greet/**\"]\n";
+    let ws = workspace(Some(broken), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s1", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("w1", "write_to_file", json!({"path": "src/greet/mod.rs", "content": GREET_NEW, "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("done", "attempt_completion", json!({"result": "Asked the user to fix the intents file."})).reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "greet",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let selected = openai_tool_result(&server, 1, "s1");
+    assert!(
+        selected.contains("The intents file is broken") && selected.contains("fix line 4"),
+        "{selected}"
+    );
+    assert!(!selected.contains("create one"), "{selected}");
+    let write: Value = serde_json::from_str(&openai_tool_result(&server, 2, "w1")).expect("json");
+    let message = write["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(write["error"]["code"], "NO_ACTIVE_INTENT");
+    assert!(
+        message.contains("broken") && message.contains("line 4"),
+        "{message}"
+    );
+    // The person is told at the start of the run, with the file and the line.
+    let notices = out.events_of("notice");
+    assert!(
+        notices.iter().any(|n| {
+            let m = n["message"].as_str().unwrap_or_default();
+            n["level"] == "error"
+                && m.contains(".orchestration/active_intents.yaml")
+                && m.contains("line 4")
+        }),
+        "{notices:?}"
+    );
+    // The model's system prompt says so too.
+    let system = server.requests()[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(system.contains("The intents file is broken"), "{system}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/greet/mod.rs")).expect("read"),
+        GREET
+    );
+    assert!(ledger(ws.path()).is_empty());
+}

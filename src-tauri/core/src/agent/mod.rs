@@ -23,7 +23,7 @@ pub use env::AgentEnv;
 pub use governance::Governance;
 pub use orchestrator::{dispatch, CallResult};
 pub use store::{TaskRecord, TaskStore};
-pub use task::{check_selectable, intents_problem, SelectError, TaskHandle};
+pub use task::{check_selectable, SelectError, TaskHandle};
 pub use turn::{run_task, TaskEnd};
 
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Event};

@@ -36,7 +36,7 @@ pub fn check_selectable(intents: &IntentsSnapshot, id: &str) -> Result<(), Selec
         format!("Valid ids: {}.", valid.join(", "))
     };
     match intents.doc.get(id) {
-        None => match intents_problem(intents) {
+        None => match crate::hooks::broken_intents_file(intents) {
             // The file does not load: say so, never "there is no such intent".
             Some(problem) => Err(SelectError::Broken(problem)),
             None => Err(SelectError::Unknown {
@@ -50,13 +50,6 @@ pub fn check_selectable(intents: &IntentsSnapshot, id: &str) -> Result<(), Selec
         }),
         Some(_) => Ok(()),
     }
-}
-
-/// The intents file does not load, in words for the model: what is wrong, and who fixes it.
-pub fn intents_problem(intents: &IntentsSnapshot) -> Option<String> {
-    intents.error.as_ref().map(|e| {
-        format!("The intents file is broken ({e}). Do not guess: ask the user to fix the file where it says, then select the intent.")
-    })
 }
 
 pub struct TaskHandle {

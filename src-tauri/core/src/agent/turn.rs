@@ -13,7 +13,7 @@ use crate::markdown::StreamingRenderer;
 use crate::orchestration::ledger::now_rfc3339;
 use crate::prompt::{self, PromptContext};
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, TaskStatus, UiMessage,
+    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus, UiMessage,
 };
 
 /// How a run of the loop ended.
@@ -55,6 +55,7 @@ pub async fn run_task(
     );
     task.mark_running(env.provider.model_id());
     task.emit_summary(env.sink.as_ref());
+    say_what_is_broken(&env);
     task.checkpoint(env.sink.as_ref());
 
     let end = turn_loop(&env, &task, &cancel).await;
@@ -80,6 +81,19 @@ pub async fn run_task(
         )),
     }
     end
+}
+
+/// A damaged intents file is said out loud at the start of every run, not found out later.
+fn say_what_is_broken(env: &AgentEnv) {
+    if let Some(error) = env.gov.intents.snapshot().error {
+        env.sink.emit(Event::Notice {
+            level: NoticeLevel::Error,
+            message: format!(
+                "The intents file {} is broken: {error} The agent cannot select an intent that does not load until it is fixed.",
+                crate::orchestration::intents::INTENTS_FILE
+            ),
+        });
+    }
 }
 
 fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {

@@ -2,6 +2,7 @@
 //! write must cite the intent the task holds.
 
 use super::{Action, Decision, Denial, DenialCode, HookContext, HookError, PreHook};
+use crate::orchestration::intents::{IntentsSnapshot, INTENTS_FILE};
 use crate::protocol::{IntentStatus, ToolKind};
 
 pub const NO_ACTIVE_INTENT_MESSAGE: &str = "You must cite a valid active Intent ID.";
@@ -33,10 +34,17 @@ impl PreHook for IntentGate {
         };
         let valid_ids = || {
             let ids = cx.intents.doc.open_ids();
-            if ids.is_empty() {
-                "No intent is available: ask the user to create one.".to_string()
-            } else {
-                format!("Call select_active_intent with one of: {}.", ids.join(", "))
+            match (broken_intents_file(cx.intents), ids.is_empty()) {
+                // A broken file is not "no intents": the model must not invent one or give up.
+                (Some(problem), true) => problem,
+                (Some(problem), false) => format!(
+                    "{problem} Until then you may select one of the intents that still load: {}.",
+                    ids.join(", ")
+                ),
+                (None, true) => "No intent is available: ask the user to create one.".to_string(),
+                (None, false) => {
+                    format!("Call select_active_intent with one of: {}.", ids.join(", "))
+                }
             }
         };
         let Some(selected) = cx.task.selected_intent.as_deref() else {
@@ -76,4 +84,25 @@ impl PreHook for IntentGate {
         }
         Ok(Decision::Allow)
     }
+}
+
+/// The intents file does not load, in words for the model: the file, where, what, and who fixes it.
+pub fn broken_intents_file(intents: &IntentsSnapshot) -> Option<String> {
+    let error = intents.error.as_deref()?;
+    let error = error
+        .strip_suffix(" The last good version stays in use.")
+        .unwrap_or(error)
+        .trim_end_matches('.');
+    let line = error
+        .split("line ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .filter(|n| !n.is_empty());
+    let fix = match line {
+        Some(n) => format!("ask the user to fix line {n} of {INTENTS_FILE}"),
+        None => format!("ask the user to fix {INTENTS_FILE}"),
+    };
+    Some(format!(
+        "The intents file is broken ({error}); {fix}. Do not create or edit intents yourself."
+    ))
 }

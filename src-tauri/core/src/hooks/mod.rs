@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use gate::IntentGate;
+pub use gate::{broken_intents_file, IntentGate};
 pub use post::{
     CommandOutcome, Consequence, IntentMapHook, IntentStatusHook, LessonHook, PostContext,
     PostEffect, PostHook, TraceHook,

@@ -59,11 +59,14 @@ You can read and explain code. If the user wants changes, tell them to create an
             )
         })
         .collect();
-    let list = if available.is_empty() {
+    let mut list = if available.is_empty() {
         "No intent is open right now.".to_string()
     } else {
         format!("Open intents:\n{}", available.join("\n"))
     };
+    if let Some(problem) = crate::hooks::broken_intents_file(cx.intents) {
+        list = format!("{problem}\n\n{list}");
+    }
     Some(format!(
         "You cannot write code or run commands before you call select_active_intent with the id of the intent the user's request belongs to. \
 After you receive <intent_context>, work only inside its owned scope and respect its constraints. \
