@@ -12,6 +12,15 @@ fn main() {
     // WebKitWebDriver starts the app with `--automation` (the window tests); it is the window's.
     let cli = Cli::parse_from(std::env::args_os().filter(|a| a != "--automation"));
     if let Some(command) = cli.command {
+        let data = mandate_core::settings::AppDirs::from_env().data;
+        // Logging is a help, never a reason not to run: a failure is said once.
+        let _logs = match mandate_core::logging::init(&data, cli.log_level.as_deref()) {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                eprintln!("mandate: {e}; continuing without a log file");
+                None
+            }
+        };
         std::process::exit(run_command(command, cli.workspace));
     }
     let root = workspace_dir(cli.workspace);
@@ -24,9 +33,12 @@ fn main() {
     }
     let window = window_binary();
     // exec keeps the process (and its pid): whoever started `mandate` now holds the window.
-    let error = std::process::Command::new(&window)
-        .arg("--workspace")
-        .arg(&root)
+    let mut command = std::process::Command::new(&window);
+    command.arg("--workspace").arg(&root);
+    if let Some(level) = &cli.log_level {
+        command.arg("--log-level").arg(level);
+    }
+    let error = command
         .args(std::env::args_os().skip(1).filter(|a| a == "--automation"))
         .exec();
     eprintln!(

@@ -13,21 +13,34 @@ use mandate_core::settings::AppDirs;
 use tauri::{Manager, WebviewUrl, WebviewWindowBuilder};
 
 fn main() {
-    if let Err(e) = run(workspace_arg()) {
+    let _logs = match mandate_core::logging::init(
+        &AppDirs::from_env().data,
+        arg_value("--log-level").as_deref(),
+    ) {
+        Ok(guard) => Some(guard),
+        Err(e) => {
+            eprintln!("mandate: {e}; continuing without a log file");
+            None
+        }
+    };
+    if let Err(e) = run(arg_value("--workspace").map(PathBuf::from)) {
         eprintln!("mandate: {e:#}");
         std::process::exit(1);
     }
 }
 
-/// `--workspace DIR`; anything else (WebKitWebDriver adds `--automation`) is not ours.
-fn workspace_arg() -> Option<PathBuf> {
+/// `--workspace DIR` or `--log-level LEVEL`; anything else (WebKitWebDriver adds
+/// `--automation`) is not ours.
+fn arg_value(name: &str) -> Option<String> {
+    // Not `env::args()`: it panics on a path that is not UTF-8.
     let mut args = std::env::args_os().skip(1);
+    let prefixed = format!("{name}=");
     while let Some(arg) = args.next() {
-        if arg == "--workspace" {
-            return args.next().map(PathBuf::from);
+        if arg == name {
+            return args.next().and_then(|v| v.into_string().ok());
         }
-        if let Some(value) = arg.to_str().and_then(|a| a.strip_prefix("--workspace=")) {
-            return Some(PathBuf::from(value));
+        if let Some(value) = arg.to_str().and_then(|a| a.strip_prefix(&prefixed)) {
+            return Some(value.to_string());
         }
     }
     None

@@ -91,6 +91,22 @@ async fn a_full_governed_task_over_openai() {
         out.stderr
     );
 
+    // The log names each call, its intent and the hooks' decision; never the key or a file's text.
+    let logs: String = std::fs::read_dir(dirs.data().join("logs"))
+        .expect("a log directory in the data directory")
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.contains("tool_call{tool=write_to_file")
+            && logs.contains("intent=INT-001")
+            && logs.contains("hooks: deny")
+            && logs.contains("tool call finished"),
+        "{logs}"
+    );
+    assert!(!logs.contains("sk-test-secret-4242"), "the key is in the log");
+    assert!(!logs.contains("\"hello\""), "file contents are in the log");
+
     // The file in scope changed, the one outside did not.
     assert_eq!(
         std::fs::read_to_string(ws.path().join("src/greet/mod.rs")).expect("read"),

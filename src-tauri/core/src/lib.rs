@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod host;
 pub mod journal;
 pub mod llm;
+pub mod logging;
 pub mod markdown;
 pub mod mutation;
 pub mod orchestration;

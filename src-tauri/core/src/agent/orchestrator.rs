@@ -4,10 +4,10 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{approval, AgentEnv, TaskHandle};
+use super::{approval, AgentEnv, Governance, TaskHandle};
 use crate::hooks::{Action, Decision, Denial, DenialCode, HookContext};
 use crate::llm::ToolCall;
-use crate::protocol::{Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
+use crate::protocol::{ApprovalPolicy, Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
 use crate::tools::{RunCx, ToolCx, ToolError, ToolOutput};
 
 /// What goes back to the model, and whether the task is finished.
@@ -19,16 +19,39 @@ pub struct CallResult {
     pub completed: Option<String>,
 }
 
-/// Runs one tool call through governance.
+/// Runs one tool call through governance, in its own log span.
 pub async fn dispatch(
     env: &AgentEnv,
     task: &TaskHandle,
     call: &ToolCall,
     cancel: &CancellationToken,
 ) -> CallResult {
-    let tool = env.tool(&call.name);
-    let mut card = Card::new(env, task, call, tool.map(|t| t.kind()));
-    let Some(tool) = tool else {
+    use tracing::Instrument;
+    let intent = task.governance().selected_intent.unwrap_or_default();
+    let span = tracing::info_span!("tool_call", tool = %call.name, call = %call.id, %intent);
+    let started = std::time::Instant::now();
+    let result = run_call(env, task, call, cancel)
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| {
+        tracing::info!(
+            ok = !result.is_error,
+            ms = started.elapsed().as_millis() as u64,
+            "tool call finished"
+        )
+    });
+    result
+}
+
+async fn run_call(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    call: &ToolCall,
+    cancel: &CancellationToken,
+) -> CallResult {
+    let position = env.tools.iter().position(|t| t.name() == call.name);
+    let mut card = Card::new(env, task, call, position.map(|n| env.tools[n].kind()));
+    let Some(position) = position else {
         let names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
         return card.deny(Denial::new(
             DenialCode::InvalidArguments,
@@ -43,19 +66,49 @@ pub async fn dispatch(
         Ok(args) => args,
         Err(denial) => return card.deny(denial),
     };
-    let intents = env.gov.intents.snapshot();
     let governance = task.governance();
-    let cx = ToolCx {
-        workspace: &env.gov.workspace,
-        intents: &intents,
-        task: &governance,
+    let checked = {
+        let (tools, gov, governance, policy) = (
+            env.tools.clone(),
+            env.gov.clone(),
+            governance.clone(),
+            env.approval,
+        );
+        // Planning reads files and the hooks may reload theirs: off the async workers.
+        tokio::task::spawn_blocking(move || {
+            let tool = &tools[position];
+            let intents = gov.intents.snapshot();
+            let cx = ToolCx {
+                workspace: &gov.workspace,
+                intents: &intents,
+                task: &governance,
+            };
+            let planned = tool.plan(args, &cx)?;
+            let decision = pre_hooks(
+                &gov,
+                policy,
+                &governance,
+                &intents,
+                tool.kind(),
+                &planned.action,
+            );
+            Ok((planned, decision, intents))
+        })
+        .await
+        .unwrap_or_else(|e| Err(ToolError::Failed(format!("planning the call failed: {e}"))))
     };
-    let mut planned = match tool.plan(args, &cx) {
-        Ok(p) => p,
+    let (mut planned, decision, intents) = match checked {
+        Ok(checked) => checked,
         Err(e) => return card.fail(e),
     };
+    let tool = &env.tools[position];
     card.started(&planned.target);
-    let approval = match pre_hooks(env, &governance, &intents, tool.kind(), &planned.action) {
+    match &decision {
+        Decision::Allow => tracing::info!("hooks: allow"),
+        Decision::Deny(d) => tracing::info!(code = %d.code_str(), "hooks: deny"),
+        Decision::Ask(_) => tracing::info!("hooks: ask"),
+    }
+    let approval = match decision {
         Decision::Allow => approval::by_policy(),
         Decision::Deny(denial) => return card.deny(denial),
         Decision::Ask(reason) => {
@@ -87,7 +140,7 @@ pub async fn dispatch(
     };
     match tool.run(planned, &run).await {
         Ok(output) => {
-            post_hooks(env, &output);
+            post_hooks(env, &output).await;
             card.succeed(output)
         }
         Err(e) => card.fail(e),
@@ -108,19 +161,20 @@ fn parse_arguments(call: &ToolCall) -> Result<Value, Denial> {
 
 /// The pre-hooks, with the files they depend on loaded; a file that cannot be loaded denies.
 fn pre_hooks(
-    env: &AgentEnv,
+    gov: &Governance,
+    approval: ApprovalPolicy,
     governance: &crate::hooks::TaskGovernance,
     intents: &crate::orchestration::intents::IntentsSnapshot,
     kind: ToolKind,
     action: &Action,
 ) -> Decision {
     let hook_failure = |m: String| Decision::Deny(Denial::new(DenialCode::HookFailure, m));
-    let policy = match (env.gov.policy(), action) {
+    let policy = match (gov.policy(), action) {
         (Ok(p), _) => p,
         (Err(e), Action::Command(_)) => return hook_failure(e),
         (Err(_), _) => std::sync::Arc::new(crate::hooks::command_policy::CommandPolicy::builtin()),
     };
-    let ignore = match (env.gov.ignore(), action) {
+    let ignore = match (gov.ignore(), action) {
         (Ok(i), _) => i,
         (Err(e), Action::Write(_)) => {
             return hook_failure(format!("{e}; writes are refused until it parses"))
@@ -128,25 +182,29 @@ fn pre_hooks(
         (Err(_), _) => std::sync::Arc::new(crate::hooks::ignore_list::IntentIgnore::empty()),
     };
     let cx = HookContext {
-        workspace: &env.gov.workspace,
+        workspace: &gov.workspace,
         intents,
         task: governance,
-        approval: env.approval,
+        approval,
         policy: &policy,
         ignore: &ignore,
     };
-    env.gov.hooks.pre(&cx, kind, action)
+    gov.hooks.pre(&cx, kind, action)
 }
 
 /// The post-hooks: what they changed goes to the window, what failed becomes a notice.
-fn post_hooks(env: &AgentEnv, output: &ToolOutput) {
+async fn post_hooks(env: &AgentEnv, output: &ToolOutput) {
     if output.consequences.is_empty() {
         return;
     }
-    let report = env
-        .gov
-        .hooks
-        .post(&env.gov.post_context(), &output.consequences);
+    let (gov, consequences) = (env.gov.clone(), output.consequences.clone());
+    let report =
+        tokio::task::spawn_blocking(move || gov.hooks.post(&gov.post_context(), &consequences))
+            .await
+            .unwrap_or_else(|e| crate::hooks::PostReport {
+                intents_changed: false,
+                problems: vec![format!("the post-hooks failed: {e}")],
+            });
     if report.intents_changed {
         env.sink.emit(Event::IntentsChanged {
             intents: env.gov.intents.snapshot().view(),

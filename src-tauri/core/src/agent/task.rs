@@ -123,10 +123,16 @@ impl TaskHandle {
         r
     }
 
-    /// Saves the record; a failure is reported, never fatal to the task.
-    pub fn checkpoint(&self, sink: &dyn EventSink) {
+    /// Saves the record (off the async workers: it fsyncs); a failure is reported, never fatal
+    /// to the task.
+    pub async fn checkpoint(&self, sink: &dyn EventSink) {
         let record = self.lock().clone();
-        if let Err(e) = self.store.save(&record) {
+        let store = self.store.clone();
+        let saved =
+            tokio::task::spawn_blocking(move || store.save(&record).map_err(|e| e.to_string()))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(e) = saved {
             sink.emit(Event::Notice {
                 level: NoticeLevel::Error,
                 message: format!(

@@ -33,6 +33,30 @@ pub async fn run_task(
     task: Arc<TaskHandle>,
     user_text: Option<String>,
 ) -> TaskEnd {
+    use tracing::Instrument;
+    let span = tracing::info_span!("task", id = %task.id, model = %env.provider.model_id());
+    let end = run_task_inner(env, task, user_text)
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| tracing::info!(end = ?end_kind(&end), "task run ended"));
+    end
+}
+
+fn end_kind(end: &TaskEnd) -> &'static str {
+    match end {
+        TaskEnd::Completed(_) => "completed",
+        TaskEnd::Idle => "idle",
+        TaskEnd::Failed(_) => "failed",
+        TaskEnd::Cancelled => "cancelled",
+        TaskEnd::AlreadyRunning => "already running",
+    }
+}
+
+async fn run_task_inner(
+    env: Arc<AgentEnv>,
+    task: Arc<TaskHandle>,
+    user_text: Option<String>,
+) -> TaskEnd {
     let Some(cancel) = task.begin_run() else {
         return TaskEnd::AlreadyRunning;
     };
@@ -56,7 +80,7 @@ pub async fn run_task(
     task.mark_running(env.provider.model_id());
     task.emit_summary(env.sink.as_ref());
     say_what_is_broken(&env);
-    task.checkpoint(env.sink.as_ref());
+    task.checkpoint(env.sink.as_ref()).await;
 
     let end = turn_loop(&env, &task, &cancel).await;
 
@@ -67,7 +91,7 @@ pub async fn run_task(
         TaskEnd::Cancelled => (TaskStatus::Cancelled, None),
     };
     task.set_outcome(status, error);
-    task.checkpoint(env.sink.as_ref());
+    task.checkpoint(env.sink.as_ref()).await;
     task.emit_summary(env.sink.as_ref());
     task.end_run();
     let gov = env.gov.clone();
@@ -106,31 +130,76 @@ fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
     );
 }
 
-fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
+/// What the prompt reads from disk: the intents, the active intent's history, rules, lessons.
+struct PromptInputs {
+    intents: crate::orchestration::intents::IntentsSnapshot,
+    history: Vec<crate::protocol::TraceChange>,
+    rules: Vec<(String, String)>,
+    lessons: Option<String>,
+}
+
+impl PromptInputs {
+    /// Reads everything (blocking); a ledger that cannot be read costs only the history.
+    fn load(gov: &super::Governance, selected: Option<&str>) -> (Self, Option<String>) {
+        let intents = gov.intents.snapshot();
+        let (history, problem) = match selected.and_then(|id| intents.doc.get(id)) {
+            Some(i) => match crate::orchestration::trace::intent_changes(gov.root(), &i.id) {
+                Ok(h) => (h, None),
+                Err(e) => (
+                    Vec::new(),
+                    Some(format!(
+                        "The trace ledger could not be read for the intent's history: {e}"
+                    )),
+                ),
+            },
+            None => (Vec::new(), None),
+        };
+        let inputs = Self {
+            rules: prompt::load_rules(gov.root()),
+            lessons: crate::orchestration::lessons::read_recent(gov.root(), 6_000),
+            intents,
+            history,
+        };
+        (inputs, problem)
+    }
+}
+
+async fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
     let record = task.record();
-    let intents = env.gov.intents.snapshot();
+    let gov = env.gov.clone();
+    let selected = record.governance.selected_intent.clone();
+    let (inputs, problem) =
+        match tokio::task::spawn_blocking(move || PromptInputs::load(&gov, selected.as_deref()))
+            .await
+        {
+            Ok(loaded) => loaded,
+            Err(e) => (
+                PromptInputs {
+                    intents: env.gov.intents.snapshot(),
+                    history: Vec::new(),
+                    rules: Vec::new(),
+                    lessons: None,
+                },
+                Some(format!("Reading the workspace for the prompt failed: {e}")),
+            ),
+        };
+    if let Some(problem) = problem {
+        env.notice(problem);
+    }
     let active = record
         .governance
         .selected_intent
         .as_deref()
-        .and_then(|id| intents.doc.get(id));
-    let history = match active {
-        Some(i) => {
-            crate::orchestration::trace::intent_changes(env.gov.root(), &i.id).unwrap_or_default()
-        }
-        None => Vec::new(),
-    };
-    let rules = prompt::load_rules(env.gov.root());
-    let lessons = crate::orchestration::lessons::read_recent(env.gov.root(), 6_000);
+        .and_then(|id| inputs.intents.doc.get(id));
     let tool_names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
     let date = now_rfc3339();
     let system = prompt::build(&PromptContext {
         root: env.gov.root(),
-        intents: &intents,
+        intents: &inputs.intents,
         active_intent: active,
-        recent_history: &history,
-        rules: &rules,
-        lessons: lessons.as_deref(),
+        recent_history: &inputs.history,
+        rules: &inputs.rules,
+        lessons: inputs.lessons.as_deref(),
         os: std::env::consts::OS,
         shell: "sh",
         date: &date[..10.min(date.len())],
@@ -182,7 +251,7 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
         for (i, call) in calls.iter().enumerate() {
             if cancel.is_cancelled() {
                 skip_calls(task, &calls[i..], "the user stopped the task");
-                task.checkpoint(env.sink.as_ref());
+                task.checkpoint(env.sink.as_ref()).await;
                 return TaskEnd::Cancelled;
             }
             let result = dispatch(env, task, call, cancel).await;
@@ -192,7 +261,7 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
                 content: result.content.clone(),
                 is_error: result.is_error,
             });
-            task.checkpoint(env.sink.as_ref());
+            task.checkpoint(env.sink.as_ref()).await;
             if let Some(done) = result.completed {
                 skip_calls(task, &calls[i + 1..], "the task was completed first");
                 return TaskEnd::Completed(done);
@@ -207,7 +276,7 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
             mistakes = if result.is_error { mistakes + 1 } else { 0 };
             if cancel.is_cancelled() {
                 skip_calls(task, &calls[i + 1..], "the user stopped the task");
-                task.checkpoint(env.sink.as_ref());
+                task.checkpoint(env.sink.as_ref()).await;
                 return TaskEnd::Cancelled;
             }
         }
@@ -284,7 +353,7 @@ async fn model_turn(
     task: &TaskHandle,
     cancel: &CancellationToken,
 ) -> Result<crate::llm::AssistantTurn, TaskEnd> {
-    let request = build_request(env, task);
+    let request = build_request(env, task).await;
     let message_id = uuid::Uuid::new_v4().to_string();
     env.sink.emit(Event::MessageAdded {
         task_id: task.id.clone(),
@@ -333,7 +402,7 @@ async fn model_turn(
             });
             task.push_turn(&turn, shown);
             task.emit_summary(env.sink.as_ref());
-            task.checkpoint(env.sink.as_ref());
+            task.checkpoint(env.sink.as_ref()).await;
             Ok(turn)
         }
         Err(error) => {
@@ -353,12 +422,12 @@ async fn model_turn(
             }
             if error == LlmError::Cancelled {
                 add_error(env, task, "Stopped. The partial answer above was not kept; send a message or retry to go on.".into());
-                task.checkpoint(env.sink.as_ref());
+                task.checkpoint(env.sink.as_ref()).await;
                 return Err(TaskEnd::Cancelled);
             }
             let message = error.to_string();
             add_error(env, task, message.clone());
-            task.checkpoint(env.sink.as_ref());
+            task.checkpoint(env.sink.as_ref()).await;
             Err(TaskEnd::Failed(message))
         }
     }

@@ -22,6 +22,16 @@ pub struct Cli {
     /// Workspace to open in the window (default: $WORKSPACE or the current directory).
     #[arg(long, global = true)]
     pub workspace: Option<PathBuf>,
+    /// How much to log (error, warn, info, debug, trace, or a filter such as
+    /// mandate_core=debug); logs go to the data directory's `logs/` (default: $MANDATE_LOG or info).
+    #[arg(long, global = true, value_parser = parse_log_level)]
+    pub log_level: Option<String>,
+}
+
+fn parse_log_level(level: &str) -> Result<String, String> {
+    crate::logging::check_level(level)
+        .map(|()| level.to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]

@@ -226,7 +226,7 @@ impl Host {
         }
     }
 
-    pub(super) fn select_intent(
+    pub(super) async fn select_intent(
         &self,
         task_id: &str,
         intent_id: Option<String>,
@@ -245,7 +245,7 @@ impl Host {
             }
             None => task.clear_intent(),
         }
-        task.checkpoint(self.sink.as_ref());
+        task.checkpoint(self.sink.as_ref()).await;
         self.sink.emit(Event::TaskUpdated {
             task: task.summary(),
         });

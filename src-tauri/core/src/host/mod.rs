@@ -248,7 +248,7 @@ impl Host {
                 Ok(Reply::Ok)
             }
             Request::SelectIntent { task_id, intent_id } => {
-                self.select_intent(&task_id, intent_id)?;
+                self.select_intent(&task_id, intent_id).await?;
                 Ok(Reply::Ok)
             }
             other => self.handle_intents_and_trace(other).await,

@@ -163,11 +163,15 @@ fn write_locked(
     }
     let new_hash = sha256_hex(&w.new);
     let (record, ranges, computed) = prepare_record(root, &w, current_hash.as_deref(), &new_hash);
-    // Undo and recovery read these; a failure costs only the ability to undo this change.
-    if let Some(before) = &current {
-        let _ = checkpoints.put_hashed(current_hash.as_deref().unwrap_or_default(), before);
+    // Undo reads these; a failure costs only the ability to undo this change (said in the log).
+    let stored = match (&current, current_hash.as_deref()) {
+        (Some(before), Some(hash)) => checkpoints.put_hashed(hash, before),
+        _ => Ok(()),
     }
-    let _ = checkpoints.put_hashed(&new_hash, &w.new);
+    .and_then(|()| checkpoints.put_hashed(&new_hash, &w.new));
+    if let Err(e) = stored {
+        tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
+    }
 
     let record_id = record["id"].as_str().unwrap_or_default().to_string();
     let file_name = w
@@ -202,7 +206,7 @@ fn write_locked(
             .open(&temp)?;
         // Keep the permissions of the file being replaced.
         if let Ok(meta) = fs::metadata(&w.path.abs) {
-            let _ = file.set_permissions(meta.permissions());
+            file.set_permissions(meta.permissions())?;
         }
         file.write_all(&w.new)?;
         file.sync_all()?;

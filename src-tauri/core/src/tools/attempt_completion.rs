@@ -46,7 +46,7 @@ impl AgentTool for AttemptCompletion {
         result: String,
         cx: &RunCx<'_>,
     ) -> Result<ToolOutput, ToolError> {
-        let note = complete_intent(cx, &result);
+        let note = complete_intent(cx, &result).await;
         cx.task.post(
             cx.events,
             UiMessage::Assistant {
@@ -66,7 +66,7 @@ impl AgentTool for AttemptCompletion {
 }
 
 /// DONE only when every acceptance criterion is reported in the completion.
-fn complete_intent(cx: &RunCx<'_>, result: &str) -> String {
+async fn complete_intent(cx: &RunCx<'_>, result: &str) -> String {
     let Some(id) = cx.task.governance().selected_intent else {
         return String::new();
     };
@@ -103,7 +103,15 @@ fn complete_intent(cx: &RunCx<'_>, result: &str) -> String {
             missing.join("; ")
         );
     }
-    match cx.gov.intents.set_status(&id, IntentStatus::Done) {
+    let (intents, done_id) = (cx.gov.clone(), id.clone());
+    let marked = super::blocking("updating the intents file", move || {
+        intents
+            .intents
+            .set_status(&done_id, IntentStatus::Done)
+            .map_err(|e| ToolError::Failed(e.to_string()))
+    })
+    .await;
+    match marked {
         Ok(snap) => {
             cx.events.emit(Event::IntentsChanged {
                 intents: snap.view(),

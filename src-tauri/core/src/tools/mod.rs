@@ -55,7 +55,7 @@ impl ToolCx<'_> {
 
 /// What a tool may use while it runs.
 pub struct RunCx<'a> {
-    pub gov: &'a Governance,
+    pub gov: &'a std::sync::Arc<Governance>,
     pub task: &'a TaskHandle,
     pub events: &'a dyn EventSink,
     pub interaction: &'a dyn Interaction,

@@ -51,7 +51,10 @@ impl AgentTool for SelectActiveIntent {
                 .map_err(|e| ToolError::Failed(format!("cannot read the trace ledger: {e}")))
         })
         .await
-        .unwrap_or_default();
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "intent history unavailable");
+            Vec::new()
+        });
         Ok(ToolOutput::text(
             format!("selected {id}"),
             intent_context(&intent, &history),
