@@ -104,7 +104,10 @@ async fn a_full_governed_task_over_openai() {
             && logs.contains("tool call finished"),
         "{logs}"
     );
-    assert!(!logs.contains("sk-test-secret-4242"), "the key is in the log");
+    assert!(
+        !logs.contains("sk-test-secret-4242"),
+        "the key is in the log"
+    );
     assert!(!logs.contains("\"hello\""), "file contents are in the log");
 
     // The file in scope changed, the one outside did not.

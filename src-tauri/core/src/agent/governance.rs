@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::checkpoint::CheckpointStore;
 use crate::hooks::command_policy::{CommandPolicy, PolicyError};
-use crate::hooks::ignore_list::{IntentIgnore, INTENTIGNORE_FILE};
+use crate::hooks::ignore_list::{IgnoreError, IntentIgnore, INTENTIGNORE_FILE};
 use crate::hooks::HookEngine;
 use crate::journal::{Journal, Recovered};
 use crate::orchestration::intent_map;
@@ -17,11 +17,20 @@ use crate::orchestration::intents::IntentStore;
 use crate::orchestration::ledger::Ledger;
 use crate::workspace::Workspace;
 
+/// Why a file the hooks depend on cannot be used now.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GovernanceError {
+    #[error("{0}. Commands are refused until the policy loads.")]
+    Policy(Arc<PolicyError>),
+    #[error(transparent)]
+    Ignore(#[from] IgnoreError),
+}
+
 /// A file-backed value, reloaded when the file's size or modification time changes.
 /// `None` until first loaded; then the last load's outcome.
 struct Reloading<T> {
     stamp: Option<(u64, Option<SystemTime>)>,
-    loaded: Option<Result<Arc<T>, String>>,
+    loaded: Option<Result<Arc<T>, GovernanceError>>,
 }
 
 impl<T> Reloading<T> {
@@ -36,18 +45,19 @@ impl<T> Reloading<T> {
 fn current<T>(
     cell: &Mutex<Reloading<T>>,
     path: &Path,
-    load: impl FnOnce() -> Result<T, String>,
-) -> Result<Arc<T>, String> {
+    load: impl FnOnce() -> Result<T, GovernanceError>,
+) -> Result<Arc<T>, GovernanceError> {
     let mut state = cell.lock().unwrap_or_else(|p| p.into_inner());
     let now = stamp(path);
-    if state.loaded.is_none() || now != state.stamp {
-        state.stamp = now;
-        state.loaded = Some(load().map(Arc::new));
+    match &state.loaded {
+        Some(loaded) if now == state.stamp => loaded.clone(),
+        _ => {
+            let loaded = load().map(Arc::new);
+            state.stamp = now;
+            state.loaded = Some(loaded.clone());
+            loaded
+        }
     }
-    state
-        .loaded
-        .clone()
-        .unwrap_or_else(|| Err("not loaded".into()))
 }
 
 pub struct Governance {
@@ -106,20 +116,20 @@ impl Governance {
 
     /// The command policy now. A policy file that fails to load (bad YAML, a failing example)
     /// is an error: commands are then refused rather than judged by rules nobody wrote.
-    pub fn policy(&self) -> Result<Arc<CommandPolicy>, String> {
+    pub fn policy(&self) -> Result<Arc<CommandPolicy>, GovernanceError> {
         let path = self
             .root()
             .join(".orchestration")
             .join(CommandPolicy::FILE_NAME);
         current(&self.policy, &path, || {
-            CommandPolicy::load(self.root()).map_err(|e| policy_error(&e))
+            CommandPolicy::load(self.root()).map_err(|e| GovernanceError::Policy(Arc::new(e)))
         })
     }
 
     /// The `.intentignore` list now; an unreadable list is an error (writes are then refused).
-    pub fn ignore(&self) -> Result<Arc<IntentIgnore>, String> {
+    pub fn ignore(&self) -> Result<Arc<IntentIgnore>, GovernanceError> {
         current(&self.ignore, &self.root().join(INTENTIGNORE_FILE), || {
-            IntentIgnore::load(self.root())
+            Ok(IntentIgnore::load(self.root())?)
         })
     }
 
@@ -131,8 +141,4 @@ impl Governance {
         let snapshot = self.intents.snapshot();
         intent_map::regenerate(self.root(), &snapshot.doc)
     }
-}
-
-fn policy_error(e: &PolicyError) -> String {
-    format!("{e}. Commands are refused until the policy loads.")
 }

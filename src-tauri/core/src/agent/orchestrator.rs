@@ -171,7 +171,7 @@ fn pre_hooks(
     let hook_failure = |m: String| Decision::Deny(Denial::new(DenialCode::HookFailure, m));
     let policy = match (gov.policy(), action) {
         (Ok(p), _) => p,
-        (Err(e), Action::Command(_)) => return hook_failure(e),
+        (Err(e), Action::Command(_)) => return hook_failure(e.to_string()),
         (Err(_), _) => std::sync::Arc::new(crate::hooks::command_policy::CommandPolicy::builtin()),
     };
     let ignore = match (gov.ignore(), action) {

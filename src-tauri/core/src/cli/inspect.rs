@@ -77,7 +77,7 @@ pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
                 problems.push(e.to_string());
             }
             if let Err(e) = crate::hooks::ignore_list::IntentIgnore::load(root) {
-                problems.push(e);
+                problems.push(e.to_string());
             }
             if json {
                 print_json(

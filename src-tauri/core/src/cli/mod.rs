@@ -28,10 +28,8 @@ pub struct Cli {
     pub log_level: Option<String>,
 }
 
-fn parse_log_level(level: &str) -> Result<String, String> {
-    crate::logging::check_level(level)
-        .map(|()| level.to_string())
-        .map_err(|e| e.to_string())
+fn parse_log_level(level: &str) -> Result<String, crate::logging::LogError> {
+    crate::logging::check_level(level).map(|()| level.to_string())
 }
 
 #[derive(Debug, Subcommand)]

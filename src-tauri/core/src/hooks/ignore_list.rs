@@ -6,6 +6,17 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 pub const INTENTIGNORE_FILE: &str = ".intentignore";
 
+/// Why `.intentignore` cannot be used (writes are then refused).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IgnoreError {
+    #[error("cannot read {INTENTIGNORE_FILE}: {0}")]
+    Read(String),
+    #[error("{INTENTIGNORE_FILE} line {line}: {message}")]
+    Line { line: usize, message: String },
+    #[error("{INTENTIGNORE_FILE}: {0}")]
+    Build(String),
+}
+
 #[derive(Debug, Clone)]
 pub struct IntentIgnore {
     matcher: Option<Gitignore>,
@@ -17,26 +28,28 @@ impl IntentIgnore {
     }
 
     /// Loads the file; a line that does not parse is an error naming it (the caller fails closed).
-    pub fn load(root: &Path) -> Result<Self, String> {
-        let path = root.join(INTENTIGNORE_FILE);
-        if !path.exists() {
-            return Ok(Self::empty());
-        }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {INTENTIGNORE_FILE}: {e}"))?;
+    pub fn load(root: &Path) -> Result<Self, IgnoreError> {
+        let text = match std::fs::read_to_string(root.join(INTENTIGNORE_FILE)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::empty()),
+            Err(e) => return Err(IgnoreError::Read(e.to_string())),
+        };
         Self::parse(root, &text)
     }
 
-    pub fn parse(root: &Path, text: &str) -> Result<Self, String> {
+    pub fn parse(root: &Path, text: &str) -> Result<Self, IgnoreError> {
         let mut builder = GitignoreBuilder::new(root);
         for (n, line) in text.lines().enumerate() {
             builder
                 .add_line(None, line)
-                .map_err(|e| format!("{INTENTIGNORE_FILE} line {}: {e}", n + 1))?;
+                .map_err(|e| IgnoreError::Line {
+                    line: n + 1,
+                    message: e.to_string(),
+                })?;
         }
         let matcher = builder
             .build()
-            .map_err(|e| format!("{INTENTIGNORE_FILE}: {e}"))?;
+            .map_err(|e| IgnoreError::Build(e.to_string()))?;
         Ok(Self {
             matcher: Some(matcher),
         })

@@ -1,11 +1,11 @@
 //! Host requests about intents, the trace ledger and links.
 
-use std::sync::Arc;
-
 use super::{err, Host};
-use crate::orchestration::intents::{compile_glob, intent_from_draft, IntentError};
+use crate::orchestration::intents::{compile_glob, intent_from_draft, IntentError, IntentsDoc};
 use crate::orchestration::trace;
-use crate::protocol::{CommandCheck, Event, GlobPreview, IpcError, IpcErrorCode, Reply, Request};
+use crate::protocol::{
+    CommandCheck, Event, GlobPreview, IntentDraft, IntentStatus, IpcError, IpcErrorCode, Reply,
+};
 
 fn intent_error(e: IntentError) -> IpcError {
     let code = match e {
@@ -18,212 +18,241 @@ fn intent_error(e: IntentError) -> IpcError {
 }
 
 impl Host {
-    pub(super) async fn handle_intents_and_trace(
-        self: &Arc<Self>,
-        request: Request,
+    /// Runs blocking work (the intents file, the ledger) off the async workers.
+    async fn blocking<T: Send + 'static>(
+        f: impl FnOnce() -> Result<T, IpcError> + Send + 'static,
+    ) -> Result<T, IpcError> {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+    }
+
+    /// Changes the intents file; the window hears of the new intents.
+    async fn change_intents(
+        &self,
+        change: impl FnOnce(&mut IntentsDoc) -> Result<(), IntentError> + Send + 'static,
     ) -> Result<Reply, IpcError> {
         let gov = self.gov.clone();
-        let root = gov.root().to_path_buf();
-        let blocking = |f: Box<dyn FnOnce() -> Result<Reply, IpcError> + Send>| async move {
-            tokio::task::spawn_blocking(f)
-                .await
-                .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-        };
-        let changed = |snapshot: crate::orchestration::intents::IntentsSnapshot| {
-            let view = snapshot.view();
-            self.sink.emit(Event::IntentsChanged {
-                intents: view.clone(),
-            });
-            Ok(Reply::Intents { intents: view })
-        };
-        match request {
-            Request::ListIntents => Ok(Reply::Intents {
+        let snapshot =
+            Self::blocking(move || gov.intents.update(change).map_err(intent_error)).await?;
+        let view = snapshot.view();
+        self.sink.emit(Event::IntentsChanged {
+            intents: view.clone(),
+        });
+        Ok(Reply::Intents { intents: view })
+    }
+
+    pub(super) async fn list_intents(&self) -> Result<Reply, IpcError> {
+        let gov = self.gov.clone();
+        Self::blocking(move || {
+            Ok(Reply::Intents {
                 intents: gov.intents.snapshot().view(),
-            }),
-            Request::SaveIntent {
-                original_id,
-                intent,
-            } => {
-                let snapshot = gov
-                    .intents
-                    .update(move |doc| {
-                        let new_id = intent.id.trim().to_string();
-                        let position = match &original_id {
-                            Some(orig) => Some(
-                                doc.intents
-                                    .iter()
-                                    .position(|i| &i.id == orig)
-                                    .ok_or_else(|| IntentError::NotFound(orig.clone()))?,
-                            ),
-                            None => None,
-                        };
-                        if doc
-                            .intents
-                            .iter()
-                            .enumerate()
-                            .any(|(n, i)| i.id == new_id && Some(n) != position)
-                        {
-                            return Err(IntentError::Rejected(format!(
-                                "an intent with id `{new_id}` already exists"
-                            )));
-                        }
-                        let extra = position
-                            .map(|p| doc.intents[p].extra.clone())
-                            .unwrap_or_default();
-                        let built = intent_from_draft(intent, extra)?;
-                        match position {
-                            Some(p) => doc.intents[p] = built,
-                            None => doc.intents.push(built),
-                        }
-                        Ok(())
-                    })
-                    .map_err(intent_error)?;
-                changed(snapshot)
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn save_intent(
+        &self,
+        original_id: Option<String>,
+        intent: IntentDraft,
+    ) -> Result<Reply, IpcError> {
+        self.change_intents(move |doc| {
+            let new_id = intent.id.trim().to_string();
+            let position = match &original_id {
+                Some(orig) => Some(
+                    doc.intents
+                        .iter()
+                        .position(|i| &i.id == orig)
+                        .ok_or_else(|| IntentError::NotFound(orig.clone()))?,
+                ),
+                None => None,
+            };
+            if doc
+                .intents
+                .iter()
+                .enumerate()
+                .any(|(n, i)| i.id == new_id && Some(n) != position)
+            {
+                return Err(IntentError::Rejected(format!(
+                    "an intent with id `{new_id}` already exists"
+                )));
             }
-            Request::DeleteIntent { id } => {
-                let snapshot = gov
-                    .intents
-                    .update(|doc| {
-                        let before = doc.intents.len();
-                        doc.intents.retain(|i| i.id != id);
-                        if doc.intents.len() == before {
-                            return Err(IntentError::NotFound(id.clone()));
-                        }
-                        Ok(())
-                    })
-                    .map_err(intent_error)?;
-                changed(snapshot)
+            let extra = position
+                .map(|p| doc.intents[p].extra.clone())
+                .unwrap_or_default();
+            let built = intent_from_draft(intent, extra)?;
+            match position {
+                Some(p) => doc.intents[p] = built,
+                None => doc.intents.push(built),
             }
-            Request::ReorderIntents { ids } => {
-                let snapshot = gov
-                    .intents
-                    .update(|doc| {
-                        let mut current: Vec<&str> = doc.intents.iter().map(|i| i.id.as_str()).collect();
-                        let mut wanted: Vec<&str> = ids.iter().map(String::as_str).collect();
-                        current.sort_unstable();
-                        wanted.sort_unstable();
-                        if current != wanted {
-                            return Err(IntentError::Rejected(
-                                "the new order must list every intent exactly once (the file changed meanwhile?)".into(),
-                            ));
-                        }
-                        let mut reordered = Vec::with_capacity(ids.len());
-                        for id in &ids {
-                            if let Some(p) = doc.intents.iter().position(|i| &i.id == id) {
-                                reordered.push(doc.intents.remove(p));
-                            }
-                        }
-                        doc.intents = reordered;
-                        Ok(())
-                    })
-                    .map_err(intent_error)?;
-                changed(snapshot)
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn delete_intent(&self, id: String) -> Result<Reply, IpcError> {
+        self.change_intents(move |doc| {
+            let before = doc.intents.len();
+            doc.intents.retain(|i| i.id != id);
+            if doc.intents.len() == before {
+                return Err(IntentError::NotFound(id));
             }
-            Request::SetIntentStatus { id, status } => {
-                let snapshot = gov.intents.set_status(&id, status).map_err(intent_error)?;
-                changed(snapshot)
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn reorder_intents(&self, ids: Vec<String>) -> Result<Reply, IpcError> {
+        self.change_intents(move |doc| {
+            let mut current: Vec<&str> = doc.intents.iter().map(|i| i.id.as_str()).collect();
+            let mut wanted: Vec<&str> = ids.iter().map(String::as_str).collect();
+            current.sort_unstable();
+            wanted.sort_unstable();
+            if current != wanted {
+                return Err(IntentError::Rejected(
+                    "the new order must list every intent exactly once (the file changed meanwhile?)".into(),
+                ));
             }
-            Request::PreviewScope { globs } => {
-                blocking(Box::new(move || preview_scope(&root, &globs))).await
+            let mut reordered = Vec::with_capacity(ids.len());
+            for id in &ids {
+                if let Some(p) = doc.intents.iter().position(|i| &i.id == id) {
+                    reordered.push(doc.intents.remove(p));
+                }
             }
-            Request::IntentTrace { intent_id } => {
-                blocking(Box::new(move || {
-                    trace::intent_changes(&root, &intent_id)
-                        .map(|changes| Reply::IntentTrace { changes })
-                        .map_err(|e| {
-                            err(
-                                IpcErrorCode::Io,
-                                format!("cannot read the trace ledger: {e}"),
-                            )
-                        })
-                }))
-                .await
-            }
-            Request::Blame { path } => {
-                let resolved = gov
-                    .workspace
-                    .resolve(&path)
-                    .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
-                blocking(Box::new(move || {
-                    trace::blame(&root, &resolved.rel)
-                        .map(|blame| Reply::Blame { blame })
-                        .map_err(|e| {
-                            err(
-                                IpcErrorCode::NotFound,
-                                format!("cannot blame {}: {e}", resolved.rel),
-                            )
-                        })
-                }))
-                .await
-            }
-            Request::VerifyTrace => {
-                blocking(Box::new(move || {
-                    trace::verify(&root)
-                        .map(|report| Reply::Verify { report })
-                        .map_err(|e| {
-                            err(
-                                IpcErrorCode::Io,
-                                format!("cannot read the trace ledger: {e}"),
-                            )
-                        })
-                }))
-                .await
-            }
-            Request::ChangeDiff { record_id, path } => {
-                blocking(Box::new(move || {
-                    trace::change_diff(&root, &record_id, &path)
-                        .map(|diff| Reply::Diff { diff })
-                        .map_err(|e| err(IpcErrorCode::Io, e.to_string()))
-                }))
-                .await
-            }
-            Request::CheckCommand { command } => {
-                let file = format!(
-                    ".orchestration/{}",
-                    crate::hooks::command_policy::CommandPolicy::FILE_NAME
-                );
-                let source = if root.join(&file).exists() {
-                    file
-                } else {
-                    "built-in".to_string()
-                };
-                let check = match gov.policy() {
-                    Err(error) => CommandCheck {
-                        source,
-                        error: Some(error),
-                        destructive: None,
-                        reasons: Vec::new(),
-                    },
-                    Ok(_) if command.trim().is_empty() => CommandCheck {
+            doc.intents = reordered;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn set_intent_status(
+        &self,
+        id: String,
+        status: IntentStatus,
+    ) -> Result<Reply, IpcError> {
+        self.change_intents(move |doc| {
+            let intent = doc
+                .intents
+                .iter_mut()
+                .find(|i| i.id == id)
+                .ok_or_else(|| IntentError::NotFound(id.clone()))?;
+            intent.status = status;
+            Ok(())
+        })
+        .await
+    }
+
+    pub(super) async fn preview_scope(&self, globs: Vec<String>) -> Result<Reply, IpcError> {
+        let root = self.gov.root().to_path_buf();
+        Self::blocking(move || preview_scope(&root, &globs)).await
+    }
+
+    pub(super) async fn intent_trace(&self, intent_id: String) -> Result<Reply, IpcError> {
+        let root = self.gov.root().to_path_buf();
+        Self::blocking(move || {
+            trace::intent_changes(&root, &intent_id)
+                .map(|changes| Reply::IntentTrace { changes })
+                .map_err(|e| {
+                    err(
+                        IpcErrorCode::Io,
+                        format!("cannot read the trace ledger: {e}"),
+                    )
+                })
+        })
+        .await
+    }
+
+    pub(super) async fn blame(&self, path: String) -> Result<Reply, IpcError> {
+        let resolved = self
+            .gov
+            .workspace
+            .resolve(&path)
+            .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
+        let root = self.gov.root().to_path_buf();
+        Self::blocking(move || {
+            trace::blame(&root, &resolved.rel)
+                .map(|blame| Reply::Blame { blame })
+                .map_err(|e| {
+                    err(
+                        IpcErrorCode::NotFound,
+                        format!("cannot blame {}: {e}", resolved.rel),
+                    )
+                })
+        })
+        .await
+    }
+
+    pub(super) async fn verify_trace(&self) -> Result<Reply, IpcError> {
+        let root = self.gov.root().to_path_buf();
+        Self::blocking(move || {
+            trace::verify(&root)
+                .map(|report| Reply::Verify { report })
+                .map_err(|e| {
+                    err(
+                        IpcErrorCode::Io,
+                        format!("cannot read the trace ledger: {e}"),
+                    )
+                })
+        })
+        .await
+    }
+
+    pub(super) async fn change_diff(
+        &self,
+        record_id: String,
+        path: String,
+    ) -> Result<Reply, IpcError> {
+        let root = self.gov.root().to_path_buf();
+        Self::blocking(move || {
+            trace::change_diff(&root, &record_id, &path)
+                .map(|diff| Reply::Diff { diff })
+                .map_err(|e| err(IpcErrorCode::Io, e.to_string()))
+        })
+        .await
+    }
+
+    pub(super) async fn check_command(&self, command: String) -> Result<Reply, IpcError> {
+        let gov = self.gov.clone();
+        Self::blocking(move || {
+            let file = format!(
+                ".orchestration/{}",
+                crate::hooks::command_policy::CommandPolicy::FILE_NAME
+            );
+            let source = if gov.root().join(&file).exists() {
+                file
+            } else {
+                "built-in".to_string()
+            };
+            let check = match gov.policy() {
+                Err(error) => CommandCheck {
+                    source,
+                    error: Some(error.to_string()),
+                    destructive: None,
+                    reasons: Vec::new(),
+                },
+                Ok(_) if command.trim().is_empty() => CommandCheck {
+                    source,
+                    error: None,
+                    destructive: None,
+                    reasons: Vec::new(),
+                },
+                Ok(policy) => {
+                    let verdict = policy.classify(&command);
+                    CommandCheck {
                         source,
                         error: None,
-                        destructive: None,
-                        reasons: Vec::new(),
-                    },
-                    Ok(policy) => {
-                        let verdict = policy.classify(&command);
-                        CommandCheck {
-                            source,
-                            error: None,
-                            destructive: Some(
-                                verdict.class
-                                    == crate::hooks::command_policy::CommandClass::Destructive,
-                            ),
-                            reasons: verdict.reasons,
-                        }
+                        destructive: Some(
+                            verdict.class
+                                == crate::hooks::command_policy::CommandClass::Destructive,
+                        ),
+                        reasons: verdict.reasons,
                     }
-                };
-                Ok(Reply::CommandCheck { check })
-            }
-            Request::OpenExternal { url } => {
-                open_external(&url)?;
-                Ok(Reply::Ok)
-            }
-            other => Err(err(
-                IpcErrorCode::Internal,
-                format!("request {other:?} reached the wrong handler"),
-            )),
-        }
+                }
+            };
+            Ok(Reply::CommandCheck { check })
+        })
+        .await
     }
 
     pub(super) async fn select_intent(
@@ -291,7 +320,7 @@ fn preview_scope(root: &std::path::Path, globs: &[String]) -> Result<Reply, IpcE
 }
 
 /// Only http(s) links leave the app, and only to the system browser.
-fn open_external(url: &str) -> Result<(), IpcError> {
+pub(super) fn open_external(url: &str) -> Result<(), IpcError> {
     let parsed = reqwest::Url::parse(url.trim())
         .map_err(|_| err(IpcErrorCode::InvalidInput, format!("`{url}` is not a link")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {

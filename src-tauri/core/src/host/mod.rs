@@ -25,6 +25,15 @@ fn err(code: IpcErrorCode, message: impl Into<String>) -> IpcError {
     IpcError::new(code, message)
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("cannot open workspace {path}: {source}")]
+    Workspace {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
 pub struct Host {
     gov: Arc<Governance>,
     dirs: AppDirs,
@@ -47,9 +56,11 @@ impl Host {
         secrets: Arc<dyn SecretStore>,
         sink: Arc<dyn EventSink>,
         runtime: tokio::runtime::Handle,
-    ) -> Result<Arc<Host>, String> {
-        let workspace = Workspace::new(workspace_root)
-            .map_err(|e| format!("cannot open workspace {}: {e}", workspace_root.display()))?;
+    ) -> Result<Arc<Host>, HostError> {
+        let workspace = Workspace::new(workspace_root).map_err(|source| HostError::Workspace {
+            path: workspace_root.display().to_string(),
+            source,
+        })?;
         let (settings, warning) = Settings::load(&dirs);
         let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
         let host = Arc::new(Host {
@@ -251,7 +262,24 @@ impl Host {
                 self.select_intent(&task_id, intent_id).await?;
                 Ok(Reply::Ok)
             }
-            other => self.handle_intents_and_trace(other).await,
+            Request::ListIntents => self.list_intents().await,
+            Request::SaveIntent {
+                original_id,
+                intent,
+            } => self.save_intent(original_id, intent).await,
+            Request::DeleteIntent { id } => self.delete_intent(id).await,
+            Request::ReorderIntents { ids } => self.reorder_intents(ids).await,
+            Request::SetIntentStatus { id, status } => self.set_intent_status(id, status).await,
+            Request::PreviewScope { globs } => self.preview_scope(globs).await,
+            Request::IntentTrace { intent_id } => self.intent_trace(intent_id).await,
+            Request::Blame { path } => self.blame(path).await,
+            Request::VerifyTrace => self.verify_trace().await,
+            Request::ChangeDiff { record_id, path } => self.change_diff(record_id, path).await,
+            Request::OpenExternal { url } => {
+                intents::open_external(&url)?;
+                Ok(Reply::Ok)
+            }
+            Request::CheckCommand { command } => self.check_command(command).await,
         }
     }
 
