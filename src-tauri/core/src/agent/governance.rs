@@ -117,10 +117,7 @@ impl Governance {
     /// The command policy now. A policy file that fails to load (bad YAML, a failing example)
     /// is an error: commands are then refused rather than judged by rules nobody wrote.
     pub fn policy(&self) -> Result<Arc<CommandPolicy>, GovernanceError> {
-        let path = self
-            .root()
-            .join(".orchestration")
-            .join(CommandPolicy::FILE_NAME);
+        let path = crate::orchestration::dir(self.root()).join(CommandPolicy::FILE_NAME);
         current(&self.policy, &path, || {
             CommandPolicy::load(self.root()).map_err(|e| GovernanceError::Policy(Arc::new(e)))
         })

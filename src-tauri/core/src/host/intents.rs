@@ -216,7 +216,8 @@ impl Host {
         let gov = self.gov.clone();
         Self::blocking(move || {
             let file = format!(
-                ".orchestration/{}",
+                "{}/{}",
+                crate::orchestration::DIR,
                 crate::hooks::command_policy::CommandPolicy::FILE_NAME
             );
             let source = if gov.root().join(&file).exists() {

@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub const LOCK_DIR: &str = ".orchestration/.locks";
+pub const LOCK_DIR: &str = crate::orchestration_file!(".locks");
 
 /// In-process async locks, one per path.
 #[derive(Default)]

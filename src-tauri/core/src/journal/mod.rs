@@ -38,7 +38,7 @@ use crate::orchestration::ledger::{
 };
 use crate::workspace::ResolvedPath;
 
-pub const JOURNAL_DIR: &str = ".orchestration/.journal";
+pub const JOURNAL_DIR: &str = crate::orchestration_file!(".journal");
 
 /// One interrupted-or-not governed write, as kept on disk until its record is in the ledger.
 #[derive(Debug, Clone, Serialize, Deserialize)]

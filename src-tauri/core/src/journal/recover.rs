@@ -39,7 +39,7 @@ impl std::fmt::Display for Recovered {
 /// Finishes or rolls back every interrupted write of the workspace at `root`, and removes the
 /// temporary files of atomic writes (intents, lessons) whose process is gone.
 pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
-    sweep_temp_files(&root.join(".orchestration"));
+    sweep_temp_files(&crate::orchestration::dir(root));
     let dir = root.join(JOURNAL_DIR);
     let Ok(entries) = fs::read_dir(&dir) else {
         return Vec::new();

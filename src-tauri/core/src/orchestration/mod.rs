@@ -1,6 +1,24 @@
 //! The files under `.orchestration/` in the user's workspace: intents, the trace ledger and the
 //! files derived from it, shared lessons, and the command policy.
 
+use std::path::{Path, PathBuf};
+
+/// The directory of Mandate's files in a workspace. Every path under it is built from here.
+pub const DIR: &str = ".orchestration";
+
+/// `.orchestration/NAME` as a workspace-relative literal.
+#[macro_export]
+macro_rules! orchestration_file {
+    ($name:literal) => {
+        concat!(".orchestration/", $name)
+    };
+}
+
+/// The `.orchestration` directory of the workspace at `root`.
+pub fn dir(root: &Path) -> PathBuf {
+    root.join(DIR)
+}
+
 pub mod git;
 pub mod intent_map;
 pub mod intents;
