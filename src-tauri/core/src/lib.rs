@@ -19,4 +19,5 @@ pub mod secrets;
 pub mod settings;
 pub mod text;
 pub mod tools;
+pub mod undo;
 pub mod workspace;

@@ -67,12 +67,7 @@ fn main() {
         } else {
             new.extend_from_slice(format!("{tag} {n}\n").as_bytes());
         }
-        let write = FileWrite {
-            path,
-            base,
-            new,
-            entry: entry(&tag, n),
-        };
+        let write = FileWrite::new(path, base, new, entry(&tag, n));
         if rt
             .block_on(journal.write(ledger.clone(), write, |_| None))
             .is_ok()

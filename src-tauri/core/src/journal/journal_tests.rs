@@ -52,12 +52,12 @@ impl Fixture {
         )
     }
     fn write(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) -> FileWrite {
-        FileWrite {
-            path: self.ws.resolve(rel).expect("resolve"),
-            base: base.map(<[u8]>::to_vec),
-            new: new.to_vec(),
-            entry: entry(),
-        }
+        FileWrite::new(
+            self.ws.resolve(rel).expect("resolve"),
+            base.map(<[u8]>::to_vec),
+            new.to_vec(),
+            entry(),
+        )
     }
     fn records(&self) -> Vec<Value> {
         std::fs::read_to_string(self.ws.root().join(LEDGER_FILE))
@@ -108,7 +108,7 @@ fn a_write_records_both_images_and_leaves_no_journal_entry_or_temp_file() {
     assert_eq!(image(&records[0], "src/a.rs", "before"), None);
     assert_eq!(
         image(&records[0], "src/a.rs", "after"),
-        Some(written.new_hash.clone())
+        written.new_hash.clone()
     );
     assert_eq!(f.journal_entries(), 0);
     let leftovers: Vec<_> = std::fs::read_dir(f.ws.root().join("src"))
@@ -120,7 +120,7 @@ fn a_write_records_both_images_and_leaves_no_journal_entry_or_temp_file() {
     assert_eq!(
         journal
             .checkpoints
-            .get(&written.new_hash)
+            .get(written.new_hash.as_deref().expect("hash"))
             .expect("after image"),
         b"one\ntwo\n"
     );
@@ -276,13 +276,19 @@ fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp
     w.entry.tool_call_id = format!("crash-{rel}");
     let before_hash = before.map(crate::fsutil::sha256_hex);
     let after_hash = crate::fsutil::sha256_hex(after);
-    let (record, _, _) = prepare_record(f.ws.root(), &w, before_hash.as_deref(), &after_hash);
+    let images = Images {
+        before: before_hash.as_deref(),
+        after: Some(&after_hash),
+        before_mode: None,
+        after_mode: None,
+    };
+    let (record, _, _) = prepare_record(f.ws.root(), &w, &images);
     let id = record["id"].as_str().expect("id").to_string();
     let entry = Entry {
         format: 1,
         path: rel.into(),
         before: before_hash,
-        after: after_hash,
+        after: Some(after_hash),
         temp: format!(
             ".{}.mandate-{id}.tmp",
             rel.rsplit('/').next().unwrap_or(rel)

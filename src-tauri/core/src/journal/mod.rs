@@ -20,6 +20,7 @@ mod recover;
 
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,7 +49,8 @@ pub(crate) struct Entry {
     pub path: String,
     /// SHA-256 of the file before (None: it did not exist).
     pub before: Option<String>,
-    pub after: String,
+    /// SHA-256 of the file after (None: the write removes it).
+    pub after: Option<String>,
     /// The temporary file beside the target (its name only).
     pub temp: String,
     /// The record, ready for the ledger but for `prev` and `digest`.
@@ -61,9 +63,29 @@ pub struct FileWrite {
     /// The bytes the change was planned on (None: a new file). If the file holds anything else
     /// when the lock is taken, nothing is written.
     pub base: Option<Vec<u8>>,
-    pub new: Vec<u8>,
+    /// The new bytes; None removes the file.
+    pub new: Option<Vec<u8>>,
+    /// Permission bits for a file this write creates (a replaced file keeps its own).
+    pub mode: Option<u32>,
+    /// Whether the record claims the changed lines for this change (blame shows it as their
+    /// origin). An undo claims none: the lines it restores keep their earlier origin.
+    pub claim_lines: bool,
     /// Who, why and under which intent; the file's ranges and hashes are added here.
     pub entry: TraceEntry,
+}
+
+impl FileWrite {
+    /// A write of `new` over `base` that claims the lines it changes.
+    pub fn new(path: ResolvedPath, base: Option<Vec<u8>>, new: Vec<u8>, entry: TraceEntry) -> Self {
+        Self {
+            path,
+            base,
+            new: Some(new),
+            mode: None,
+            claim_lines: true,
+            entry,
+        }
+    }
 }
 
 /// What a completed write recorded.
@@ -73,7 +95,8 @@ pub struct Written {
     /// Changed line ranges of the new content (1-based, inclusive).
     pub ranges: Vec<(u32, u32)>,
     pub computed: Classified,
-    pub new_hash: String,
+    /// None when the write removed the file.
+    pub new_hash: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,14 +184,25 @@ fn write_locked(
     if let Some(denial) = check(current_hash.as_deref()) {
         return Err(WriteError::Refused(denial));
     }
-    let new_hash = sha256_hex(&w.new);
-    let (record, ranges, computed) = prepare_record(root, &w, current_hash.as_deref(), &new_hash);
+    let current_mode = fs::metadata(&w.path.abs)
+        .ok()
+        .map(|m| m.permissions().mode());
+    let new_hash = w.new.as_deref().map(sha256_hex);
+    let images = Images {
+        before: current_hash.as_deref(),
+        after: new_hash.as_deref(),
+        before_mode: current_mode,
+        after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
+    };
+    let (record, ranges, computed) = prepare_record(root, &w, &images);
     // Undo reads these; a failure costs only the ability to undo this change (said in the log).
-    let stored = match (&current, current_hash.as_deref()) {
-        (Some(before), Some(hash)) => checkpoints.put_hashed(hash, before),
-        _ => Ok(()),
-    }
-    .and_then(|()| checkpoints.put_hashed(&new_hash, &w.new));
+    let stored = [
+        (current_hash.as_deref(), current.as_deref()),
+        (new_hash.as_deref(), w.new.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(hash, bytes)| Some((hash?, bytes?)))
+    .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
     if let Err(e) = stored {
         tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
     }
@@ -180,49 +214,22 @@ fn write_locked(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
-    let temp_name = format!(".{file_name}.mandate-{record_id}.tmp");
     let entry = Entry {
         format: 1,
         path: rel.clone(),
         before: current_hash.clone(),
         after: new_hash.clone(),
-        temp: temp_name.clone(),
+        temp: format!(".{file_name}.mandate-{record_id}.tmp"),
         record: record.clone(),
     };
     let entry_path = entry_file(root, &record_id);
     persist_entry(&entry_path, &entry).map_err(&io)?;
-    let dir = w
-        .path
-        .abs
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| root.to_path_buf());
-    let temp = dir.join(&temp_name);
-    let renamed = (|| {
-        fs::create_dir_all(&dir)?;
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        // Keep the permissions of the file being replaced.
-        if let Ok(meta) = fs::metadata(&w.path.abs) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.write_all(&w.new)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, &w.path.abs)
-    })();
-    if let Err(e) = renamed {
-        let _ = fs::remove_file(&temp);
+    if let Err(e) = apply_bytes(&w, &entry.temp, current_mode) {
         let _ = fs::remove_file(&entry_path);
         return Err(io(e));
     }
     if let Err(e) = ledger.append_record(record.clone()) {
-        let rolled_back = match &current {
-            Some(old) => crate::fsutil::write_atomic(&w.path.abs, old).is_ok(),
-            None => fs::remove_file(&w.path.abs).is_ok(),
-        };
+        let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
         let _ = fs::remove_file(&entry_path);
         return Err(WriteError::Ledger {
             path: rel.clone(),
@@ -237,6 +244,62 @@ fn write_locked(
         computed,
         new_hash,
     })
+}
+
+/// Puts the new bytes in place: a temporary file beside the target, fsynced, renamed over it;
+/// or removes the target.
+fn apply_bytes(w: &FileWrite, temp_name: &str, current_mode: Option<u32>) -> io::Result<()> {
+    let Some(new) = &w.new else {
+        return match fs::remove_file(&w.path.abs) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        };
+    };
+    let dir = w.path.abs.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let temp = dir.join(temp_name);
+    let result = (|| {
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        if let Some(mode) = current_mode.or(w.mode) {
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        file.write_all(new)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &w.path.abs)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Restores what a file held (or its absence) when the ledger refused the record.
+fn put_back(path: &Path, old: Option<&[u8]>, mode: Option<u32>) -> io::Result<()> {
+    match old {
+        Some(old) => {
+            crate::fsutil::write_atomic(path, old)?;
+            match mode {
+                Some(mode) => fs::set_permissions(path, fs::Permissions::from_mode(mode)),
+                None => Ok(()),
+            }
+        }
+        None => match fs::remove_file(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
+/// Hashes and modes of a file before and after a write, as the record keeps them.
+pub(crate) struct Images<'a> {
+    pub before: Option<&'a str>,
+    pub after: Option<&'a str>,
+    pub before_mode: Option<u32>,
+    pub after_mode: Option<u32>,
 }
 
 pub(crate) fn entry_file(root: &Path, record_id: &str) -> PathBuf {
@@ -260,14 +323,17 @@ fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
 fn prepare_record(
     root: &Path,
     w: &FileWrite,
-    before_hash: Option<&str>,
-    after_hash: &str,
+    images: &Images<'_>,
 ) -> (Value, Vec<(u32, u32)>, Classified) {
     let old_text = w
         .base
         .as_deref()
         .map(|b| String::from_utf8_lossy(b).into_owned());
-    let new_text = String::from_utf8_lossy(&w.new);
+    let new_text = w
+        .new
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
     let computed = crate::mutation::classify(old_text.as_deref(), &new_text);
     let changes = crate::diff::analyze(old_text.as_deref().unwrap_or(""), &new_text, &w.path.rel);
     let new_lines = split_lines(&new_text);
@@ -275,6 +341,7 @@ fn prepare_record(
         .ranges
         .iter()
         .copied()
+        .filter(|_| w.claim_lines)
         .filter(|(s, e)| *s >= 1 && (*e as usize) <= new_lines.len())
         .map(|(s, e)| HashedRange {
             start_line: s,
@@ -283,21 +350,31 @@ fn prepare_record(
         })
         .collect();
     let mut entry = w.entry.clone();
-    entry.mutation_computed = computed.class.to_string();
-    entry
-        .extra
-        .insert("mutation_reason".into(), json!(computed.reason));
+    if entry.mutation_computed.is_empty() {
+        entry.mutation_computed = computed.class.to_string();
+        entry
+            .extra
+            .insert("mutation_reason".into(), json!(computed.reason));
+    }
     entry.extra.insert(
         "diffs".into(),
         json!({ w.path.rel.clone(): cap_diff(changes.unified) }),
     );
-    entry.extra.insert(
-        "images".into(),
-        json!({ w.path.rel.clone(): {
-            "before": before_hash.map(|h| format!("sha256:{h}")),
-            "after": format!("sha256:{after_hash}"),
-        }}),
-    );
+    let mut image = json!({
+        "before": images.before.map(|h| format!("sha256:{h}")),
+        "after": images.after.map(|h| format!("sha256:{h}")),
+    });
+    for (key, mode) in [
+        ("before_mode", images.before_mode),
+        ("after_mode", images.after_mode),
+    ] {
+        if let Some(mode) = mode {
+            image[key] = json!(mode & 0o7777);
+        }
+    }
+    entry
+        .extra
+        .insert("images".into(), json!({ w.path.rel.clone(): image }));
     entry.files = vec![FileChange {
         path: w.path.rel.clone(),
         ranges,

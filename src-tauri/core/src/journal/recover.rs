@@ -101,7 +101,7 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
         Err(e) => return Err(e),
     };
     let path = entry.path.clone();
-    Ok(Some(if current.as_deref() == Some(entry.after.as_str()) {
+    Ok(Some(if current == entry.after {
         ledger
             .append_record(entry.record.clone())
             .map_err(|e| io::Error::other(e.to_string()))?;

@@ -28,12 +28,12 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
         extra: Default::default(),
     };
     let rel = w.path.rel.clone();
-    let write = FileWrite {
-        path: w.path.clone(),
-        base: w.old.clone(),
-        new: w.new_content.clone().into_bytes(),
+    let write = FileWrite::new(
+        w.path.clone(),
+        w.old.clone(),
+        w.new_content.clone().into_bytes(),
         entry,
-    };
+    );
     // The task's own stale rule, checked again under the lock right before the bytes change.
     let stale_rel = rel.clone();
     let check =
@@ -44,7 +44,9 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
         .write(cx.gov.ledger.clone(), write, check)
         .await
         .map_err(|e| write_error(e, &intent_id, &rel))?;
-    cx.task.record_read(&rel, written.new_hash.clone());
+    if let Some(hash) = &written.new_hash {
+        cx.task.record_read(&rel, hash.clone());
+    }
     Ok(ToolOutput {
         consequences: vec![Consequence::Changed {
             intent_id: intent_id.clone(),

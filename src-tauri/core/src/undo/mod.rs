@@ -1,0 +1,3 @@
+//! Taking back what the agent changed.
+mod merge;
+pub use merge::{merge3, Overlap};
