@@ -185,8 +185,9 @@ fn split_common<'a>(old: &'a str, new: &'a str) -> (&'a str, &'a str, &'a str, &
         .take(max_suffix)
         .take_while(|(a, b)| a == b)
         .count();
-    // A suffix that starts mid-line is shortened to start right after a newline.
-    while suffix > 0 && ob[ob.len() - suffix - 1] != b'\n' {
+    // A suffix that starts mid-line (in either text) is shortened to start a line in both.
+    let line_start = |bytes: &[u8], at: usize| at == 0 || bytes[at - 1] == b'\n';
+    while suffix > 0 && !(line_start(ob, ob.len() - suffix) && line_start(nb, nb.len() - suffix)) {
         suffix -= 1;
     }
     let old_mid = &old[prefix..old.len() - suffix];
@@ -255,6 +256,14 @@ pub fn classify(old: Option<&str>, new: &str) -> Classified {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_before_a_whole_old_text_is_split_on_lines() {
+        // The old text is entirely a common suffix of the new one (it used to panic).
+        assert_eq!(classify(Some("A1\n"), "X\nA1\n").class, INTENT_EVOLUTION);
+        assert_eq!(classify(Some("b\n"), "a(b)\n").class, INTENT_EVOLUTION);
+        assert_eq!(split_common("b\n", "ab\n"), ("", "", "b\n", "ab\n"));
+    }
 
     #[test]
     fn refactors_and_evolutions() {
