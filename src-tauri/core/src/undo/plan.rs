@@ -31,7 +31,6 @@ pub(crate) struct Change {
     pub task_id: String,
     pub call_id: String,
     pub intent_id: String,
-    pub tool: String,
     /// Per path: (before hash, after hash, before mode, after mode); hashes without `sha256:`.
     pub images: BTreeMap<String, FileImages>,
     /// Paths the record names without images (commands recorded before checkpoints existed).
@@ -159,7 +158,6 @@ fn change_of(record: &Value) -> Option<Change> {
         task_id: s("task_id"),
         call_id: s("tool_call_id"),
         intent_id: s("intent_id"),
-        tool: s("tool"),
         images,
         bare_paths,
         reverts: vendor

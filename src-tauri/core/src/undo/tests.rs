@@ -271,7 +271,7 @@ fn undo_restores_exact_bytes_or_refuses_naming_the_file_and_never_loses_a_person
 
 #[test]
 fn a_clean_undo_restores_the_file_and_blame_shows_the_earlier_origin() {
-    let mut world = World::new();
+    let world = World::new();
     std::fs::write(world.ws.root().join("src/a.txt"), "one\ntwo\n").expect("w");
     let base = world.read("src/a.txt");
     for (call, text) in [("c1", "one\nTWO\n"), ("c2", "one\nTWO\nthree\n")] {
