@@ -22,7 +22,7 @@ pub use approval::language_of;
 pub use env::AgentEnv;
 pub use governance::Governance;
 pub use orchestrator::{dispatch, CallResult};
-pub use store::{TaskRecord, TaskStore};
+pub use store::{StoreError, TaskRecord, TaskStore, TurnMark};
 pub use task::{check_selectable, SelectError, TaskHandle};
 pub use turn::{run_task, TaskEnd};
 

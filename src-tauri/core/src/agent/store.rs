@@ -21,6 +21,50 @@ pub struct TaskRecord {
     pub governance: TaskGovernance,
     /// The request that started the task (the prompt's objective).
     pub objective: String,
+    /// Where each of the person's messages starts, so a turn can be taken back.
+    #[serde(default)]
+    pub turns: Vec<TurnMark>,
+}
+
+/// The start of a turn: the person's message and where it sits in both lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnMark {
+    /// The id of the `UiMessage::User` that starts the turn.
+    pub message_id: String,
+    pub text: String,
+    /// Index of its `ChatMessage::User` in `conversation`.
+    pub conversation_at: usize,
+    /// Index of its `UiMessage::User` in `messages`.
+    pub messages_at: usize,
+}
+
+impl TaskRecord {
+    /// The tool calls made in the turn that starts with `message_id` and every turn after it.
+    pub fn calls_from_turn(&self, message_id: &str) -> Option<Vec<String>> {
+        let mark = self.turns.iter().find(|t| t.message_id == message_id)?;
+        Some(
+            self.conversation[mark.conversation_at.min(self.conversation.len())..]
+                .iter()
+                .flat_map(|m| match m {
+                    ChatMessage::Assistant { tool_calls, .. } => {
+                        tool_calls.iter().map(|c| c.id.clone()).collect()
+                    }
+                    _ => Vec::new(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Takes the conversation and the transcript back to before the turn that starts with
+    /// `message_id`; returns that message's text (for the person to edit and send again).
+    pub fn rewind_to(&mut self, message_id: &str) -> Option<String> {
+        let n = self.turns.iter().position(|t| t.message_id == message_id)?;
+        let mark = self.turns[n].clone();
+        self.conversation.truncate(mark.conversation_at);
+        self.messages.truncate(mark.messages_at);
+        self.turns.truncate(n);
+        Some(mark.text)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

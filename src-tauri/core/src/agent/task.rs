@@ -107,6 +107,7 @@ impl TaskHandle {
                 ..TaskGovernance::default()
             },
             objective: objective.to_string(),
+            turns: Vec::new(),
         };
         Self::new(record, store)
     }
@@ -211,6 +212,28 @@ impl TaskHandle {
             task_id: self.id.clone(),
             message,
         });
+    }
+
+    /// The person's message starts a turn: it enters the conversation and the transcript under
+    /// one id, and where it sits is remembered so the turn can be taken back.
+    pub fn begin_turn(&self, sink: &dyn EventSink, text: String) {
+        let id = uuid::Uuid::new_v4().to_string();
+        self.update(|r| {
+            r.turns.push(super::store::TurnMark {
+                message_id: id.clone(),
+                text: text.clone(),
+                conversation_at: r.conversation.len(),
+                messages_at: r.messages.len(),
+            });
+            r.conversation
+                .push(ChatMessage::User { text: text.clone() });
+        });
+        self.post(sink, UiMessage::User { id, text });
+    }
+
+    /// Takes the task back to before the turn `message_id` (see `TaskRecord::rewind_to`).
+    pub fn rewind_to(&self, message_id: &str) -> Option<String> {
+        self.update(|r| r.rewind_to(message_id))
     }
 
     /// Appends a message to the transcript that the UI already shows.

@@ -61,14 +61,7 @@ async fn run_task_inner(
         return TaskEnd::AlreadyRunning;
     };
     if let Some(text) = user_text {
-        task.push_conversation(ChatMessage::User { text: text.clone() });
-        task.post(
-            env.sink.as_ref(),
-            UiMessage::User {
-                id: uuid::Uuid::new_v4().to_string(),
-                text,
-            },
-        );
+        task.begin_turn(env.sink.as_ref(), text);
     }
     task.repair_interrupted_calls(
         &crate::hooks::Denial::new(

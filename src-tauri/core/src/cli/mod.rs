@@ -3,6 +3,7 @@
 
 mod inspect;
 mod run;
+mod undo;
 
 use std::path::PathBuf;
 
@@ -44,6 +45,8 @@ pub enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// Take back an agent's changes: one tool call, a turn and after, a task, or an intent's.
+    Undo(UndoArgs),
     /// Verify the trace ledger or blame a file.
     Trace {
         #[command(subcommand)]
@@ -100,6 +103,32 @@ pub struct RunArgs {
     pub prompt: Vec<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// A tool call's id (as in the transcript or the ledger's tool_call_id).
+    #[arg(long)]
+    pub call: Option<String>,
+    /// A task's id: all its changes, or with --turn, that turn and everything after it.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// With --task: the turn to go back to (1 = the first message); the conversation is
+    /// rewound too.
+    #[arg(long)]
+    pub turn: Option<usize>,
+    /// An intent's id: all its changes, or with --since, those since a time.
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// With --intent: only changes at or after this time (RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Show what would be undone; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum IntentsAction {
     /// List the intents.
@@ -141,7 +170,7 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         return EXIT_USAGE;
     }
     // Any process that opens the workspace first finishes what an interrupted writer left.
-    if !matches!(command, Command::Run(_)) {
+    if !matches!(command, Command::Run(_) | Command::Undo(_)) {
         let ledger = crate::orchestration::ledger::Ledger::new(&root);
         for done in crate::journal::recover(&root, &ledger) {
             eprintln!("mandate: recovered: {done}.");
@@ -161,6 +190,16 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
             };
             runtime.block_on(run_headless(&root, args))
         }
+        Command::Undo(args) => match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(undo::undo(&root, args)),
+            Err(e) => {
+                eprintln!("mandate: cannot start the runtime: {e}");
+                EXIT_FAILED
+            }
+        },
         Command::Intents { action, json } => inspect::intents(&root, action, json),
         Command::Trace { action, json } => inspect::trace(&root, action, json),
     }
