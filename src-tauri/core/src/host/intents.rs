@@ -19,7 +19,7 @@ fn intent_error(e: IntentError) -> IpcError {
 
 impl Host {
     /// Runs blocking work (the intents file, the ledger) off the async workers.
-    async fn blocking<T: Send + 'static>(
+    pub(super) async fn blocking<T: Send + 'static>(
         f: impl FnOnce() -> Result<T, IpcError> + Send + 'static,
     ) -> Result<T, IpcError> {
         tokio::task::spawn_blocking(f)

@@ -3,6 +3,7 @@
 
 mod intents;
 mod interaction;
+mod undo;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,6 +47,7 @@ pub struct Host {
     tools: Arc<Vec<Box<dyn crate::tools::Tool>>>,
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
+    previews: undo::Previews,
 }
 
 impl Host {
@@ -75,6 +77,7 @@ impl Host {
             tools: Arc::new(crate::tools::registry()),
             runtime,
             watching: Default::default(),
+            previews: Default::default(),
         });
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
@@ -280,6 +283,8 @@ impl Host {
                 Ok(Reply::Ok)
             }
             Request::CheckCommand { command } => self.check_command(command).await,
+            Request::PreviewUndo { scope } => self.preview_undo(scope).await,
+            Request::ApplyUndo { preview_id, files } => self.apply_undo(preview_id, files).await,
         }
     }
 
