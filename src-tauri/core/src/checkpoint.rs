@@ -81,7 +81,68 @@ impl CheckpointStore {
     pub fn contains(&self, hash: &str) -> bool {
         self.object(hash).is_some_and(|p| p.exists())
     }
+
+    /// Every object with its size and last write time, oldest first.
+    fn objects(&self) -> Vec<(String, u64, std::time::SystemTime, PathBuf)> {
+        let mut out = Vec::new();
+        let Ok(shards) = fs::read_dir(&self.objects) else {
+            return out;
+        };
+        for shard in shards.flatten() {
+            let Ok(entries) = fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                if let Ok(meta) = e.metadata() {
+                    let at = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                    out.push((name, meta.len(), at, e.path()));
+                }
+            }
+        }
+        out.sort_by_key(|o| o.2);
+        out
+    }
+
+    /// Removes the oldest objects not in `keep` until the store is within `cap` bytes. What an
+    /// open task can still undo is in `keep` and never removed, even over the cap.
+    pub fn prune(&self, cap: u64, keep: &std::collections::HashSet<String>) -> PruneReport {
+        let objects = self.objects();
+        let mut total: u64 = objects.iter().map(|o| o.1).sum();
+        let mut report = PruneReport {
+            before: total,
+            ..PruneReport::default()
+        };
+        for (hash, size, _, path) in objects {
+            if total <= cap {
+                break;
+            }
+            if keep.contains(&hash) {
+                continue;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= size;
+                report.removed += 1;
+            }
+        }
+        report.after = total;
+        report
+    }
 }
+
+/// What a prune did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    pub before: u64,
+    pub after: u64,
+    pub removed: usize,
+}
+
+/// The store's size cap when the settings give none: 2 GiB per workspace.
+pub const DEFAULT_CAP: u64 = 2 << 30;
 
 #[cfg(test)]
 mod tests {
@@ -100,5 +161,39 @@ mod tests {
         fs::write(&path, b"tampered").expect("write");
         let err = store.get(&a).expect_err("damaged");
         assert!(err.to_string().contains("damaged"), "{err}");
+    }
+
+    #[test]
+    fn pruning_keeps_what_can_still_be_undone_and_drops_the_oldest_rest() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let store = CheckpointStore::new(tmp.path(), Path::new("/ws"));
+        let hashes: Vec<String> = (0..6)
+            .map(|i| {
+                let h = store.put(&vec![b'a' + i; 100]).expect("put");
+                // Distinct ages, oldest first.
+                let old = std::time::SystemTime::now()
+                    - std::time::Duration::from_secs(600 - u64::from(i) * 60);
+                fs::File::options()
+                    .write(true)
+                    .open(store.object(&h).expect("p"))
+                    .and_then(|f| f.set_modified(old))
+                    .expect("age");
+                h
+            })
+            .collect();
+        let keep: std::collections::HashSet<String> = [hashes[0].clone()].into_iter().collect();
+        let report = store.prune(300, &keep);
+        assert_eq!(report.before, 600);
+        assert_eq!(report.after, 300);
+        assert!(store.contains(&hashes[0]), "kept although the oldest");
+        assert!(
+            !store.contains(&hashes[1])
+                && !store.contains(&hashes[2])
+                && !store.contains(&hashes[3])
+        );
+        assert!(store.contains(&hashes[4]) && store.contains(&hashes[5]));
+        // Everything kept: over the cap is allowed, nothing kept is dropped.
+        let all: std::collections::HashSet<String> = hashes.iter().cloned().collect();
+        assert_eq!(store.prune(0, &all).removed, 0);
     }
 }

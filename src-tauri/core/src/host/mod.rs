@@ -82,7 +82,32 @@ impl Host {
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
         }
+        host.prune_checkpoints();
         Ok(host)
+    }
+
+    /// Keeps the checkpoint store within its cap, in the background; what a task in the history
+    /// can still undo is kept.
+    fn prune_checkpoints(&self) {
+        let (gov, store) = (self.gov.clone(), self.store.clone());
+        self.runtime.spawn_blocking(move || {
+            let open = store.list().into_iter().map(|t| t.id).collect();
+            match crate::undo::prune(
+                gov.root(),
+                &gov.journal.checkpoints,
+                &open,
+                crate::checkpoint::DEFAULT_CAP,
+            ) {
+                Ok(r) if r.removed > 0 => tracing::info!(
+                    removed = r.removed,
+                    before = r.before,
+                    after = r.after,
+                    "checkpoints pruned"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "checkpoints not pruned"),
+            }
+        });
     }
 
     pub fn governance(&self) -> &Arc<Governance> {

@@ -393,3 +393,24 @@ fn revert_one(
         }
     }
 }
+
+/// Prunes the checkpoint store to `cap` bytes, never dropping an image of a change made by one
+/// of `open_tasks` (what the window or the command line can still take back).
+pub fn prune(
+    root: &Path,
+    checkpoints: &CheckpointStore,
+    open_tasks: &HashSet<String>,
+    cap: u64,
+) -> std::io::Result<crate::checkpoint::PruneReport> {
+    let keep: HashSet<String> = read_changes(root)?
+        .into_iter()
+        .filter(|c| open_tasks.contains(&c.task_id))
+        .flat_map(|c| {
+            c.images
+                .into_values()
+                .flat_map(|i| [i.before, i.after])
+                .flatten()
+        })
+        .collect();
+    Ok(checkpoints.prune(cap, &keep))
+}
