@@ -3,6 +3,7 @@
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
 mod data;
+mod undo;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -617,6 +618,9 @@ fn main() {
     }
     if wanted("search") {
         rows.extend(search_and_list(&root));
+    }
+    if wanted("undo") {
+        rows.extend(undo::figures(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");
