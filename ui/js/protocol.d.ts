@@ -70,7 +70,11 @@ output: string, };
 
 export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, };
 
-export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, } | { "kind": "continue", reason: string, };
+export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, } | { "kind": "continue", reason: string, } | { "kind": "scope_expansion", intent_id: string, owned_scope: Array<string>, globs: Array<string>, reason: string, 
+/**
+ * Which workspace files each requested glob matches now.
+ */
+preview: Array<GlobPreview>, } | { "kind": "new_intent", intent: IntentDraft, reason: string, };
 
 export type DiffHunk = { index: number, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLine>, };
 

@@ -480,6 +480,19 @@ pub enum ApprovalDetail {
     },
     /// The agent repeated itself or kept failing; go on?
     Continue { reason: String },
+    /// The agent asks for a wider owned scope; approving may edit the globs (one per line in
+    /// `edited_content`).
+    ScopeExpansion {
+        intent_id: String,
+        owned_scope: Vec<String>,
+        globs: Vec<String>,
+        reason: String,
+        /// Which workspace files each requested glob matches now.
+        preview: Vec<GlobPreview>,
+    },
+    /// The agent proposes a new intent for planned work; approving may edit its owned scope (one
+    /// glob per line in `edited_content`).
+    NewIntent { intent: IntentDraft, reason: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -5,7 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::orchestrator::Card;
 use crate::hooks::command_policy::CommandClass;
-use crate::hooks::{Action, AskReason, Denial, DenialCode, TaskGovernance};
+use crate::hooks::{Action, AskReason, Denial, DenialCode, IntentChange, TaskGovernance};
 use crate::orchestration::intents::IntentsSnapshot;
 use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord};
 use crate::protocol::{
@@ -28,8 +28,37 @@ fn record(by: &str, accepted: Vec<u32>, rejected: Vec<u32>, edited: bool) -> App
 }
 
 /// The card the approvals panel shows for `action`.
-fn detail(reason: &AskReason, action: &Action) -> Option<ApprovalDetail> {
+fn detail(
+    reason: &AskReason,
+    action: &Action,
+    intents: &IntentsSnapshot,
+    root: &std::path::Path,
+) -> Option<ApprovalDetail> {
     Some(match (reason, action) {
+        (
+            AskReason::Intents,
+            Action::Intents(IntentChange::ExpandScope {
+                intent_id,
+                globs,
+                reason,
+            }),
+        ) => ApprovalDetail::ScopeExpansion {
+            intent_id: intent_id.clone(),
+            owned_scope: intents
+                .doc
+                .get(intent_id)
+                .map(|i| i.owned_scope.clone())
+                .unwrap_or_default(),
+            globs: globs.clone(),
+            reason: reason.clone(),
+            preview: crate::tools::walk::glob_previews(root, globs),
+        },
+        (AskReason::Intents, Action::Intents(IntentChange::Propose { intent, reason })) => {
+            ApprovalDetail::NewIntent {
+                intent: intent.clone(),
+                reason: reason.clone(),
+            }
+        }
         (AskReason::Write, Action::Write(w)) => {
             let old = w.old_text();
             ApprovalDetail::Write {
@@ -61,7 +90,8 @@ pub(super) async fn ask(
     action: &mut Action,
     cancel: &CancellationToken,
 ) -> Result<ApprovalRecord, Denial> {
-    let Some(detail) = detail(&reason, action) else {
+    let root = card.env.gov.root().to_path_buf();
+    let Some(detail) = detail(&reason, action, intents, &root) else {
         return Err(Denial::new(
             DenialCode::HookFailure,
             "an approval was requested for an action that cannot be approved",
@@ -135,6 +165,9 @@ fn apply(
             rejected_hunks,
             edited_content,
         } => {
+            if let Action::Intents(change) = action {
+                return edit_intent_change(change, edited_content, by);
+            }
             let Action::Write(w) = action else {
                 return (
                     Ok(record(by, Vec::new(), Vec::new(), false)),
@@ -172,6 +205,46 @@ fn apply(
             (Ok(record(by, accepted, rejected, edited)), outcome)
         }
     }
+}
+
+/// An approved intent change, with the globs as the person edited them (one per line).
+fn edit_intent_change(
+    change: &mut IntentChange,
+    edited: Option<String>,
+    by: &str,
+) -> (Result<ApprovalRecord, Denial>, String) {
+    let Some(text) = edited else {
+        return (
+            Ok(record(by, Vec::new(), Vec::new(), false)),
+            "approved".into(),
+        );
+    };
+    let globs: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    if let Some(bad) = globs
+        .iter()
+        .find_map(|g| crate::orchestration::intents::compile_glob(g).err())
+    {
+        return (
+            Err(Denial::new(
+                DenialCode::RejectedByUser,
+                format!("The user's edit of the scope does not compile ({bad}); nothing changed."),
+            )),
+            "rejected (the edited scope does not compile)".into(),
+        );
+    }
+    match change {
+        IntentChange::ExpandScope { globs: g, .. } => *g = globs,
+        IntentChange::Propose { intent, .. } => intent.owned_scope = globs,
+    }
+    (
+        Ok(record(by, Vec::new(), Vec::new(), true)),
+        "approved after the user edited the scope".into(),
+    )
 }
 
 /// A language name for syntax highlighting, from the file extension.

@@ -57,3 +57,7 @@ pub trait Interaction: Send + Sync {
     /// Who approves, as recorded in the ledger: `user` or `headless`.
     fn approver(&self) -> &'static str;
 }
+
+#[cfg(test)]
+#[path = "agent_tests.rs"]
+mod tests;

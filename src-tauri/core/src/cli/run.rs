@@ -75,6 +75,10 @@ fn describe(request: &ApprovalRequest) -> String {
         ApprovalDetail::Write { path, .. } => format!("write {path}"),
         ApprovalDetail::Command { command, .. } => format!("run `{command}`"),
         ApprovalDetail::Continue { reason } => reason.clone(),
+        ApprovalDetail::ScopeExpansion {
+            intent_id, globs, ..
+        } => format!("widen {intent_id} to {}", globs.join(", ")),
+        ApprovalDetail::NewIntent { intent, .. } => format!("create intent {}", intent.id),
     }
 }
 
@@ -110,10 +114,20 @@ impl Interaction for FlagInteraction {
         request: ApprovalRequest,
         _: &CancellationToken,
     ) -> ApprovalDecision {
+        let intents = matches!(
+            request.detail,
+            ApprovalDetail::ScopeExpansion { .. } | ApprovalDetail::NewIntent { .. }
+        );
         self.sink.emit(Event::ApprovalRequested {
             task_id: task_id.into(),
             request,
         });
+        if intents {
+            // The agent's mandate is widened by a person, never by a flag.
+            return ApprovalDecision::Reject {
+                reason: "an unattended run cannot change intents; ask the user to change the intents file (or run in the window, where they can approve it)".into(),
+            };
+        }
         match self.approve {
             ApproveArg::Allow => ApprovalDecision::Approve { rejected_hunks: Vec::new(), edited_content: None },
             ApproveArg::Deny => ApprovalDecision::Reject {

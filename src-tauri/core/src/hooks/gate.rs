@@ -71,12 +71,18 @@ impl PreHook for IntentGate {
                 Some(selected),
             );
         }
-        if let Action::Write(w) = action {
-            if w.intent_id.trim() != selected {
+        let cited = match action {
+            Action::Write(w) => Some(w.intent_id.trim()),
+            Action::Intents(crate::hooks::IntentChange::ExpandScope { intent_id, .. }) => {
+                Some(intent_id.trim())
+            }
+            _ => None,
+        };
+        if let Some(cited) = cited {
+            if cited != selected {
                 return deny(
                     format!(
-                        "This write cites `{}` but the task holds `{selected}`; cite `{selected}` or select the other intent first.",
-                        w.intent_id
+                        "This call cites `{cited}` but the task holds `{selected}`; cite `{selected}` or select the other intent first."
                     ),
                     Some(selected),
                 );

@@ -192,7 +192,7 @@ fn scope_guard_messages_and_protected_paths() {
     };
     assert_eq!(
         d.to_tool_error(),
-        r#"{"error":{"code":"SCOPE_VIOLATION","intent_id":"INT-001","message":"Scope Violation: INT-001 is not authorized to edit src/db.rs. Request scope expansion.","path":"src/db.rs"}}"#
+        r#"{"error":{"code":"SCOPE_VIOLATION","intent_id":"INT-001","message":"Scope Violation: INT-001 is not authorized to edit src/db.rs (its owned scope: src/auth/**). Request scope expansion with request_scope_expansion (intent_id, globs, reason); the user decides.","owned_scope":["src/auth/**"],"path":"src/db.rs"}}"#
     );
     for p in [
         ".orchestration/active_intents.yaml",

@@ -53,6 +53,8 @@ pub struct Denial {
     pub message: String,
     pub intent_id: Option<String>,
     pub path: Option<String>,
+    /// For a scope violation: the intent's owned scope, so the model can ask for exactly more.
+    pub owned_scope: Option<Vec<String>>,
 }
 
 impl Denial {
@@ -62,7 +64,13 @@ impl Denial {
             message: message.into(),
             intent_id: None,
             path: None,
+            owned_scope: None,
         }
+    }
+
+    pub fn with_owned_scope(mut self, scope: &[String]) -> Self {
+        self.owned_scope = Some(scope.to_vec());
+        self
     }
 
     pub fn with_intent(mut self, id: Option<&str>) -> Self {
@@ -83,6 +91,9 @@ impl Denial {
         }
         if let Some(path) = &self.path {
             error["path"] = path.clone().into();
+        }
+        if let Some(scope) = &self.owned_scope {
+            error["owned_scope"] = scope.clone().into();
         }
         serde_json::json!({ "error": error }).to_string()
     }
@@ -126,6 +137,22 @@ pub struct CommandAction {
     pub timeout: Duration,
 }
 
+/// A change to the intents the agent asks for: only a person can make it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IntentChange {
+    /// Add globs to an intent's owned scope.
+    ExpandScope {
+        intent_id: String,
+        globs: Vec<String>,
+        reason: String,
+    },
+    /// A new intent (NOT_STARTED), for planned work.
+    Propose {
+        intent: crate::protocol::IntentDraft,
+        reason: String,
+    },
+}
+
 /// What a tool call would do, as the hooks see it.
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -133,6 +160,8 @@ pub enum Action {
         path: ResolvedPath,
     },
     Write(WriteAction),
+    /// Always asks a person, whatever the approval settings.
+    Intents(IntentChange),
     Command(CommandAction),
     /// No effect on files or processes (selecting an intent, asking, completing, lessons).
     Meta,
@@ -142,6 +171,7 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AskReason {
     Write,
+    Intents,
     Command(Classification),
 }
 
@@ -338,6 +368,7 @@ impl PreHook for ApprovalHook {
     ) -> Result<Decision, HookError> {
         Ok(match action {
             Action::Write(_) if cx.approval.ask_before_writes => Decision::Ask(AskReason::Write),
+            Action::Intents(_) => Decision::Ask(AskReason::Intents),
             _ => Decision::Allow,
         })
     }

@@ -60,10 +60,14 @@ impl PreHook for ScopeGuard {
                     return Ok(Decision::Deny(
                         Denial::new(
                             DenialCode::ScopeViolation,
-                            format!("Scope Violation: {id} is not authorized to edit {rel}. Request scope expansion."),
+                            format!(
+                                "Scope Violation: {id} is not authorized to edit {rel} (its owned scope: {}). Request scope expansion with request_scope_expansion (intent_id, globs, reason); the user decides.",
+                                if intent.owned_scope.is_empty() { "nothing".to_string() } else { intent.owned_scope.join(", ") }
+                            ),
                         )
                         .with_intent(Some(id))
-                        .with_path(rel),
+                        .with_path(rel)
+                        .with_owned_scope(&intent.owned_scope),
                     ));
                 }
                 Ok(Decision::Allow)
@@ -81,7 +85,7 @@ impl PreHook for ScopeGuard {
                 }
                 Ok(Decision::Allow)
             }
-            Action::Read { .. } | Action::Meta => Ok(Decision::Allow),
+            Action::Read { .. } | Action::Meta | Action::Intents(_) => Ok(Decision::Allow),
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Host requests about intents, the trace ledger and links.
 
 use super::{err, Host};
-use crate::orchestration::intents::{compile_glob, intent_from_draft, IntentError, IntentsDoc};
+use crate::orchestration::intents::{intent_from_draft, IntentError, IntentsDoc};
 use crate::orchestration::trace;
 use crate::protocol::{
-    CommandCheck, Event, GlobPreview, IntentDraft, IntentStatus, IpcError, IpcErrorCode, Reply,
+    CommandCheck, Event, IntentDraft, IntentStatus, IpcError, IpcErrorCode, Reply,
 };
 
 fn intent_error(e: IntentError) -> IpcError {
@@ -288,36 +288,9 @@ fn preview_scope(root: &std::path::Path, globs: &[String]) -> Result<Reply, IpcE
     if globs.len() > 100 {
         return Err(err(IpcErrorCode::InvalidInput, "at most 100 globs at once"));
     }
-    let ws =
-        crate::workspace::Workspace::new(root).map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-    let all = ws
-        .resolve(".")
-        .ok()
-        .and_then(|r| crate::tools::walk::list(&r, true, 200_000).ok())
-        .map(|(files, _)| files)
-        .unwrap_or_default();
-    let previews = globs
-        .iter()
-        .map(|g| match compile_glob(g) {
-            Err(e) => GlobPreview {
-                glob: g.clone(),
-                error: Some(e),
-                matches: Vec::new(),
-                total: 0,
-            },
-            Ok(glob) => {
-                let m = glob.compile_matcher();
-                let hits: Vec<&String> = all.iter().filter(|f| m.is_match(f.as_str())).collect();
-                GlobPreview {
-                    glob: g.clone(),
-                    error: None,
-                    total: hits.len() as u32,
-                    matches: hits.into_iter().take(50).cloned().collect(),
-                }
-            }
-        })
-        .collect();
-    Ok(Reply::ScopePreview { globs: previews })
+    Ok(Reply::ScopePreview {
+        globs: crate::tools::walk::glob_previews(root, globs),
+    })
 }
 
 /// Only http(s) links leave the app, and only to the system browser.

@@ -55,6 +55,14 @@ impl Intent {
         self.scope.is_match(rel_path)
     }
 
+    /// Replaces the owned scope (every glob must compile).
+    pub fn set_owned_scope(&mut self, owned_scope: Vec<String>) -> Result<(), IntentError> {
+        self.scope = compile_scope(&owned_scope)
+            .map_err(|m| IntentError::Rejected(format!("intent `{}`: {m}", self.id)))?;
+        self.owned_scope = owned_scope;
+        Ok(())
+    }
+
     pub fn view(&self) -> IntentView {
         IntentView {
             id: self.id.clone(),

@@ -72,7 +72,8 @@ You can read and explain code. If the user wants changes, tell them to create an
 After you receive <intent_context>, work only inside its owned scope and respect its constraints. \
 Every write_to_file and apply_diff must cite that intent in `intent_id` and classify the change in `mutation_class`: \
 AST_REFACTOR when it only moves, renames or reformats code, INTENT_EVOLUTION when it adds or changes behaviour. \
-If the work needs a file outside the scope, stop and ask the user to expand the scope. \
+If the work needs a file outside the scope, call request_scope_expansion with the narrowest globs and your reason: the user decides. \
+For work no open intent covers, propose one with propose_intent. \
 When you finish, report each acceptance criterion of the intent in attempt_completion.\n\n{list}"
     ))
 }

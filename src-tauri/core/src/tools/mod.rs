@@ -8,9 +8,12 @@ mod apply_diff;
 mod ask_followup_question;
 mod attempt_completion;
 mod execute_command;
+mod intent_record;
 mod list_files;
+mod propose_intent;
 mod read_file;
 mod record_lesson;
+mod request_scope_expansion;
 mod search_files;
 pub mod search_replace;
 mod select_active_intent;
@@ -208,6 +211,8 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(write_to_file::WriteToFile),
         Box::new(apply_diff::ApplyDiff),
         Box::new(execute_command::ExecuteCommand),
+        Box::new(request_scope_expansion::RequestScopeExpansion),
+        Box::new(propose_intent::ProposeIntent),
         Box::new(ask_followup_question::AskFollowupQuestion),
         Box::new(attempt_completion::AttemptCompletion),
         Box::new(record_lesson::RecordLesson),

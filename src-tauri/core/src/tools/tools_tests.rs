@@ -49,6 +49,18 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
             &["diff", "intent_id", "mutation_class", "path"],
         ),
         ("execute_command", &["command", "cwd", "timeout_seconds"]),
+        ("request_scope_expansion", &["globs", "intent_id", "reason"]),
+        (
+            "propose_intent",
+            &[
+                "acceptance_criteria",
+                "constraints",
+                "id",
+                "name",
+                "owned_scope",
+                "reason",
+            ],
+        ),
         ("select_active_intent", &["intent_id"]),
         ("ask_followup_question", &["options", "question"]),
         ("attempt_completion", &["result"]),

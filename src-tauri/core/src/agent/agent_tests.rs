@@ -1,0 +1,256 @@
+//! The tool-call path with a fake provider and a scripted person: what reaches the approvals
+//! panel, what the person's decision does, and what the ledger records.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::llm::{LlmError, ModelRequest, ModelStream, Provider, ToolCall};
+use crate::protocol::{ApprovalDetail, ApprovalPolicy, Event};
+use crate::workspace::Workspace;
+
+struct NoModel;
+
+#[async_trait]
+impl Provider for NoModel {
+    fn model_id(&self) -> String {
+        "test/none".into()
+    }
+    async fn stream(&self, _: &ModelRequest) -> Result<ModelStream, LlmError> {
+        Err(LlmError::Cancelled)
+    }
+    async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        Ok(Vec::new())
+    }
+}
+
+#[derive(Default)]
+struct Events(Mutex<Vec<Event>>);
+
+impl EventSink for Events {
+    fn emit(&self, event: Event) {
+        self.0.lock().expect("events").push(event);
+    }
+}
+
+/// A person who answers every approval with `decision` and remembers what they were shown.
+struct Person {
+    decision: ApprovalDecision,
+    shown: Mutex<Vec<ApprovalRequest>>,
+}
+
+#[async_trait]
+impl Interaction for Person {
+    async fn approve(
+        &self,
+        _: &str,
+        request: ApprovalRequest,
+        _: &CancellationToken,
+    ) -> ApprovalDecision {
+        self.shown.lock().expect("shown").push(request);
+        self.decision.clone()
+    }
+    async fn ask(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &[String],
+        _: &CancellationToken,
+    ) -> Option<String> {
+        None
+    }
+    fn approver(&self) -> &'static str {
+        "user"
+    }
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    env: AgentEnv,
+    task: Arc<TaskHandle>,
+    person: Arc<Person>,
+}
+
+fn fixture(decision: ApprovalDecision) -> Fixture {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().join("ws");
+    std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+    std::fs::create_dir_all(root.join("src/db")).expect("mkdir");
+    std::fs::write(root.join("src/db/pool.rs"), "fn pool() {}\n").expect("w");
+    std::fs::write(
+        root.join(".orchestration/active_intents.yaml"),
+        "active_intents:\n  - id: INT-1\n    name: Auth\n    status: IN_PROGRESS\n    owned_scope: [\"src/auth/**\"]\n",
+    )
+    .expect("intents");
+    let gov = Arc::new(Governance::new(
+        Workspace::new(&root).expect("ws"),
+        &tmp.path().join("data"),
+    ));
+    let store = Arc::new(TaskStore::new(&tmp.path().join("data"), gov.root()));
+    let person = Arc::new(Person {
+        decision,
+        shown: Mutex::default(),
+    });
+    let env = AgentEnv {
+        gov: gov.clone(),
+        provider: Arc::new(NoModel),
+        sink: Arc::new(Events::default()),
+        interaction: person.clone(),
+        store: store.clone(),
+        tools: Arc::new(crate::tools::registry()),
+        approval: ApprovalPolicy::default(),
+        custom_instructions: String::new(),
+        max_turns: None,
+        interactive: false,
+        render_interval: Duration::from_millis(50),
+        max_tokens: 1000,
+    };
+    let task = TaskHandle::create(store, "ws", "test", "test/none");
+    task.select_intent(&gov.intents.snapshot(), "INT-1")
+        .expect("select");
+    Fixture {
+        _tmp: tmp,
+        env,
+        task,
+        person,
+    }
+}
+
+async fn call(f: &Fixture, name: &str, args: serde_json::Value) -> CallResult {
+    let call = ToolCall {
+        id: format!("c-{name}"),
+        name: name.into(),
+        arguments: args.to_string(),
+    };
+    dispatch(&f.env, &f.task, &call, &CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn a_scope_expansion_is_shown_with_its_matches_and_the_persons_edit_is_what_lands() {
+    let f = fixture(ApprovalDecision::Approve {
+        rejected_hunks: vec![],
+        edited_content: Some("src/db/pool.rs\n".into()),
+    });
+    let result = call(
+        &f,
+        "request_scope_expansion",
+        json!({"intent_id": "INT-1", "globs": ["src/db/**"], "reason": "the login needs a pool"}),
+    )
+    .await;
+    assert!(!result.is_error, "{}", result.content);
+    let shown = f.person.shown.lock().expect("shown").clone();
+    let ApprovalDetail::ScopeExpansion {
+        globs,
+        preview,
+        owned_scope,
+        reason,
+        ..
+    } = &shown[0].detail
+    else {
+        panic!("{:?}", shown[0].detail)
+    };
+    assert_eq!(globs, &vec!["src/db/**".to_string()]);
+    assert_eq!(owned_scope, &vec!["src/auth/**".to_string()]);
+    assert_eq!(reason, "the login needs a pool");
+    assert_eq!(preview[0].matches, vec!["src/db/pool.rs".to_string()]);
+    // The person narrowed it to one file: that is what the intent owns now.
+    let intent = f
+        .env
+        .gov
+        .intents
+        .snapshot()
+        .doc
+        .get("INT-1")
+        .cloned()
+        .expect("intent");
+    assert_eq!(
+        intent.owned_scope,
+        vec!["src/auth/**".to_string(), "src/db/pool.rs".to_string()]
+    );
+    assert!(
+        result.content.contains("src/db/pool.rs"),
+        "{}",
+        result.content
+    );
+    let ledger = std::fs::read_to_string(
+        f.env
+            .gov
+            .root()
+            .join(crate::orchestration::ledger::LEDGER_FILE),
+    )
+    .expect("ledger");
+    let record: serde_json::Value =
+        serde_json::from_str(ledger.lines().last().expect("record")).expect("json");
+    let vendor = &record["metadata"]["dev.mandate"];
+    assert_eq!(
+        vendor["intent_change"]["added_scope"],
+        json!(["src/db/pool.rs"])
+    );
+    assert_eq!(vendor["mutation_class"]["computed"], "INTENT_EVOLUTION");
+    assert_eq!(
+        record["files"][0]["conversations"][0]["contributor"]["type"],
+        "mixed"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_expansion_changes_nothing_and_a_foreign_intent_cannot_be_widened() {
+    let f = fixture(ApprovalDecision::Reject {
+        reason: "too wide".into(),
+    });
+    let result = call(
+        &f,
+        "request_scope_expansion",
+        json!({"intent_id": "INT-1", "globs": ["**"], "reason": "everything"}),
+    )
+    .await;
+    assert!(
+        result.is_error && result.content.contains("REJECTED_BY_USER"),
+        "{}",
+        result.content
+    );
+    let intent = f
+        .env
+        .gov
+        .intents
+        .snapshot()
+        .doc
+        .get("INT-1")
+        .cloned()
+        .expect("intent");
+    assert_eq!(intent.owned_scope, vec!["src/auth/**".to_string()]);
+    // Citing an intent the task does not hold is refused before anyone is asked.
+    let before = f.person.shown.lock().expect("shown").len();
+    let result = call(
+        &f,
+        "request_scope_expansion",
+        json!({"intent_id": "INT-9", "globs": ["x"], "reason": "r"}),
+    )
+    .await;
+    assert!(result.is_error, "{}", result.content);
+    assert_eq!(f.person.shown.lock().expect("shown").len(), before);
+}
+
+#[tokio::test]
+async fn approval_settings_never_skip_the_person_for_intent_changes() {
+    let mut f = fixture(ApprovalDecision::Reject {
+        reason: "no".into(),
+    });
+    f.env.approval = ApprovalPolicy {
+        ask_before_writes: false,
+        ask_before_safe_commands: false,
+    };
+    call(
+        &f,
+        "propose_intent",
+        json!({"id": "INT-2", "name": "Pool", "owned_scope": ["src/db/**"], "reason": "planned"}),
+    )
+    .await;
+    assert_eq!(f.person.shown.lock().expect("shown").len(), 1);
+    assert!(f.env.gov.intents.snapshot().doc.get("INT-2").is_none());
+}
