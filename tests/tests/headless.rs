@@ -716,3 +716,98 @@ async fn a_broken_intents_file_is_said_out_loud_not_taken_for_no_intents() {
     );
     assert!(ledger(ws.path()).is_empty());
 }
+
+#[tokio::test]
+async fn a_task_pauses_at_its_budget_and_the_runner_exits_1_saying_so() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .usage(150, 20)
+            .reply(),
+        openai::turn()
+            .tool_call("r", "read_file", json!({"path": "src/greet/mod.rs"}))
+            .usage(200, 20)
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "done",
+                "attempt_completion",
+                json!({"result": "never reached"}),
+            )
+            .reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow", "--max-tokens", "300"],
+        "greet",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    let errors = |out: &mandate_tests::cli::Output| -> String {
+        out.events_of("message_added")
+            .iter()
+            .filter(|e| e["message"]["kind"] == "error")
+            .map(|e| {
+                e["message"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert!(
+        errors(&out)
+            .contains("The task reached its budget (390 tokens used of a 300-token budget)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(server.requests().len(), 2, "no request past the budget");
+    let task = task_record(&dirs, &out.task_id().expect("task"));
+    assert_eq!(task["summary"]["status"], "paused");
+
+    // An intent's own budget counts every task that held it.
+    let with_budget = format!("{INTENTS}    budget: {{max_tokens: 100}}\n");
+    let ws = workspace(Some(&with_budget), &files());
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .usage(150, 20)
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "done",
+                "attempt_completion",
+                json!({"result": "never reached"}),
+            )
+            .reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "greet",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        errors(&out).contains("Intent INT-001 reached its budget"),
+        "{}",
+        out.stdout
+    );
+    let bad = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--max-cost", "-1"],
+        "greet",
+        &dirs,
+    )
+    .await;
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+}

@@ -34,13 +34,15 @@ keyring_error: string | null, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, };
 
-export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled";
+export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled" | "paused";
 
 export type Usage = { input_tokens: number, output_tokens: number, 
 /**
  * In US dollars, when the model's price is known.
  */
 cost_usd: number | null, };
+
+export type Budget = { max_cost_usd: number | null, max_tokens: number | null, };
 
 export type TaskSummary = { id: string, title: string, status: TaskStatus, intent_id: string | null, model: string, usage: Usage, created_at: string, updated_at: string, 
 /**

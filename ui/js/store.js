@@ -92,6 +92,7 @@ const STATUS_LABELS = {
   completed: 'Completed',
   failed: 'Failed',
   cancelled: 'Cancelled',
+  paused: 'Paused at its budget',
 };
 
 /** @param {TaskStatus} status */
@@ -106,7 +107,7 @@ export function isBusy(status) {
 
 /** @param {TaskSummary} task */
 export function canRetry(task) {
-  return task.status === 'failed' || task.status === 'cancelled' || (task.status === 'idle' && task.error !== null);
+  return task.status === 'failed' || task.status === 'cancelled' || task.status === 'paused' || (task.status === 'idle' && task.error !== null);
 }
 
 /** @type {Record<string, string>} */

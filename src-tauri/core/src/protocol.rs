@@ -368,6 +368,16 @@ pub enum TaskStatus {
     Completed,
     Failed,
     Cancelled,
+    /// Stopped at its cost or token budget; raising the budget and retrying goes on.
+    Paused,
+}
+
+/// A cap on what a task (or all tasks of an intent) may spend; None is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
@@ -809,6 +819,7 @@ pub fn typescript_declarations() -> String {
         SettingsUpdate::decl(&cfg),
         TaskStatus::decl(&cfg),
         Usage::decl(&cfg),
+        Budget::decl(&cfg),
         TaskSummary::decl(&cfg),
         UiMessage::decl(&cfg),
         ToolKind::decl(&cfg),

@@ -313,6 +313,7 @@ fn governed_write(root: &Path) -> Vec<Row> {
         interactive: false,
         render_interval: Duration::from_millis(50),
         max_tokens: 1000,
+        budget: Default::default(),
     };
     let task = TaskHandle::create(store, "bench", "bench", "bench/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

@@ -109,6 +109,7 @@ fn fixture(decision: ApprovalDecision) -> Fixture {
         interactive: false,
         render_interval: Duration::from_millis(50),
         max_tokens: 1000,
+        budget: Default::default(),
     };
     let task = TaskHandle::create(store, "ws", "test", "test/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::store::TaskStore;
 use super::{EventSink, Governance, Interaction};
 use crate::llm::Provider;
-use crate::protocol::{ApprovalPolicy, Event, NoticeLevel};
+use crate::protocol::{ApprovalPolicy, Budget, Event, NoticeLevel};
 use crate::tools::Tool;
 
 pub struct AgentEnv {
@@ -23,6 +23,8 @@ pub struct AgentEnv {
     pub interactive: bool,
     pub render_interval: Duration,
     pub max_tokens: u32,
+    /// What one task may spend (an intent's own budget, in the intents file, applies too).
+    pub budget: Budget,
 }
 
 impl AgentEnv {

@@ -7,6 +7,7 @@
 //! `approval` and `orchestrator` (one tool call), `turn` (the loop).
 
 mod approval;
+mod budget;
 pub mod command;
 mod env;
 mod governance;

@@ -25,6 +25,8 @@ pub enum TaskEnd {
     Failed(String),
     Cancelled,
     AlreadyRunning,
+    /// At its budget: raising it and retrying goes on.
+    Paused(String),
 }
 
 /// Runs the task until it needs the user or ends. `user_text` is a new message to add first.
@@ -49,6 +51,7 @@ fn end_kind(end: &TaskEnd) -> &'static str {
         TaskEnd::Failed(_) => "failed",
         TaskEnd::Cancelled => "cancelled",
         TaskEnd::AlreadyRunning => "already running",
+        TaskEnd::Paused(_) => "paused at its budget",
     }
 }
 
@@ -82,6 +85,7 @@ async fn run_task_inner(
         TaskEnd::Idle | TaskEnd::AlreadyRunning => (TaskStatus::Idle, None),
         TaskEnd::Failed(m) => (TaskStatus::Failed, Some(m.clone())),
         TaskEnd::Cancelled => (TaskStatus::Cancelled, None),
+        TaskEnd::Paused(m) => (TaskStatus::Paused, Some(m.clone())),
     };
     task.set_outcome(status, error);
     task.checkpoint(env.sink.as_ref()).await;
@@ -227,6 +231,10 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
             }
         }
         turns += 1;
+        if let Some(why) = super::budget::exceeded(env, task) {
+            add_error(env, task, why.clone());
+            return TaskEnd::Paused(why);
+        }
         let turn = match model_turn(env, task, cancel).await {
             Ok(t) => t,
             Err(end) => return end,

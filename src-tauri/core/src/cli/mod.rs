@@ -99,6 +99,13 @@ pub struct RunArgs {
     /// Ask before commands the policy classifies as safe, too.
     #[arg(long)]
     pub ask_safe_commands: bool,
+    /// Stop (exit 1) when the task has cost this many US dollars (as the provider reports it,
+    /// or estimated from the model's price).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop (exit 1) when the task has used this many tokens (input and output).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }

@@ -15,7 +15,7 @@ use crate::agent::{
 };
 use crate::llm::{provider_for, ProviderConfig, RetryPolicy};
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalPolicy, ApprovalRequest, Event, ProviderKind,
+    ApprovalDecision, ApprovalDetail, ApprovalPolicy, ApprovalRequest, Budget, Event, ProviderKind,
     ToolCallStatus,
 };
 use crate::secrets::{api_key_name, KeyringStore, Secret, SecretStore, API_KEY_ENV};
@@ -161,6 +161,9 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
     if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
         return usage(&e.to_string());
     }
+    if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
+        return usage("--max-cost must be a positive number of US dollars");
+    }
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() && args.resume.is_none() {
         return usage("give the request as the last argument (or --resume TASK_ID)");
@@ -224,6 +227,10 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         interactive: false,
         render_interval: Duration::from_millis(100),
         max_tokens: 8192,
+        budget: Budget {
+            max_cost_usd: args.max_cost,
+            max_tokens: args.max_tokens,
+        },
     });
     let (task, text) = match &args.resume {
         Some(id) => match store.load(id) {
@@ -259,6 +266,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
             TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
             TaskEnd::Failed(m) => eprintln!("\nFailed: {m}"),
             TaskEnd::Cancelled => eprintln!("\nStopped."),
+            TaskEnd::Paused(m) => eprintln!("\nPaused: {m}"),
             TaskEnd::Idle | TaskEnd::AlreadyRunning => {}
         }
         eprintln!("task {}", task.id);

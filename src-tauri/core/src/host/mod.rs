@@ -408,6 +408,7 @@ impl Host {
             interactive: true,
             render_interval: Duration::from_millis(100),
             max_tokens: 8192,
+            budget: crate::protocol::Budget::default(),
         }))
     }
 
