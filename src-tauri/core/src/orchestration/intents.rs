@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use serde_yaml::{Mapping, Value};
 
-use super::yaml;
+use super::yaml::{self, Mapping, Value};
 use crate::fsutil::write_atomic;
 use crate::protocol::{IntentDraft, IntentStatus, IntentView, IntentsView};
 
@@ -97,9 +96,9 @@ impl IntentsDoc {
 
     /// Parses and validates the whole file; any problem names the intent and its line.
     pub fn parse(text: &str, file: &str) -> Result<IntentsDoc, IntentError> {
-        let root: Value = yaml::from_str(text).map_err(|message| IntentError::Parse {
+        let root: Value = yaml::from_str(text).map_err(|e| IntentError::Parse {
             file: file.into(),
-            message,
+            message: e.to_string(),
         })?;
         let mut extra = match root {
             Value::Mapping(m) => m,
@@ -164,7 +163,8 @@ impl IntentsDoc {
         for (k, v) in &self.extra {
             root.insert(k.clone(), v.clone());
         }
-        let body = yaml::to_string(&Value::Mapping(root)).map_err(IntentError::Rejected)?;
+        let body = yaml::to_string(&Value::Mapping(root))
+            .map_err(|e| IntentError::Rejected(e.to_string()))?;
         Ok(format!(
             "# Intents: units of work the agent may act under. Edited by Mandate and by people.\n{body}"
         ))
