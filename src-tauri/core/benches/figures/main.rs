@@ -3,6 +3,7 @@
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
 mod data;
+mod intents;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -615,6 +616,9 @@ fn main() {
     }
     if wanted("search") {
         rows.extend(search_and_list(&root));
+    }
+    if wanted("intents") {
+        rows.extend(intents::load_and_validate(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

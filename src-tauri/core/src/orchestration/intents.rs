@@ -4,8 +4,9 @@
 //! file that does not parse is never overwritten, and the last good version stays in use while
 //! the file on disk is broken. External edits are noticed by the file's stamp.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -34,7 +35,9 @@ pub enum IntentError {
     Io { file: String, message: String },
 }
 
-/// One intent with its scope compiled.
+/// One intent. Its globs are checked when the file is loaded; the matcher is built the first
+/// time the intent is asked about a path, so a file of many intents loads in linear time and
+/// only the intents tasks actually use pay for a compiled matcher.
 #[derive(Debug, Clone)]
 pub struct Intent {
     pub id: String,
@@ -45,13 +48,17 @@ pub struct Intent {
     pub acceptance_criteria: Vec<String>,
     /// Keys this version does not know, kept as they were.
     pub extra: Mapping,
-    scope: GlobSet,
+    /// `None` inside once the build failed: then nothing is owned (the gate fails closed).
+    scope: OnceLock<Option<GlobSet>>,
 }
 
 impl Intent {
     /// Whether a workspace-relative POSIX path is inside the owned scope.
     pub fn owns(&self, rel_path: &str) -> bool {
-        self.scope.is_match(rel_path)
+        self.scope
+            .get_or_init(|| compile_scope(&self.owned_scope).ok())
+            .as_ref()
+            .is_some_and(|set| set.is_match(rel_path))
     }
 
     pub fn view(&self) -> IntentView {
@@ -72,7 +79,7 @@ pub struct IntentsDoc {
     pub intents: Vec<Intent>,
     pub extra: Mapping,
     /// id -> position, built when the file is parsed (every hook decision looks an intent up).
-    index: std::collections::HashMap<String, usize>,
+    index: HashMap<String, usize>,
 }
 
 impl IntentsDoc {
@@ -94,60 +101,72 @@ impl IntentsDoc {
             .collect()
     }
 
-    /// Parses and validates the whole file; any problem names the intent and its line.
+    /// Parses and validates the whole file in time linear in its size; any problem names the
+    /// intent and its line (lines are looked up only once there is a problem to report).
     pub fn parse(text: &str, file: &str) -> Result<IntentsDoc, IntentError> {
-        let root: Value = yaml::from_str(text).map_err(|e| IntentError::Parse {
+        let parse_error = |message: String| IntentError::Parse {
             file: file.into(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let root: Value = yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
         let mut extra = match root {
             Value::Mapping(m) => m,
             Value::Null => Mapping::new(),
             _ => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "the top level must be a mapping with an `active_intents` list".into(),
-                })
+                return Err(parse_error(
+                    "the top level must be a mapping with an `active_intents` list".into(),
+                ))
             }
         };
-        let list = match (extra.remove("active_intents"), extra.remove("intents")) {
+        let list = match (
+            extra.shift_remove("active_intents"),
+            extra.shift_remove("intents"),
+        ) {
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => Value::Sequence(Vec::new()),
             (Some(_), Some(_)) => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "both `active_intents` and `intents` are present; keep one".into(),
-                })
+                return Err(parse_error(
+                    "both `active_intents` and `intents` are present; keep one".into(),
+                ))
             }
         };
         let items = match list {
             Value::Sequence(items) => items,
             Value::Null => Vec::new(),
-            _ => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "`active_intents` must be a list".into(),
-                })
-            }
+            _ => return Err(parse_error("`active_intents` must be a list".into())),
         };
         let mut intents: Vec<Intent> = Vec::with_capacity(items.len());
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(items.len());
         for (n, item) in items.into_iter().enumerate() {
-            let intent = intent_from_value(item, n, text, file)?;
-            if intents.iter().any(|i| i.id == intent.id) {
-                return Err(IntentError::Invalid {
-                    file: file.into(),
-                    line: id_line(text, &intent.id, 2),
-                    id: intent.id,
-                    message: "this id is used by another intent; ids must be unique".into(),
-                });
+            let (id, map) = take_id(item, n).map_err(parse_error)?;
+            let invalid = |id: String, line: usize, message: String| IntentError::Invalid {
+                file: file.into(),
+                id,
+                line,
+                message,
+            };
+            // Checked before the rest, so the first `id:` line with this id is this intent's.
+            if let Some(&first) = index.get(&id) {
+                let lines = id_lines(text, &id, 2);
+                let (first_line, line) = (lines.first().copied(), lines.get(1).copied());
+                let message = match first_line {
+                    Some(l) => format!(
+                        "this id is also used by the intent at line {l}; ids must be unique"
+                    ),
+                    None => format!(
+                        "this id is also used by intent #{}; ids must be unique",
+                        first + 1
+                    ),
+                };
+                return Err(invalid(id, line.unwrap_or(0), message));
             }
+            let intent = intent_from_map(id, map).map_err(|(id, message)| {
+                let line = id_lines(text, &id, 1).first().copied().unwrap_or(0);
+                invalid(id, line, message)
+            })?;
+            index.insert(intent.id.clone(), n);
             intents.push(intent);
         }
-        let index = intents
-            .iter()
-            .enumerate()
-            .map(|(n, i)| (i.id.clone(), n))
-            .collect();
         Ok(IntentsDoc {
             intents,
             extra,
@@ -157,7 +176,7 @@ impl IntentsDoc {
 
     /// The canonical YAML: `active_intents` first, fields in a fixed order, unknown keys kept.
     pub fn to_yaml(&self) -> Result<String, IntentError> {
-        let mut root = Mapping::new();
+        let mut root = Mapping::with_capacity(1 + self.extra.len());
         let list: Vec<Value> = self.intents.iter().map(intent_to_value).collect();
         root.insert("active_intents".into(), Value::Sequence(list));
         for (k, v) in &self.extra {
@@ -230,93 +249,97 @@ pub fn status_str(s: IntentStatus) -> &'static str {
     }
 }
 
-fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<Intent, IntentError> {
+/// The item's id and the rest of its keys; an item without an id can only be named by position.
+fn take_id(item: Value, n: usize) -> Result<(String, Mapping), String> {
     let mut map = match item {
         Value::Mapping(m) => m,
         other => {
-            return Err(IntentError::Parse {
-                file: file.into(),
-                message: format!(
-                    "intent #{} must be a mapping, found {}",
-                    n + 1,
-                    kind(&other)
-                ),
-            })
-        }
-    };
-    let id = match map.remove("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::Number(num)) => num.to_string(),
-        _ => {
-            return Err(IntentError::Parse {
-                file: file.into(),
-                message: format!("intent #{} has no `id`", n + 1),
-            })
-        }
-    };
-    let invalid = |message: String| IntentError::Invalid {
-        file: file.into(),
-        id: id.clone(),
-        line: id_line(text, &id, 1),
-        message,
-    };
-    let name = match map.remove("name").or_else(|| map.remove("title")) {
-        Some(Value::String(s)) => s,
-        None | Some(Value::Null) => id.clone(),
-        Some(other) => {
-            return Err(invalid(format!(
-                "`name` must be a string, found {}",
+            return Err(format!(
+                "intent #{} must be a mapping, found {}",
+                n + 1,
                 kind(&other)
-            )))
-        }
-    };
-    let status = match map.remove("status") {
-        None | Some(Value::Null) => IntentStatus::NotStarted,
-        Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
-            invalid(format!(
-                "unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)"
             ))
-        })?,
-        Some(other) => {
-            return Err(invalid(format!(
-                "`status` must be a string, found {}",
-                kind(&other)
-            )))
         }
     };
-    let owned_scope = match map.remove("owned_scope") {
-        Some(v) => str_list(Some(v), "owned_scope").map_err(&invalid)?,
-        None => match map.remove("scope") {
-            // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
-            Some(Value::Mapping(mut scope)) => {
-                let paths = str_list(scope.remove("paths"), "scope.paths").map_err(&invalid)?;
-                if !scope.is_empty() {
-                    map.insert("scope".into(), Value::Mapping(scope));
-                }
-                paths
+    match map.shift_remove("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok((s.trim().to_string(), map)),
+        Some(Value::Number(num)) => Ok((num.to_string(), map)),
+        _ => Err(format!("intent #{} has no `id`", n + 1)),
+    }
+}
+
+/// The rest of one intent; an error carries the id back with the message.
+fn intent_from_map(id: String, mut map: Mapping) -> Result<Intent, (String, String)> {
+    let checked = (|| {
+        let name = match map
+            .shift_remove("name")
+            .or_else(|| map.shift_remove("title"))
+        {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => id.clone(),
+            Some(other) => return Err(format!("`name` must be a string, found {}", kind(&other))),
+        };
+        let status = match map.shift_remove("status") {
+            None | Some(Value::Null) => IntentStatus::NotStarted,
+            Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
+                format!("unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)")
+            })?,
+            Some(other) => {
+                return Err(format!("`status` must be a string, found {}", kind(&other)))
             }
-            Some(v) => str_list(Some(v), "scope").map_err(&invalid)?,
-            None => Vec::new(),
-        },
-    };
-    let constraints = str_list(map.remove("constraints"), "constraints").map_err(&invalid)?;
-    let acceptance_criteria = str_list(
-        map.remove("acceptance_criteria")
-            .or_else(|| map.remove("definition_of_done")),
-        "acceptance_criteria",
-    )
-    .map_err(&invalid)?;
-    let scope = compile_scope(&owned_scope).map_err(&invalid)?;
-    Ok(Intent {
-        id,
-        name,
-        status,
-        owned_scope,
-        constraints,
-        acceptance_criteria,
-        extra: map,
-        scope,
-    })
+        };
+        let owned_scope = match map.shift_remove("owned_scope") {
+            Some(v) => str_list(Some(v), "owned_scope")?,
+            None => match map.shift_remove("scope") {
+                // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
+                Some(Value::Mapping(mut scope)) => {
+                    let paths = str_list(scope.shift_remove("paths"), "scope.paths")?;
+                    if !scope.is_empty() {
+                        map.insert("scope".into(), Value::Mapping(scope));
+                    }
+                    paths
+                }
+                Some(v) => str_list(Some(v), "scope")?,
+                None => Vec::new(),
+            },
+        };
+        let constraints = str_list(map.shift_remove("constraints"), "constraints")?;
+        let acceptance_criteria = str_list(
+            map.shift_remove("acceptance_criteria")
+                .or_else(|| map.shift_remove("definition_of_done")),
+            "acceptance_criteria",
+        )?;
+        for pattern in &owned_scope {
+            check_glob(pattern)?;
+        }
+        Ok((name, status, owned_scope, constraints, acceptance_criteria))
+    })();
+    match checked {
+        Ok((name, status, owned_scope, constraints, acceptance_criteria)) => Ok(Intent {
+            id,
+            name,
+            status,
+            owned_scope,
+            constraints,
+            acceptance_criteria,
+            extra: map,
+            scope: OnceLock::new(),
+        }),
+        Err(message) => Err((id, message)),
+    }
+}
+
+/// Longer globs are refused at load: a matcher built later must not fail on its size.
+const MAX_GLOB_CHARS: usize = 1024;
+
+/// Checks one glob as `compile_glob` would, without keeping the result.
+fn check_glob(pattern: &str) -> Result<(), String> {
+    if pattern.len() > MAX_GLOB_CHARS {
+        return Err(format!(
+            "an owned_scope entry is longer than {MAX_GLOB_CHARS} characters"
+        ));
+    }
+    compile_glob(pattern).map(drop)
 }
 
 /// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
@@ -357,7 +380,7 @@ pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
 }
 
 fn intent_to_value(intent: &Intent) -> Value {
-    let mut m = Mapping::new();
+    let mut m = Mapping::with_capacity(6 + intent.extra.len());
     let list =
         |items: &[String]| Value::Sequence(items.iter().cloned().map(Value::String).collect());
     m.insert("id".into(), intent.id.clone().into());
@@ -375,22 +398,31 @@ fn intent_to_value(intent: &Intent) -> Value {
     Value::Mapping(m)
 }
 
-/// Best-effort line of `id: ID` in the source, for error messages.
-fn id_line(text: &str, id: &str, nth: usize) -> usize {
-    let mut seen = 0;
+/// The lines (1-based) of the first `max` `id: ID` entries in the source, in one pass.
+/// Best effort: YAML values carry no positions, so this reads the text the way people write it
+/// (`- id: X`, `id: "X"`, `- {id: X, …}`, a comment after the value).
+fn id_lines(text: &str, id: &str, max: usize) -> Vec<usize> {
+    let mut found = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let l = line.trim_start().trim_start_matches('-').trim_start();
-        if let Some(rest) = l.strip_prefix("id:") {
-            let value = rest.trim().trim_matches(|c| c == '"' || c == '\'');
-            if value == id {
-                seen += 1;
-                if seen == nth {
-                    return i + 1;
-                }
+        let l = line
+            .trim_start()
+            .trim_start_matches('-')
+            .trim_start()
+            .trim_start_matches('{')
+            .trim_start();
+        let Some(rest) = l.strip_prefix("id:") else {
+            continue;
+        };
+        let rest = rest.split(" #").next().unwrap_or_default();
+        let value = rest.split([',', '}']).next().unwrap_or_default();
+        if value.trim().trim_matches(|c| c == '"' || c == '\'') == id {
+            found.push(i + 1);
+            if found.len() == max {
+                break;
             }
         }
     }
-    0
+    found
 }
 
 /// Builds a validated intent from a GUI draft (keeping unknown keys of the one it replaces).
@@ -417,8 +449,10 @@ pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, I
             .collect()
     };
     let owned_scope = clean(draft.owned_scope);
-    let scope = compile_scope(&owned_scope)
-        .map_err(|m| IntentError::Rejected(format!("intent `{id}`: {m}")))?;
+    let reject = |m: String| IntentError::Rejected(format!("intent `{id}`: {m}"));
+    for pattern in &owned_scope {
+        check_glob(pattern).map_err(reject)?;
+    }
     Ok(Intent {
         id,
         name: draft.name.trim().to_string(),
@@ -427,7 +461,7 @@ pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, I
         constraints: clean(draft.constraints),
         acceptance_criteria: clean(draft.acceptance_criteria),
         extra,
-        scope,
+        scope: OnceLock::new(),
     })
 }
 
