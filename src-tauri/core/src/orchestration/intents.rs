@@ -106,7 +106,22 @@ impl IntentsDoc {
             file: file.into(),
             message,
         };
-        let root: Value = yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        // The quick reader takes the plain block style and knows each intent's line; the
+        // general parser takes everything else, and lines are then found by their `id:`.
+        let (root, item_lines) = match super::intents_plain::read(text) {
+            Some(plain) => (plain.root, plain.item_lines),
+            None => (
+                yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?,
+                Vec::new(),
+            ),
+        };
+        // The line of intent `n`, the `nth` with its id.
+        let line_of = |n: usize, id: &str, nth: usize| {
+            item_lines
+                .get(n)
+                .copied()
+                .or_else(|| id_lines(text, id, nth).get(nth - 1).copied())
+        };
         let mut extra = match root {
             Value::Mapping(m) => m,
             Value::Null => Mapping::new(),
@@ -145,9 +160,7 @@ impl IntentsDoc {
             };
             // Checked before the rest, so the first `id:` line with this id is this intent's.
             if let Some(&first) = index.get(&id) {
-                let lines = id_lines(text, &id, 2);
-                let (first_line, line) = (lines.first().copied(), lines.get(1).copied());
-                let message = match first_line {
+                let message = match line_of(first, &id, 1) {
                     Some(l) => format!(
                         "this id is also used by the intent at line {l}; ids must be unique"
                     ),
@@ -156,10 +169,11 @@ impl IntentsDoc {
                         first + 1
                     ),
                 };
-                return Err(invalid(id, line.unwrap_or(0), message));
+                let line = line_of(n, &id, 2).unwrap_or(0);
+                return Err(invalid(id, line, message));
             }
             let intent = intent_from_map(id, map).map_err(|(id, message)| {
-                let line = id_lines(text, &id, 1).first().copied().unwrap_or(0);
+                let line = line_of(n, &id, 1).unwrap_or(0);
                 invalid(id, line, message)
             })?;
             index.insert(intent.id.clone(), n);

@@ -4,6 +4,7 @@
 pub mod git;
 pub mod intent_map;
 pub mod intents;
+mod intents_plain;
 pub mod ledger;
 pub mod lessons;
 pub mod trace;
