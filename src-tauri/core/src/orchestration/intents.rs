@@ -238,12 +238,20 @@ fn kind(v: &Value) -> &'static str {
 }
 
 pub fn parse_status(s: &str) -> Option<IntentStatus> {
-    match s
-        .trim()
-        .to_ascii_uppercase()
-        .replace(['-', ' '], "_")
-        .as_str()
+    let s = s.trim();
+    // The canonical spelling, as Mandate writes it, needs no copy.
+    if let Some(status) = [
+        IntentStatus::NotStarted,
+        IntentStatus::InProgress,
+        IntentStatus::Done,
+        IntentStatus::Blocked,
+    ]
+    .into_iter()
+    .find(|&status| status_str(status) == s)
     {
+        return Some(status);
+    }
+    match s.to_ascii_uppercase().replace(['-', ' '], "_").as_str() {
         "NOT_STARTED" | "TODO" | "PENDING" => Some(IntentStatus::NotStarted),
         "IN_PROGRESS" | "ACTIVE" => Some(IntentStatus::InProgress),
         "DONE" | "COMPLETED" | "COMPLETE" => Some(IntentStatus::Done),
@@ -351,12 +359,17 @@ fn check_glob(pattern: &str) -> Result<(), String> {
             "an owned_scope entry is longer than {MAX_GLOB_CHARS} characters"
         ));
     }
-    compile_glob(pattern).map(drop)
+    // Only classes and alternates can make a glob fail to parse; other globs are checked for
+    // their shape alone, without building them (that is most of the cost of a large file).
+    if pattern.contains(['[', ']', '{', '}']) {
+        compile_glob(pattern).map(drop)
+    } else {
+        check_shape(pattern.trim())
+    }
 }
 
-/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
-pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
-    let trimmed = pattern.trim();
+/// A workspace-relative, non-empty pattern with `/` separators and no `..`.
+fn check_shape(trimmed: &str) -> Result<(), String> {
     if trimmed.is_empty() {
         return Err("an owned_scope entry is empty".into());
     }
@@ -365,6 +378,13 @@ pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
             "owned_scope entry `{trimmed}` must be a workspace-relative path with `/` separators and no `..`"
         ));
     }
+    Ok(())
+}
+
+/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
+pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
+    let trimmed = pattern.trim();
+    check_shape(trimmed)?;
     let normalized = trimmed.trim_start_matches("./");
     let normalized = if let Some(dir) = normalized.strip_suffix('/') {
         format!("{dir}/**")

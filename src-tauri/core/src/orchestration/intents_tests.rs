@@ -227,3 +227,33 @@ fn overlong_globs_are_refused_at_load_and_unknown_keys_keep_their_order() {
         .collect();
     assert_eq!(keys, ["zeta", "alpha", "mid"]);
 }
+
+#[test]
+fn the_quick_glob_check_agrees_with_building_the_glob() {
+    for pattern in [
+        "src/**",
+        "docs/",
+        "./a/b.rs",
+        "*.md",
+        "a?b",
+        "",
+        "  ",
+        "/etc/passwd",
+        "a/../b",
+        "..",
+        "a\\b",
+        "src/[a-f]*.png",
+        "src/[a",
+        "src/{a,b}",
+        "src/{a",
+        "src/a}",
+        "x]",
+        "**/x/**",
+    ] {
+        assert_eq!(
+            check_glob(pattern),
+            compile_glob(pattern).map(drop),
+            "{pattern:?}"
+        );
+    }
+}
