@@ -108,19 +108,12 @@ impl IntentsDoc {
         };
         // The quick reader takes the plain block style and knows each intent's line; the
         // general parser takes everything else, and lines are then found by their `id:`.
-        let (root, item_lines) = match super::intents_plain::read(text) {
-            Some(plain) => (plain.root, plain.item_lines),
+        let (root, plain_list) = match super::intents_plain::read(text) {
+            Some(plain) => (Value::Mapping(plain.root), plain.intents),
             None => (
                 yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?,
-                Vec::new(),
+                None,
             ),
-        };
-        // The line of intent `n`, the `nth` with its id.
-        let line_of = |n: usize, id: &str, nth: usize| {
-            item_lines
-                .get(n)
-                .copied()
-                .or_else(|| id_lines(text, id, nth).get(nth - 1).copied())
         };
         let mut extra = match root {
             Value::Mapping(m) => m,
@@ -131,6 +124,7 @@ impl IntentsDoc {
                 ))
             }
         };
+        // (The quick reader leaves `null` where it found the intents list.)
         let list = match (
             extra.shift_remove("active_intents"),
             extra.shift_remove("intents"),
@@ -148,41 +142,29 @@ impl IntentsDoc {
             Value::Null => Vec::new(),
             _ => return Err(parse_error("`active_intents` must be a list".into())),
         };
-        let mut intents: Vec<Intent> = Vec::with_capacity(items.len());
-        let mut index: HashMap<String, usize> = HashMap::with_capacity(items.len());
-        for (n, item) in items.into_iter().enumerate() {
-            let (id, map) = take_id(item, n).map_err(parse_error)?;
-            let invalid = |id: String, line: usize, message: String| IntentError::Invalid {
-                file: file.into(),
-                id,
-                line,
-                message,
-            };
-            // Checked before the rest, so the first `id:` line with this id is this intent's.
-            if let Some(&first) = index.get(&id) {
-                let message = match line_of(first, &id, 1) {
-                    Some(l) => format!(
-                        "this id is also used by the intent at line {l}; ids must be unique"
-                    ),
-                    None => format!(
-                        "this id is also used by intent #{}; ids must be unique",
-                        first + 1
-                    ),
-                };
-                let line = line_of(n, &id, 2).unwrap_or(0);
-                return Err(invalid(id, line, message));
+        let mut built = Builder::new(text, file, items.len());
+        if let Some(list) = plain_list {
+            for (n, item) in list.into_iter().enumerate() {
+                built.add(n, item.fields, Some(item.line))?;
             }
-            let intent = intent_from_map(id, map).map_err(|(id, message)| {
-                let line = line_of(n, &id, 1).unwrap_or(0);
-                invalid(id, line, message)
-            })?;
-            index.insert(intent.id.clone(), n);
-            intents.push(intent);
+        }
+        for (n, item) in items.into_iter().enumerate() {
+            let map = match item {
+                Value::Mapping(m) => m,
+                other => {
+                    return Err(parse_error(format!(
+                        "intent #{} must be a mapping, found {}",
+                        n + 1,
+                        kind(&other)
+                    )))
+                }
+            };
+            built.add(n, map, None)?;
         }
         Ok(IntentsDoc {
-            intents,
+            intents: built.intents,
             extra,
-            index,
+            index: built.index,
         })
     }
 
@@ -269,37 +251,108 @@ pub fn status_str(s: IntentStatus) -> &'static str {
     }
 }
 
-/// The item's id and the rest of its keys; an item without an id can only be named by position.
-fn take_id(item: Value, n: usize) -> Result<(String, Mapping), String> {
-    let mut map = match item {
-        Value::Mapping(m) => m,
-        other => {
-            return Err(format!(
-                "intent #{} must be a mapping, found {}",
-                n + 1,
-                kind(&other)
-            ))
+/// One intent's keys as read: the quick reader's list, or a mapping from the general parser.
+pub(super) trait Fields {
+    fn take(&mut self, key: &str) -> Option<Value>;
+    /// Puts back a key Mandate read only in part (`scope` beside its `paths`).
+    fn keep(&mut self, key: &'static str, value: Value);
+    fn into_extra(self) -> Mapping;
+}
+
+impl Fields for Mapping {
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove(key)
+    }
+    fn keep(&mut self, key: &'static str, value: Value) {
+        self.insert(key.into(), value);
+    }
+    fn into_extra(self) -> Mapping {
+        self
+    }
+}
+
+/// The intents as they are validated: in order, indexed by id, each with its line if known.
+struct Builder<'t> {
+    text: &'t str,
+    file: &'t str,
+    intents: Vec<Intent>,
+    index: HashMap<String, usize>,
+    lines: Vec<Option<usize>>,
+}
+
+impl<'t> Builder<'t> {
+    fn new(text: &'t str, file: &'t str, capacity: usize) -> Self {
+        Self {
+            text,
+            file,
+            intents: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+            lines: Vec::with_capacity(capacity),
         }
-    };
-    match map.shift_remove("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok((s.trim().to_string(), map)),
-        Some(Value::Number(num)) => Ok((num.to_string(), map)),
-        _ => Err(format!("intent #{} has no `id`", n + 1)),
+    }
+
+    /// The line of intent `n`, the `nth` with its id.
+    fn line_of(&self, n: usize, id: &str, nth: usize) -> Option<usize> {
+        self.lines
+            .get(n)
+            .copied()
+            .flatten()
+            .or_else(|| id_lines(self.text, id, nth).get(nth - 1).copied())
+    }
+
+    fn add(
+        &mut self,
+        n: usize,
+        mut fields: impl Fields,
+        line: Option<usize>,
+    ) -> Result<(), IntentError> {
+        self.lines.push(line);
+        let invalid = |id: String, line: Option<usize>, message: String| IntentError::Invalid {
+            file: self.file.into(),
+            id,
+            line: line.unwrap_or(0),
+            message,
+        };
+        let id = match fields.take("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::Number(num)) => num.to_string(),
+            _ => {
+                return Err(IntentError::Parse {
+                    file: self.file.into(),
+                    message: format!("intent #{} has no `id`", n + 1),
+                })
+            }
+        };
+        // Checked before the rest, so the first `id:` line with this id is this intent's.
+        if let Some(&first) = self.index.get(&id) {
+            let message = match self.line_of(first, &id, 1) {
+                Some(l) => {
+                    format!("this id is also used by the intent at line {l}; ids must be unique")
+                }
+                None => format!(
+                    "this id is also used by intent #{}; ids must be unique",
+                    first + 1
+                ),
+            };
+            return Err(invalid(id.clone(), self.line_of(n, &id, 2), message));
+        }
+        let intent = intent_from_fields(id, fields)
+            .map_err(|(id, message)| invalid(id.clone(), self.line_of(n, &id, 1), message))?;
+        self.index.insert(intent.id.clone(), n);
+        self.intents.push(intent);
+        Ok(())
     }
 }
 
 /// The rest of one intent; an error carries the id back with the message.
-fn intent_from_map(id: String, mut map: Mapping) -> Result<Intent, (String, String)> {
+fn intent_from_fields(id: String, mut map: impl Fields) -> Result<Intent, (String, String)> {
     let checked = (|| {
-        let name = match map
-            .shift_remove("name")
-            .or_else(|| map.shift_remove("title"))
-        {
+        let name = match map.take("name").or_else(|| map.take("title")) {
             Some(Value::String(s)) => s,
             None | Some(Value::Null) => id.clone(),
             Some(other) => return Err(format!("`name` must be a string, found {}", kind(&other))),
         };
-        let status = match map.shift_remove("status") {
+        let status = match map.take("status") {
             None | Some(Value::Null) => IntentStatus::NotStarted,
             Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
                 format!("unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)")
@@ -308,14 +361,14 @@ fn intent_from_map(id: String, mut map: Mapping) -> Result<Intent, (String, Stri
                 return Err(format!("`status` must be a string, found {}", kind(&other)))
             }
         };
-        let owned_scope = match map.shift_remove("owned_scope") {
+        let owned_scope = match map.take("owned_scope") {
             Some(v) => str_list(Some(v), "owned_scope")?,
-            None => match map.shift_remove("scope") {
+            None => match map.take("scope") {
                 // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
                 Some(Value::Mapping(mut scope)) => {
                     let paths = str_list(scope.shift_remove("paths"), "scope.paths")?;
                     if !scope.is_empty() {
-                        map.insert("scope".into(), Value::Mapping(scope));
+                        map.keep("scope", Value::Mapping(scope));
                     }
                     paths
                 }
@@ -323,10 +376,10 @@ fn intent_from_map(id: String, mut map: Mapping) -> Result<Intent, (String, Stri
                 None => Vec::new(),
             },
         };
-        let constraints = str_list(map.shift_remove("constraints"), "constraints")?;
+        let constraints = str_list(map.take("constraints"), "constraints")?;
         let acceptance_criteria = str_list(
-            map.shift_remove("acceptance_criteria")
-                .or_else(|| map.shift_remove("definition_of_done")),
+            map.take("acceptance_criteria")
+                .or_else(|| map.take("definition_of_done")),
             "acceptance_criteria",
         )?;
         for pattern in &owned_scope {
@@ -342,7 +395,7 @@ fn intent_from_map(id: String, mut map: Mapping) -> Result<Intent, (String, Stri
             owned_scope,
             constraints,
             acceptance_criteria,
-            extra: map,
+            extra: map.into_extra(),
             scope: OnceLock::new(),
         }),
         Err(message) => Err((id, message)),

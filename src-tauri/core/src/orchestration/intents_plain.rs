@@ -12,12 +12,35 @@
 //! every case and on thousands of mutated files); scalars whose type it cannot tell at a glance
 //! are resolved by the general parser, one scalar at a time.
 
+use super::intents::Fields;
 use super::yaml::{self, Mapping, Value};
 
-/// The file as values, with each intent's line (that of its `id:`, else of its `-`).
-pub(super) struct PlainFile {
-    pub root: Value,
-    pub item_lines: Vec<usize>,
+/// The file as read: the top-level keys, with `null` standing where the block list of intents
+/// was, and that list.
+pub(super) struct PlainFile<'a> {
+    pub root: Mapping,
+    pub intents: Option<Vec<PlainIntent<'a>>>,
+}
+
+/// One intent's keys in file order, and its line (that of its `id:`, else of its `-`).
+pub(super) struct PlainIntent<'a> {
+    pub line: usize,
+    pub fields: Vec<(&'a str, Value)>,
+}
+
+impl Fields for Vec<(&str, Value)> {
+    fn take(&mut self, key: &str) -> Option<Value> {
+        let at = self.iter().position(|(k, _)| *k == key)?;
+        Some(self.remove(at).1)
+    }
+    fn keep(&mut self, key: &'static str, value: Value) {
+        self.push((key, value));
+    }
+    fn into_extra(self) -> Mapping {
+        self.into_iter()
+            .map(|(k, v)| (Value::String(k.into()), v))
+            .collect()
+    }
 }
 
 /// A line that is not blank and not only a comment.
@@ -29,9 +52,9 @@ struct Line<'a> {
     text: &'a str,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
     /// The item of a block sequence: `- …` or a lone `-`.
-    fn dash(&self) -> Option<&str> {
+    fn dash(&self) -> Option<&'a str> {
         match self.text.strip_prefix('-') {
             Some("") => Some(""),
             Some(rest) if rest.starts_with(' ') => Some(rest.trim_start_matches(' ')),
@@ -69,7 +92,7 @@ impl<'a> Lines<'a> {
 }
 
 /// The file's values if it is in the plain subset, else `None` (read it with the general parser).
-pub(super) fn read(text: &str) -> Option<PlainFile> {
+pub(super) fn read(text: &str) -> Option<PlainFile<'_>> {
     if !plain_characters(text.as_bytes()) {
         return None;
     }
@@ -77,7 +100,7 @@ pub(super) fn read(text: &str) -> Option<PlainFile> {
         inner: text.lines().enumerate().peekable(),
     };
     let mut root = Mapping::new();
-    let mut item_lines = Vec::new();
+    let mut intents_list = None;
     while let Some(line) = lines.next() {
         if line.indent != 0 {
             return None;
@@ -86,9 +109,12 @@ pub(super) fn read(text: &str) -> Option<PlainFile> {
         let value = if rest.is_empty() {
             match lines.peek() {
                 Some(next)
-                    if next.dash().is_some() && (key == "active_intents" || key == "intents") =>
+                    if next.dash().is_some()
+                        && (key == "active_intents" || key == "intents")
+                        && intents_list.is_none() =>
                 {
-                    intents(&mut lines, &mut item_lines)?
+                    intents_list = Some(intents(&mut lines)?);
+                    Value::Null
                 }
                 Some(next) if next.indent > 0 || next.dash().is_some() => return None,
                 _ => Value::Null,
@@ -104,8 +130,8 @@ pub(super) fn read(text: &str) -> Option<PlainFile> {
         return None;
     }
     Some(PlainFile {
-        root: Value::Mapping(root),
-        item_lines,
+        root,
+        intents: intents_list,
     })
 }
 
@@ -139,7 +165,7 @@ fn plain_characters(bytes: &[u8]) -> bool {
 }
 
 /// The block sequence of intents, each a block mapping that starts on its `-` line.
-fn intents(lines: &mut Lines<'_>, item_lines: &mut Vec<usize>) -> Option<Value> {
+fn intents<'a>(lines: &mut Lines<'a>) -> Option<Vec<PlainIntent<'a>>> {
     let indent = lines.peek()?.indent;
     let mut items = Vec::new();
     while let Some(line) = lines.peek() {
@@ -155,25 +181,23 @@ fn intents(lines: &mut Lines<'_>, item_lines: &mut Vec<usize>) -> Option<Value> 
             return None;
         }
         let column = indent + (line.text.len() - first.len());
-        let (map, id_line) = mapping(lines, first, line.number, column)?;
-        items.push(Value::Mapping(map));
-        item_lines.push(id_line.unwrap_or(line.number));
+        items.push(mapping(lines, first, line.number, column)?);
     }
     // What follows the list can only be the next top-level key.
     if lines.peek().is_some_and(|l| l.indent > 0) {
         return None;
     }
-    Some(Value::Sequence(items))
+    Some(items)
 }
 
 /// One intent's block mapping at `column`, whose first entry is `first` (on line `number`).
-fn mapping(
-    lines: &mut Lines<'_>,
-    first: &str,
+fn mapping<'a>(
+    lines: &mut Lines<'a>,
+    first: &'a str,
     number: usize,
     column: usize,
-) -> Option<(Mapping, Option<usize>)> {
-    let mut map = Mapping::new();
+) -> Option<PlainIntent<'a>> {
+    let mut fields: Vec<(&'a str, Value)> = Vec::with_capacity(8);
     let mut id_line = None;
     let mut current = (first, number);
     loop {
@@ -191,16 +215,22 @@ fn mapping(
         } else {
             inline(rest)?
         };
-        if map.insert(Value::String(key.into()), value).is_some() {
+        if fields.iter().any(|(k, _)| *k == key) {
             return None;
         }
+        fields.push((key, value));
         match lines.peek() {
             Some(next) if next.indent > column => return None,
             Some(next) if next.indent == column && next.dash().is_none() => {
                 lines.next();
                 current = (next.text, next.number);
             }
-            _ => return Some((map, id_line)),
+            _ => {
+                return Some(PlainIntent {
+                    line: id_line.unwrap_or(number),
+                    fields,
+                })
+            }
         }
     }
 }
