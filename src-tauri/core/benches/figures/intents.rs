@@ -34,6 +34,8 @@ pub fn load_and_validate(root: &Path) -> Vec<Row> {
         snapshot.error
     );
     let load = median(loads);
+    // CPU time is what the budget is about: a busy machine stretches the wall time, not it.
+    let cpu_load = median(cpus);
     // The general YAML parser alone, building the untyped tree (once: it is slow).
     let parse = time(|| yaml::from_str::<Value>(&text).expect("yaml")).0;
     // A task works under a few intents: their matchers are built on first use, then reused.
@@ -60,6 +62,20 @@ pub fn load_and_validate(root: &Path) -> Vec<Row> {
     assert_eq!(owned, 100_000);
     lookups.sort_unstable();
 
+    // One change through the store: lock, re-read, rewrite the whole file, check it reads back.
+    let scratch = root.join("intents-update");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(scratch.join(".orchestration")).expect("scratch");
+    std::fs::copy(&file, scratch.join(".orchestration/active_intents.yaml")).expect("copy");
+    let store = IntentStore::new(&scratch);
+    let (update, updated) =
+        time(|| store.set_status("INT-000007", mandate_core::protocol::IntentStatus::Done));
+    assert_eq!(
+        updated.map(|s| s.doc.intents.len()).ok(),
+        Some(data::MANY_INTENTS)
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/mandate");
     let cli = bin.is_file().then(|| {
         let ws = dir.display().to_string();
@@ -69,11 +85,11 @@ pub fn load_and_validate(root: &Path) -> Vec<Row> {
     let mb = text.len() as f64 / 1e6;
     let mut rows = vec![Row {
         figure: "load + validate 250k intents (3 globs, constraints, criteria each)",
-        measured: format!("{} (CPU {})", ms(load), ms(median(cpus))),
+        measured: format!("{} CPU ({} wall)", ms(cpu_load), ms(load)),
         reference: format!("general YAML parser alone {} ({mb:.0} MB)", ms(parse)),
         ratio: format!("{:.2}x", load.as_secs_f64() / parse.as_secs_f64()),
-        budget: "<= 2 s",
-        ok: load <= Duration::from_secs(2),
+        budget: "<= 2 s CPU",
+        ok: cpu_load <= Duration::from_secs(2),
     }];
     if let Some(Some(c)) = cli {
         rows.push(Row {
@@ -85,6 +101,14 @@ pub fn load_and_validate(root: &Path) -> Vec<Row> {
             ok: true,
         });
     }
+    rows.push(Row {
+        figure: "  ... one status change (re-read, rewrite 250k, read back)",
+        measured: ms(update),
+        reference: String::new(),
+        ratio: String::new(),
+        budget: "(informative)",
+        ok: true,
+    });
     rows.push(Row {
         figure: "  ... intent lookup by id + owns(path), p99",
         measured: us(percentile(&lookups, 0.99)),
