@@ -143,11 +143,31 @@ impl IntentStore {
         };
         change(&mut doc)?;
         let text = doc.to_yaml()?;
+        drop(doc);
         // Check that what is about to be written reads back to the same intents.
-        IntentsDoc::parse(&text, INTENTS_FILE)?;
+        let written = IntentsDoc::parse(&text, INTENTS_FILE)?;
         write_atomic(&self.path, text.as_bytes()).map_err(io)?;
+        self.adopt(written, text.len() as u64);
         drop(lock);
         Ok(self.refresh().0)
+    }
+
+    /// Takes the intents just written as the current ones, so the next refresh need not read
+    /// the file again, unless the file on disk is already not the one written (a person's
+    /// editor saved meanwhile): then the refresh reads it.
+    fn adopt(&self, written: IntentsDoc, len: u64) {
+        let now = stamp(&self.path);
+        if now.is_none_or(|s| s.len != len) {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        *state = StoreState {
+            good: Arc::new(written),
+            stamp: now,
+            exists: true,
+            error: None,
+            loaded_once: true,
+        };
     }
 
     /// Sets one intent's status (used by the status post-hook and the GUI).
