@@ -1,4 +1,5 @@
-//! `.orchestration/active_intents.yaml`: read liberally, compile globs once, write canonically.
+//! `.orchestration/active_intents.yaml`: read liberally and in linear time, check globs at load
+//! (each intent's matcher is built once, on first use), write canonically.
 //!
 //! The file is owned by people as much as by the app, so: unknown keys survive a round trip, a
 //! file that does not parse is never overwritten, and the last good version stays in use while
