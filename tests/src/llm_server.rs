@@ -83,6 +83,16 @@ pub enum Reply {
     /// Read the request, then never answer (until the client gives up or the
     /// server is dropped).
     Hang,
+    /// A 200 answer with this content type (no header at all if `None`) and
+    /// body, with `Content-Length`: a captive portal's page, a JSON answer
+    /// where a stream was asked for, or a server that omits the header.
+    Body {
+        content_type: Option<String>,
+        body: String,
+    },
+    /// SSE headers and these chunks, then silence on an open connection (a
+    /// provider that stalls before or in the middle of its answer).
+    StallAfter { chunks: Vec<Chunk> },
 }
 
 impl Reply {
@@ -444,12 +454,34 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<bo
             Ok(false)
         }
         Reply::Hang => {
-            // Hold the socket open; notice when the client gives up.
-            let mut sink = [0u8; 1024];
-            while stream.read(&mut sink).await? > 0 {}
+            hold_until_closed(stream).await?;
+            Ok(false)
+        }
+        Reply::Body { content_type, body } => {
+            let mut head = status_line(200);
+            if let Some(t) = content_type {
+                head.push_str(&format!("content-type: {t}\r\n"));
+            }
+            head.push_str(&format!("content-length: {}\r\n\r\n", body.len()));
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+            stream.flush().await?;
+            Ok(true)
+        }
+        Reply::StallAfter { chunks } => {
+            write_stream_head(stream, 200, &[]).await?;
+            write_chunks(stream, &chunks).await?;
+            hold_until_closed(stream).await?;
             Ok(false)
         }
     }
+}
+
+/// Holds the socket open and silent; returns when the client gives up.
+async fn hold_until_closed(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut sink = [0u8; 1024];
+    while stream.read(&mut sink).await? > 0 {}
+    Ok(())
 }
 
 async fn write_stream_head(
@@ -640,6 +672,37 @@ mod tests {
         assert!(first.starts_with(b"data: {\"partial\""));
         let end = stream.next().await.expect("an error, not a clean end");
         assert!(end.is_err(), "{end:?}");
+    }
+
+    #[tokio::test]
+    async fn body_replies_send_the_given_content_type_or_none() {
+        let server = ScriptedServer::start(vec![
+            Reply::Body {
+                content_type: Some("text/html".into()),
+                body: "<html></html>".into(),
+            },
+            Reply::Body {
+                content_type: None,
+                body: "data: 1\n\n".into(),
+            },
+        ])
+        .await;
+        let r = post(&server.base_url()).await;
+        assert_eq!(r.headers()["content-type"], "text/html");
+        assert_eq!(r.text().await.unwrap(), "<html></html>");
+        let r = post(&server.base_url()).await;
+        assert!(r.headers().get("content-type").is_none());
+        assert_eq!(r.text().await.unwrap(), "data: 1\n\n");
+    }
+
+    #[tokio::test]
+    async fn stall_after_sends_its_chunks_then_nothing() {
+        let chunks = vec![Chunk::new("data: 1\n\n")];
+        let server = ScriptedServer::start(vec![Reply::StallAfter { chunks }]).await;
+        let mut stream = post(&server.base_url()).await.bytes_stream();
+        assert_eq!(&stream.next().await.unwrap().unwrap()[..], b"data: 1\n\n");
+        let next = tokio::time::timeout(Duration::from_millis(300), stream.next()).await;
+        assert!(next.is_err(), "nothing more arrives: {next:?}");
     }
 
     #[tokio::test]

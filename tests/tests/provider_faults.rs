@@ -314,3 +314,185 @@ async fn a_task_killed_mid_run_resumes_with_its_intent() {
         .any(|m| m["role"] == "tool" && m["tool_call_id"] == "s"));
     assert_eq!(ledger(ws.path()).len(), 1);
 }
+
+// ---- Answers that are not event streams, and providers that go silent ----------------------
+
+#[derive(Clone, Copy, Debug)]
+enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+const WIRES: [Wire; 2] = [Wire::OpenAi, Wire::Anthropic];
+
+/// `mandate run` over `wire` against these replies, allowing 1 s of silence.
+async fn run_over(wire: Wire, replies: Vec<Reply>) -> (Output, ScriptedServer, UserDirs) {
+    let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(replies).await;
+    let ws_arg = ws.path().display().to_string();
+    let (provider, base) = match wire {
+        Wire::OpenAi => ("openai", format!("{}/v1", server.base_url())),
+        Wire::Anthropic => ("anthropic", server.base_url()),
+    };
+    let out = mandate(
+        &[
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            provider,
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--json",
+            "hello",
+        ],
+        &dirs,
+        &[("MANDATE_API_KEY", "k"), ("MANDATE_STREAM_IDLE_SECS", "1")],
+    )
+    .await;
+    (out, server, dirs)
+}
+
+/// The run failed with exactly `expected` as its error and stored nothing as complete.
+fn assert_failed_with(wire: Wire, out: &Output, dirs: &UserDirs, expected: &str) {
+    assert_eq!(
+        out.code,
+        Some(1),
+        "{wire:?}\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(error_messages(out), vec![expected.to_string()], "{wire:?}");
+    assert_nothing_half_stored(dirs, out);
+}
+
+/// A whole finished turn as one body (the tool call ends the task).
+fn finished_turn_body(wire: Wire) -> String {
+    let chunks = match wire {
+        Wire::OpenAi => openai::turn()
+            .tool_call("d", "attempt_completion", json!({"result": "ok"}))
+            .chunks(),
+        Wire::Anthropic => anthropic::turn()
+            .tool_use("d", "attempt_completion", json!({"result": "ok"}))
+            .chunks(),
+    };
+    chunks.into_iter().map(|c| c.data).collect()
+}
+
+#[tokio::test]
+async fn a_web_page_instead_of_a_stream_is_named_with_its_start() {
+    let page = "<!DOCTYPE html>\n<html><head><title>Hotel Wi-Fi</title></head>\n<body><form action=\"/login\">Accept the terms to get online</form></body></html>\n";
+    for wire in WIRES {
+        let reply = Reply::Body {
+            content_type: Some("text/html; charset=utf-8".into()),
+            body: page.into(),
+        };
+        let (out, server, dirs) = run_over(wire, vec![reply]).await;
+        assert_failed_with(
+            wire,
+            &out,
+            &dirs,
+            "The provider answered with text/html instead of an event stream: `<!DOCTYPE html> <html><head><title>Hotel Wi-Fi</title></head> <body><form action=\"/login\">Accept the terms to get online</form></body></html>`. Is the base URL right?",
+        );
+        assert_eq!(server.requests().len(), 1, "{wire:?}: not retried");
+    }
+}
+
+#[tokio::test]
+async fn a_json_answer_instead_of_a_stream_is_named_with_its_start() {
+    let body = r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! This server ignored stream: true and answered all at once, which Mandate cannot show as it arrives."}}]}"#;
+    for wire in WIRES {
+        let reply = Reply::Body {
+            content_type: Some("application/json".into()),
+            body: body.into(),
+        };
+        let (out, _, dirs) = run_over(wire, vec![reply]).await;
+        assert_failed_with(
+            wire,
+            &out,
+            &dirs,
+            &format!(
+                "The provider answered with application/json instead of an event stream: `{}…`. Is the base URL right?",
+                &body[..200]
+            ),
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_content_type_is_accepted_only_for_a_body_that_starts_like_sse() {
+    for wire in WIRES {
+        let reply = Reply::Body {
+            content_type: None,
+            body: "404 page not found\n".into(),
+        };
+        let (out, _, dirs) = run_over(wire, vec![reply]).await;
+        assert_failed_with(
+            wire,
+            &out,
+            &dirs,
+            "The provider answered with no content type instead of an event stream: `404 page not found`. Is the base URL right?",
+        );
+
+        let reply = Reply::Body {
+            content_type: None,
+            body: finished_turn_body(wire),
+        };
+        let (out, _, _) = run_over(wire, vec![reply]).await;
+        assert_eq!(
+            out.code,
+            Some(0),
+            "{wire:?}\n{}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        assert_eq!(error_messages(&out), Vec::<String>::new());
+    }
+}
+
+#[tokio::test]
+async fn a_provider_that_sends_headers_then_nothing_is_stopped_after_the_idle_time() {
+    for wire in WIRES {
+        let reply = Reply::StallAfter { chunks: Vec::new() };
+        let (out, _, dirs) = run_over(wire, vec![reply]).await;
+        assert_failed_with(
+            wire,
+            &out,
+            &dirs,
+            "No data from the provider for 1 s; the request was stopped. Retry to ask again.",
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_provider_that_goes_silent_mid_answer_is_stopped_and_the_part_is_not_kept() {
+    for wire in WIRES {
+        let chunks = match wire {
+            Wire::OpenAi => openai::turn()
+                .text("This answer stops in the middle of a long sentence")
+                .chunks(),
+            Wire::Anthropic => anthropic::turn()
+                .text("This answer stops in the middle of a long sentence")
+                .chunks(),
+        };
+        let reply = Reply::StallAfter {
+            chunks: chunks[..4].to_vec(),
+        };
+        let (out, _, dirs) = run_over(wire, vec![reply]).await;
+        assert_failed_with(
+            wire,
+            &out,
+            &dirs,
+            "No data from the provider for 1 s; the request was stopped. Retry to ask again.",
+        );
+        let finished = out.events_of("message_finished");
+        assert_eq!(
+            finished.last().map(|e| e["complete"].clone()),
+            Some(json!(false)),
+            "{wire:?}"
+        );
+    }
+}

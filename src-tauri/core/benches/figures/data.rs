@@ -219,3 +219,25 @@ pub fn markdown_answer(target: usize) -> String {
     }
     out
 }
+
+pub const MANY_INTENTS: usize = 250_000;
+
+/// `active_intents.yaml` with 250,000 intents of ~210 bytes each (~52 MB, the size of the
+/// file in the report that asked for this figure): three globs of the usual shapes, a
+/// constraint, two acceptance criteria and a key Mandate does not know.
+pub fn many_intents(dir: &Path) {
+    let mut rng = Rng::new(17);
+    let mut yaml = String::with_capacity(MANY_INTENTS * 230);
+    yaml.push_str("# Generated: many intents.\nactive_intents:\n");
+    for i in 0..MANY_INTENTS {
+        let status = ["NOT_STARTED", "IN_PROGRESS", "DONE", "BLOCKED"][rng.below(4)];
+        let _ = write!(
+            yaml,
+            "  - id: INT-{i:06}\n    name: {}\n    status: {status}\n    owned_scope: [\"src/m{i}/**\", \"tests/m{i}/*.rs\", \"docs/m{i}.md\"]\n    constraints: [\"keep the public API\"]\n    acceptance_criteria: [\"{}\", cargo test passes]\n    owner: team-{}\n",
+            words(&mut rng, 3).trim(),
+            words(&mut rng, 3).trim(),
+            rng.below(40),
+        );
+    }
+    write(&dir.join(".orchestration/active_intents.yaml"), &yaml);
+}

@@ -3,6 +3,7 @@
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
 mod data;
+mod intents;
 mod undo;
 
 use std::io::Write as _;
@@ -622,6 +623,9 @@ fn main() {
     }
     if wanted("undo") {
         rows.extend(undo::figures(&root));
+    }
+    if wanted("intents") {
+        rows.extend(intents::load_and_validate(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

@@ -29,11 +29,10 @@ pub enum SelectError {
 
 /// Whether `id` may be selected now: the one rule for the tool and the window.
 pub fn check_selectable(intents: &IntentsSnapshot, id: &str) -> Result<(), SelectError> {
-    let valid = intents.doc.open_ids();
-    let listing = if valid.is_empty() {
+    let listing = if intents.doc.open_ids().is_empty() {
         "There are no selectable intents; ask the user to create one.".to_string()
     } else {
-        format!("Valid ids: {}.", valid.join(", "))
+        format!("Valid ids: {}.", intents.doc.open_ids_listed(50))
     };
     match intents.doc.get(id) {
         None => match crate::hooks::broken_intents_file(intents) {

@@ -1,5 +1,6 @@
 //! `mandate intents …` and `mandate trace …`.
 
+use std::io::Write as _;
 use std::path::Path;
 
 use super::{IntentsAction, TraceAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -41,15 +42,23 @@ pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
             } else if doc.intents.is_empty() {
                 println!("No intents in {INTENTS_FILE}.");
             } else {
+                // One buffered writer: a line-buffered stdout would make a write per intent.
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for i in &doc.intents {
-                    println!(
+                    let line = writeln!(
+                        out,
                         "{:<12} {:<12} {}  [{}]",
                         i.id,
                         status_str(i.status),
                         i.name,
                         i.owned_scope.join(", ")
                     );
+                    if line.is_err() {
+                        // The reader went away (`mandate intents list | head`).
+                        break;
+                    }
                 }
+                let _ = out.flush();
             }
             EXIT_OK
         }

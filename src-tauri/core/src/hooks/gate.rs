@@ -33,18 +33,15 @@ impl PreHook for IntentGate {
             ))
         };
         let valid_ids = || {
-            let ids = cx.intents.doc.open_ids();
+            let ids = cx.intents.doc.open_ids_listed(50);
             match (broken_intents_file(cx.intents), ids.is_empty()) {
                 // A broken file is not "no intents": the model must not invent one or give up.
                 (Some(problem), true) => problem,
                 (Some(problem), false) => format!(
-                    "{problem} Until then you may select one of the intents that still load: {}.",
-                    ids.join(", ")
+                    "{problem} Until then you may select one of the intents that still load: {ids}."
                 ),
                 (None, true) => "No intent is available: ask the user to create one.".to_string(),
-                (None, false) => {
-                    format!("Call select_active_intent with one of: {}.", ids.join(", "))
-                }
+                (None, false) => format!("Call select_active_intent with one of: {ids}."),
             }
         };
         let Some(selected) = cx.task.selected_intent.as_deref() else {

@@ -114,13 +114,11 @@ impl Host {
                     "the new order must list every intent exactly once (the file changed meanwhile?)".into(),
                 ));
             }
-            let mut reordered = Vec::with_capacity(ids.len());
-            for id in &ids {
-                if let Some(p) = doc.intents.iter().position(|i| &i.id == id) {
-                    reordered.push(doc.intents.remove(p));
-                }
-            }
-            doc.intents = reordered;
+            let mut by_id: std::collections::HashMap<String, _> = std::mem::take(&mut doc.intents)
+                .into_iter()
+                .map(|i| (i.id.clone(), i))
+                .collect();
+            doc.intents = ids.iter().filter_map(|id| by_id.remove(id)).collect();
             Ok(())
         })
         .await

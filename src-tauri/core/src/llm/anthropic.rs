@@ -3,7 +3,9 @@
 use futures_util::{future, stream, StreamExt};
 use serde_json::{json, Value};
 
-use super::http::{client, join_url, parse_data, send_with_retries, sse_events};
+use super::http::{
+    client, join_url, parse_data, read_text, send_with_retries, sse_events, MAX_MODEL_LIST,
+};
 use super::{
     estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
     ProviderConfig,
@@ -263,7 +265,8 @@ impl Provider for AnthropicProvider {
             model: self.config.model.clone(),
             ..EventDecoder::default()
         };
-        let events = sse_events(response)
+        let events = sse_events(response, &self.config.retry)
+            .await?
             .scan(decoder, |decoder, item| future::ready(decoder.decode(item)))
             .flat_map(stream::iter);
         Ok(Box::pin(events))
@@ -274,7 +277,8 @@ impl Provider for AnthropicProvider {
         let http = client();
         let response =
             send_with_retries(|| self.headers(http.get(&url)), &self.config.retry, &url).await?;
-        let value: Value = response.json().await.map_err(|e| LlmError::Malformed {
+        let text = read_text(response, self.config.retry.idle(), MAX_MODEL_LIST).await?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| LlmError::Malformed {
             message: format!("the model list is not JSON ({e})"),
         })?;
         Ok(value

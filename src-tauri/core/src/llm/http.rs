@@ -1,20 +1,28 @@
 //! HTTP plumbing shared by both wire formats: one client, retries with backoff that honour
-//! `retry-after`, status-to-error mapping with the provider's own message, and SSE decoding.
+//! `retry-after`, status-to-error mapping with the provider's own message, a check that a
+//! successful answer really is an event stream, and SSE decoding that stops a silent stream.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use bytes::Bytes;
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures_util::{Stream, StreamExt};
+use futures_util::{stream, Stream, StreamExt};
 
 use super::{backoff, LlmError};
 
+/// How requests to the provider are retried, and how long one may wait for data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryPolicy {
     pub max_retries: u32,
     pub base_delay: Duration,
     pub max_delay: Duration,
+    /// How long the provider may send nothing (before its headers, or between two pieces of
+    /// an answer) before the request is stopped. A slow local model may need more.
+    pub stream_idle_timeout_secs: u64,
 }
+
+pub const DEFAULT_STREAM_IDLE_SECS: u64 = 120;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -22,13 +30,14 @@ impl Default for RetryPolicy {
             max_retries: 3,
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(30),
+            stream_idle_timeout_secs: DEFAULT_STREAM_IDLE_SECS,
         }
     }
 }
 
 impl RetryPolicy {
-    /// The default policy, tunable with `MANDATE_RETRY_BASE_MS` and `MANDATE_MAX_RETRIES`
-    /// (scripts and tests that must not wait seconds between attempts).
+    /// The default policy, tunable with `MANDATE_RETRY_BASE_MS`, `MANDATE_MAX_RETRIES` and
+    /// `MANDATE_STREAM_IDLE_SECS` (scripts, tests, slow local models).
     pub fn from_env() -> Self {
         let mut policy = Self::default();
         if let Some(ms) = env_u64("MANDATE_RETRY_BASE_MS") {
@@ -37,7 +46,38 @@ impl RetryPolicy {
         if let Some(n) = env_u64("MANDATE_MAX_RETRIES") {
             policy.max_retries = n.min(10) as u32;
         }
+        if let Some(secs) = env_u64("MANDATE_STREAM_IDLE_SECS") {
+            policy.stream_idle_timeout_secs = secs.clamp(1, 24 * 3600);
+        }
         policy
+    }
+
+    pub(crate) fn idle(&self) -> Idle {
+        Idle(self.stream_idle_timeout_secs.max(1))
+    }
+}
+
+/// The silence allowed between two pieces of data from the provider, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Idle(u64);
+
+impl Idle {
+    fn duration(self) -> Duration {
+        Duration::from_secs(self.0)
+    }
+
+    fn stalled(self) -> LlmError {
+        LlmError::Stalled { seconds: self.0 }
+    }
+
+    /// Awaits `future` unless the provider stays silent for longer than allowed.
+    pub(crate) async fn limit<T>(
+        self,
+        future: impl std::future::Future<Output = T>,
+    ) -> Result<T, LlmError> {
+        tokio::time::timeout(self.duration(), future)
+            .await
+            .map_err(|_| self.stalled())
     }
 }
 
@@ -46,14 +86,14 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 /// One connection pool for the whole process. Streams can be long, so there is no total
-/// timeout, only one on connecting and one on silence between bytes.
+/// timeout, only one on connecting; silence is limited per request (`Idle`), where the
+/// error can say what happened.
 pub(crate) fn client() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(15))
-                .read_timeout(Duration::from_secs(300))
                 .user_agent(concat!("mandate/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .unwrap_or_else(|_| reqwest::Client::new())
@@ -68,9 +108,13 @@ pub(crate) async fn send_with_retries(
     policy: &RetryPolicy,
     url: &str,
 ) -> Result<reqwest::Response, LlmError> {
+    let idle = policy.idle();
     let mut attempt = 0u32;
     loop {
-        let response = build().send().await.map_err(|e| transport_error(e, url))?;
+        let response = idle
+            .limit(build().send())
+            .await?
+            .map_err(|e| transport_error(e, url))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -78,7 +122,9 @@ pub(crate) async fn send_with_retries(
         let code = status.as_u16();
         let retryable = code == 429 || (500..600).contains(&code);
         let retry_after = retry_after(&response);
-        let body = response.text().await.unwrap_or_default();
+        let body = read_text(response, idle, MAX_ERROR_BODY)
+            .await
+            .unwrap_or_default();
         let message = error_message(&body, status);
         if retryable && attempt < policy.max_retries {
             let delay = retry_after
@@ -176,15 +222,180 @@ pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// The response body as SSE events; transport faults become `StreamCut`, bad framing `Malformed`.
-pub(crate) fn sse_events(
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// OpenRouter lists a few hundred models in ~1 MB; a list 16 times that is not a list.
+pub(crate) const MAX_MODEL_LIST: usize = 16 << 20;
+
+/// Why the body stopped: the transport failed, or the provider went silent.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("{0}")]
+    Transport(reqwest::Error),
+    #[error("no data for {0} s")]
+    Stalled(u64),
+}
+
+/// The body's pieces, ending with `Stalled` when none arrives within the idle time.
+fn idle_limited(
     response: reqwest::Response,
-) -> impl Stream<Item = Result<eventsource_stream::Event, LlmError>> + Send {
-    response.bytes_stream().eventsource().map(|item| {
+    idle: Idle,
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send {
+    let body = Box::pin(response.bytes_stream());
+    stream::unfold(Some(body), move |state| async move {
+        let mut body = state?;
+        match tokio::time::timeout(idle.duration(), body.next()).await {
+            Ok(Some(Ok(bytes))) => Some((Ok(bytes), Some(body))),
+            Ok(Some(Err(e))) => Some((Err(BodyError::Transport(e)), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyError::Stalled(idle.0)), None)),
+        }
+    })
+}
+
+/// Reads a whole (small) body, each piece within the idle time, keeping at most `max` bytes.
+pub(crate) async fn read_text(
+    response: reqwest::Response,
+    idle: Idle,
+    max: usize,
+) -> Result<String, LlmError> {
+    let mut body = Box::pin(idle_limited(response, idle));
+    let mut bytes = Vec::new();
+    while let Some(piece) = body.next().await {
+        let piece = piece.map_err(|e| body_error(e, idle))?;
+        let room = max.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&piece[..piece.len().min(room)]);
+        if bytes.len() >= max {
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn body_error(e: BodyError, idle: Idle) -> LlmError {
+    match e {
+        BodyError::Stalled(_) => idle.stalled(),
+        BodyError::Transport(e) => LlmError::StreamCut {
+            message: e.to_string(),
+        },
+    }
+}
+
+/// What a 200 answer's content type says about its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Declared {
+    EventStream,
+    Missing,
+    Other(String),
+}
+
+fn declared_type(response: &reqwest::Response) -> Declared {
+    let Some(value) = response.headers().get(reqwest::header::CONTENT_TYPE) else {
+        return Declared::Missing;
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    // `text/event-stream; charset=utf-8` is an event stream too.
+    let media = text.split(';').next().unwrap_or_default().trim();
+    if media.eq_ignore_ascii_case("text/event-stream") {
+        Declared::EventStream
+    } else if media.is_empty() {
+        Declared::Missing
+    } else {
+        Declared::Other(media.to_ascii_lowercase())
+    }
+}
+
+/// Whether a body starts like SSE: `Some` once the first bytes decide, `None` while too few
+/// have arrived to tell.
+fn starts_like_sse(start: &[u8]) -> Option<bool> {
+    let rest = start.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(start);
+    let first = rest.iter().position(|b| !matches!(b, b'\r' | b'\n'))?;
+    let rest = &rest[first..];
+    const FIELDS: [&[u8]; 5] = [b"data:", b"event:", b":", b"id:", b"retry:"];
+    if FIELDS.iter().any(|f| rest.starts_with(f)) {
+        return Some(true);
+    }
+    // A prefix of a field name (`da`) may still become one.
+    let undecided = FIELDS
+        .iter()
+        .any(|f| f.len() > rest.len() && f.starts_with(rest));
+    if undecided {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// How much of a wrong body the error quotes.
+const PREVIEW_BYTES: usize = 200;
+
+/// The first bytes of a body as one line of text for an error message.
+fn preview(start: &[u8]) -> String {
+    let cut = start.len().min(PREVIEW_BYTES);
+    let text = String::from_utf8_lossy(&start[..cut]);
+    let mut line = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        // A backtick would end the quotation the message puts the text in.
+        .map(|c| if c == '`' { '\'' } else { c })
+        .collect::<String>();
+    if start.len() > cut {
+        line.push('…');
+    }
+    if line.is_empty() {
+        "an empty body".into()
+    } else {
+        format!("`{line}`")
+    }
+}
+
+/// A 200 answer as SSE events, after checking that it is an event stream: a page from a
+/// captive portal or a wrong base URL, or a JSON answer, is named as such. A missing content
+/// type is accepted when the body starts like SSE (some local servers omit it). Transport
+/// faults become `StreamCut`, silence `Stalled`, bad framing `Malformed`.
+pub(crate) async fn sse_events(
+    response: reqwest::Response,
+    policy: &RetryPolicy,
+) -> Result<impl Stream<Item = Result<eventsource_stream::Event, LlmError>> + Send, LlmError> {
+    let idle = policy.idle();
+    let declared = declared_type(&response);
+    let mut body = Box::pin(idle_limited(response, idle));
+    let mut start: Vec<u8> = Vec::new();
+    if declared != Declared::EventStream {
+        // Read only what the decision (or the error's quotation) needs.
+        loop {
+            let enough = match declared {
+                Declared::Missing => starts_like_sse(&start).is_some(),
+                _ => start.len() > PREVIEW_BYTES,
+            };
+            if enough {
+                break;
+            }
+            match body.next().await {
+                Some(Ok(piece)) => start.extend_from_slice(&piece),
+                Some(Err(BodyError::Stalled(_))) if !start.is_empty() => break,
+                Some(Err(e)) => return Err(body_error(e, idle)),
+                None => break,
+            }
+        }
+        let is_sse = declared == Declared::Missing && starts_like_sse(&start) == Some(true);
+        if !is_sse {
+            let content_type = match declared {
+                Declared::Other(media) => media,
+                _ => "no content type".into(),
+            };
+            return Err(LlmError::NotAStream {
+                content_type,
+                body_start: preview(&start),
+            });
+        }
+    }
+    let replay = stream::iter((!start.is_empty()).then(|| Ok(Bytes::from(start))));
+    Ok(replay.chain(body).eventsource().map(move |item| {
         item.map_err(|e| match e {
-            EventStreamError::Transport(e) => LlmError::StreamCut {
-                message: e.to_string(),
-            },
+            EventStreamError::Transport(e) => body_error(e, idle),
             EventStreamError::Utf8(e) => LlmError::Malformed {
                 message: format!("the stream is not valid UTF-8 ({e})"),
             },
@@ -192,7 +403,7 @@ pub(crate) fn sse_events(
                 message: format!("bad SSE framing ({e})"),
             },
         })
-    })
+    }))
 }
 
 /// Parses one SSE `data` payload as JSON, naming the problem when it is not.
@@ -213,3 +424,7 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
         path.trim_start_matches('/')
     )
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

@@ -108,6 +108,17 @@ pub enum LlmError {
     Connect { url: String, message: String },
     #[error("The connection was cut before the answer was complete ({message}); the partial answer was not kept. Retry to ask again.")]
     StreamCut { message: String },
+    #[error(
+        "No data from the provider for {seconds} s; the request was stopped. Retry to ask again."
+    )]
+    Stalled { seconds: u64 },
+    #[error("The provider answered with {content_type} instead of an event stream: {body_start}. Is the base URL right?")]
+    NotAStream {
+        /// The media type the answer declared, or "no content type".
+        content_type: String,
+        /// The body's first ~200 bytes as one quoted line, or "an empty body".
+        body_start: String,
+    },
     #[error("The provider sent a malformed stream: {message}")]
     Malformed { message: String },
     #[error("The provider reported an error mid-answer: {message}")]

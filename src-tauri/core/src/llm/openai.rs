@@ -4,7 +4,10 @@
 use futures_util::{future, stream, StreamExt};
 use serde_json::{json, Value};
 
-use super::http::{client, error_message, join_url, parse_data, send_with_retries, sse_events};
+use super::http::{
+    client, error_message, join_url, parse_data, read_text, send_with_retries, sse_events,
+    MAX_MODEL_LIST,
+};
 use super::{
     estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
     ProviderConfig,
@@ -210,7 +213,8 @@ impl Provider for OpenAiProvider {
             model: self.config.model.clone(),
             ..ChunkDecoder::default()
         };
-        let events = sse_events(response)
+        let events = sse_events(response, &self.config.retry)
+            .await?
             .scan(decoder, |decoder, item| future::ready(decoder.decode(item)))
             .flat_map(stream::iter);
         Ok(Box::pin(events))
@@ -222,9 +226,7 @@ impl Provider for OpenAiProvider {
         let response =
             send_with_retries(|| self.authorized(http.get(&url)), &self.config.retry, &url).await?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| LlmError::StreamCut {
-            message: e.to_string(),
-        })?;
+        let text = read_text(response, self.config.retry.idle(), MAX_MODEL_LIST).await?;
         let value: Value = serde_json::from_str(&text).map_err(|_| LlmError::Malformed {
             message: format!(
                 "the model list is not JSON: {}",

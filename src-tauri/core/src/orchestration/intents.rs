@@ -1,18 +1,17 @@
-//! `.orchestration/active_intents.yaml`: read liberally, compile globs once, write canonically.
+//! `.orchestration/active_intents.yaml`: read liberally and in linear time, check globs at load
+//! (each intent's matcher is built once, on first use), write canonically.
 //!
 //! The file is owned by people as much as by the app, so: unknown keys survive a round trip, a
 //! file that does not parse is never overwritten, and the last good version stays in use while
 //! the file on disk is broken. External edits are noticed by the file's stamp.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use serde_yaml::{Mapping, Value};
 
-use super::yaml;
-use crate::fsutil::write_atomic;
-use crate::protocol::{IntentDraft, IntentStatus, IntentView, IntentsView};
+use super::yaml::{self, Mapping, Value};
+use crate::protocol::{IntentDraft, IntentStatus, IntentView};
 
 pub const INTENTS_FILE: &str = ".orchestration/active_intents.yaml";
 
@@ -35,7 +34,9 @@ pub enum IntentError {
     Io { file: String, message: String },
 }
 
-/// One intent with its scope compiled.
+/// One intent. Its globs are checked when the file is loaded; the matcher is built the first
+/// time the intent is asked about a path, so a file of many intents loads in linear time and
+/// only the intents tasks actually use pay for a compiled matcher.
 #[derive(Debug, Clone)]
 pub struct Intent {
     pub id: String,
@@ -46,19 +47,24 @@ pub struct Intent {
     pub acceptance_criteria: Vec<String>,
     /// Keys this version does not know, kept as they were.
     pub extra: Mapping,
-    scope: GlobSet,
+    /// `None` inside once the build failed: then nothing is owned (the gate fails closed).
+    scope: OnceLock<Option<GlobSet>>,
 }
 
 impl Intent {
     /// Whether a workspace-relative POSIX path is inside the owned scope.
     pub fn owns(&self, rel_path: &str) -> bool {
-        self.scope.is_match(rel_path)
+        self.scope
+            .get_or_init(|| compile_scope(&self.owned_scope).ok())
+            .as_ref()
+            .is_some_and(|set| set.is_match(rel_path))
     }
 
     /// Replaces the owned scope (every glob must compile).
     pub fn set_owned_scope(&mut self, owned_scope: Vec<String>) -> Result<(), IntentError> {
-        self.scope = compile_scope(&owned_scope)
+        let compiled = compile_scope(&owned_scope)
             .map_err(|m| IntentError::Rejected(format!("intent `{}`: {m}", self.id)))?;
+        self.scope = OnceLock::from(Some(compiled));
         self.owned_scope = owned_scope;
         Ok(())
     }
@@ -81,7 +87,7 @@ pub struct IntentsDoc {
     pub intents: Vec<Intent>,
     pub extra: Mapping,
     /// id -> position, built when the file is parsed (every hook decision looks an intent up).
-    index: std::collections::HashMap<String, usize>,
+    index: HashMap<String, usize>,
 }
 
 impl IntentsDoc {
@@ -94,6 +100,17 @@ impl IntentsDoc {
             .or_else(|| self.intents.iter().find(|i| i.id == id))
     }
 
+    /// At most `max` selectable ids, comma-separated, with how many more there are (a file of
+    /// thousands of intents must not flood a message to the model).
+    pub fn open_ids_listed(&self, max: usize) -> String {
+        let ids = self.open_ids();
+        let shown = ids[..ids.len().min(max)].join(", ");
+        match ids.len().saturating_sub(max) {
+            0 => shown,
+            more => format!("{shown} and {more} more"),
+        }
+    }
+
     /// The ids a task may select: every intent that is not DONE, in file order.
     pub fn open_ids(&self) -> Vec<&str> {
         self.intents
@@ -103,76 +120,85 @@ impl IntentsDoc {
             .collect()
     }
 
-    /// Parses and validates the whole file; any problem names the intent and its line.
+    /// Parses and validates the whole file in time linear in its size; any problem names the
+    /// intent and its line (lines are looked up only once there is a problem to report).
     pub fn parse(text: &str, file: &str) -> Result<IntentsDoc, IntentError> {
-        let root: Value = yaml::from_str(text).map_err(|message| IntentError::Parse {
+        let parse_error = |message: String| IntentError::Parse {
             file: file.into(),
             message,
-        })?;
+        };
+        // The quick reader takes the plain block style and knows each intent's line; the
+        // general parser takes everything else, and lines are then found by their `id:`.
+        let (root, plain_list) = match super::intents_plain::read(text) {
+            Some(plain) => (Value::Mapping(plain.root), plain.intents),
+            None => (
+                yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?,
+                None,
+            ),
+        };
         let mut extra = match root {
             Value::Mapping(m) => m,
             Value::Null => Mapping::new(),
             _ => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "the top level must be a mapping with an `active_intents` list".into(),
-                })
+                return Err(parse_error(
+                    "the top level must be a mapping with an `active_intents` list".into(),
+                ))
             }
         };
-        let list = match (extra.remove("active_intents"), extra.remove("intents")) {
+        // (The quick reader leaves `null` where it found the intents list.)
+        let list = match (
+            extra.shift_remove("active_intents"),
+            extra.shift_remove("intents"),
+        ) {
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => Value::Sequence(Vec::new()),
             (Some(_), Some(_)) => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "both `active_intents` and `intents` are present; keep one".into(),
-                })
+                return Err(parse_error(
+                    "both `active_intents` and `intents` are present; keep one".into(),
+                ))
             }
         };
         let items = match list {
             Value::Sequence(items) => items,
             Value::Null => Vec::new(),
-            _ => {
-                return Err(IntentError::Parse {
-                    file: file.into(),
-                    message: "`active_intents` must be a list".into(),
-                })
-            }
+            _ => return Err(parse_error("`active_intents` must be a list".into())),
         };
-        let mut intents: Vec<Intent> = Vec::with_capacity(items.len());
-        for (n, item) in items.into_iter().enumerate() {
-            let intent = intent_from_value(item, n, text, file)?;
-            if intents.iter().any(|i| i.id == intent.id) {
-                return Err(IntentError::Invalid {
-                    file: file.into(),
-                    line: id_line(text, &intent.id, 2),
-                    id: intent.id,
-                    message: "this id is used by another intent; ids must be unique".into(),
-                });
+        let mut built = Builder::new(text, file, items.len());
+        if let Some(list) = plain_list {
+            for (n, item) in list.into_iter().enumerate() {
+                built.add(n, item.fields, Some(item.line))?;
             }
-            intents.push(intent);
         }
-        let index = intents
-            .iter()
-            .enumerate()
-            .map(|(n, i)| (i.id.clone(), n))
-            .collect();
+        for (n, item) in items.into_iter().enumerate() {
+            let map = match item {
+                Value::Mapping(m) => m,
+                other => {
+                    return Err(parse_error(format!(
+                        "intent #{} must be a mapping, found {}",
+                        n + 1,
+                        kind(&other)
+                    )))
+                }
+            };
+            built.add(n, map, None)?;
+        }
         Ok(IntentsDoc {
-            intents,
+            intents: built.intents,
             extra,
-            index,
+            index: built.index,
         })
     }
 
     /// The canonical YAML: `active_intents` first, fields in a fixed order, unknown keys kept.
     pub fn to_yaml(&self) -> Result<String, IntentError> {
-        let mut root = Mapping::new();
+        let mut root = Mapping::with_capacity(1 + self.extra.len());
         let list: Vec<Value> = self.intents.iter().map(intent_to_value).collect();
         root.insert("active_intents".into(), Value::Sequence(list));
         for (k, v) in &self.extra {
             root.insert(k.clone(), v.clone());
         }
-        let body = yaml::to_string(&Value::Mapping(root)).map_err(IntentError::Rejected)?;
+        let body = yaml::to_string(&Value::Mapping(root))
+            .map_err(|e| IntentError::Rejected(e.to_string()))?;
         Ok(format!(
             "# Intents: units of work the agent may act under. Edited by Mandate and by people.\n{body}"
         ))
@@ -215,12 +241,20 @@ fn kind(v: &Value) -> &'static str {
 }
 
 pub fn parse_status(s: &str) -> Option<IntentStatus> {
-    match s
-        .trim()
-        .to_ascii_uppercase()
-        .replace(['-', ' '], "_")
-        .as_str()
+    let s = s.trim();
+    // The canonical spelling, as Mandate writes it, needs no copy.
+    if let Some(status) = [
+        IntentStatus::NotStarted,
+        IntentStatus::InProgress,
+        IntentStatus::Done,
+        IntentStatus::Blocked,
+    ]
+    .into_iter()
+    .find(|&status| status_str(status) == s)
     {
+        return Some(status);
+    }
+    match s.to_ascii_uppercase().replace(['-', ' '], "_").as_str() {
         "NOT_STARTED" | "TODO" | "PENDING" => Some(IntentStatus::NotStarted),
         "IN_PROGRESS" | "ACTIVE" => Some(IntentStatus::InProgress),
         "DONE" | "COMPLETED" | "COMPLETE" => Some(IntentStatus::Done),
@@ -238,98 +272,178 @@ pub fn status_str(s: IntentStatus) -> &'static str {
     }
 }
 
-fn intent_from_value(item: Value, n: usize, text: &str, file: &str) -> Result<Intent, IntentError> {
-    let mut map = match item {
-        Value::Mapping(m) => m,
-        other => {
-            return Err(IntentError::Parse {
-                file: file.into(),
-                message: format!(
-                    "intent #{} must be a mapping, found {}",
-                    n + 1,
-                    kind(&other)
-                ),
-            })
-        }
-    };
-    let id = match map.remove("id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(Value::Number(num)) => num.to_string(),
-        _ => {
-            return Err(IntentError::Parse {
-                file: file.into(),
-                message: format!("intent #{} has no `id`", n + 1),
-            })
-        }
-    };
-    let invalid = |message: String| IntentError::Invalid {
-        file: file.into(),
-        id: id.clone(),
-        line: id_line(text, &id, 1),
-        message,
-    };
-    let name = match map.remove("name").or_else(|| map.remove("title")) {
-        Some(Value::String(s)) => s,
-        None | Some(Value::Null) => id.clone(),
-        Some(other) => {
-            return Err(invalid(format!(
-                "`name` must be a string, found {}",
-                kind(&other)
-            )))
-        }
-    };
-    let status = match map.remove("status") {
-        None | Some(Value::Null) => IntentStatus::NotStarted,
-        Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
-            invalid(format!(
-                "unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)"
-            ))
-        })?,
-        Some(other) => {
-            return Err(invalid(format!(
-                "`status` must be a string, found {}",
-                kind(&other)
-            )))
-        }
-    };
-    let owned_scope = match map.remove("owned_scope") {
-        Some(v) => str_list(Some(v), "owned_scope").map_err(&invalid)?,
-        None => match map.remove("scope") {
-            // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
-            Some(Value::Mapping(mut scope)) => {
-                let paths = str_list(scope.remove("paths"), "scope.paths").map_err(&invalid)?;
-                if !scope.is_empty() {
-                    map.insert("scope".into(), Value::Mapping(scope));
-                }
-                paths
-            }
-            Some(v) => str_list(Some(v), "scope").map_err(&invalid)?,
-            None => Vec::new(),
-        },
-    };
-    let constraints = str_list(map.remove("constraints"), "constraints").map_err(&invalid)?;
-    let acceptance_criteria = str_list(
-        map.remove("acceptance_criteria")
-            .or_else(|| map.remove("definition_of_done")),
-        "acceptance_criteria",
-    )
-    .map_err(&invalid)?;
-    let scope = compile_scope(&owned_scope).map_err(&invalid)?;
-    Ok(Intent {
-        id,
-        name,
-        status,
-        owned_scope,
-        constraints,
-        acceptance_criteria,
-        extra: map,
-        scope,
-    })
+/// One intent's keys as read: the quick reader's list, or a mapping from the general parser.
+pub(super) trait Fields {
+    fn take(&mut self, key: &str) -> Option<Value>;
+    /// Puts back a key Mandate read only in part (`scope` beside its `paths`).
+    fn keep(&mut self, key: &'static str, value: Value);
+    fn into_extra(self) -> Mapping;
 }
 
-/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
-pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
-    let trimmed = pattern.trim();
+impl Fields for Mapping {
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove(key)
+    }
+    fn keep(&mut self, key: &'static str, value: Value) {
+        self.insert(key.into(), value);
+    }
+    fn into_extra(self) -> Mapping {
+        self
+    }
+}
+
+/// The intents as they are validated: in order, indexed by id, each with its line if known.
+struct Builder<'t> {
+    text: &'t str,
+    file: &'t str,
+    intents: Vec<Intent>,
+    index: HashMap<String, usize>,
+    lines: Vec<Option<usize>>,
+}
+
+impl<'t> Builder<'t> {
+    fn new(text: &'t str, file: &'t str, capacity: usize) -> Self {
+        Self {
+            text,
+            file,
+            intents: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+            lines: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// The line of intent `n`, the `nth` with its id.
+    fn line_of(&self, n: usize, id: &str, nth: usize) -> Option<usize> {
+        self.lines
+            .get(n)
+            .copied()
+            .flatten()
+            .or_else(|| id_lines(self.text, id, nth).get(nth - 1).copied())
+    }
+
+    fn add(
+        &mut self,
+        n: usize,
+        mut fields: impl Fields,
+        line: Option<usize>,
+    ) -> Result<(), IntentError> {
+        self.lines.push(line);
+        let invalid = |id: String, line: Option<usize>, message: String| IntentError::Invalid {
+            file: self.file.into(),
+            id,
+            line: line.unwrap_or(0),
+            message,
+        };
+        let id = match fields.take("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::Number(num)) => num.to_string(),
+            _ => {
+                return Err(IntentError::Parse {
+                    file: self.file.into(),
+                    message: format!("intent #{} has no `id`", n + 1),
+                })
+            }
+        };
+        // Checked before the rest, so the first `id:` line with this id is this intent's.
+        if let Some(&first) = self.index.get(&id) {
+            let message = match self.line_of(first, &id, 1) {
+                Some(l) => {
+                    format!("this id is also used by the intent at line {l}; ids must be unique")
+                }
+                None => format!(
+                    "this id is also used by intent #{}; ids must be unique",
+                    first + 1
+                ),
+            };
+            return Err(invalid(id.clone(), self.line_of(n, &id, 2), message));
+        }
+        let intent = intent_from_fields(id, fields)
+            .map_err(|(id, message)| invalid(id.clone(), self.line_of(n, &id, 1), message))?;
+        self.index.insert(intent.id.clone(), n);
+        self.intents.push(intent);
+        Ok(())
+    }
+}
+
+/// The rest of one intent; an error carries the id back with the message.
+fn intent_from_fields(id: String, mut map: impl Fields) -> Result<Intent, (String, String)> {
+    let checked = (|| {
+        let name = match map.take("name").or_else(|| map.take("title")) {
+            Some(Value::String(s)) => s,
+            None | Some(Value::Null) => id.clone(),
+            Some(other) => return Err(format!("`name` must be a string, found {}", kind(&other))),
+        };
+        let status = match map.take("status") {
+            None | Some(Value::Null) => IntentStatus::NotStarted,
+            Some(Value::String(s)) => parse_status(&s).ok_or_else(|| {
+                format!("unknown status `{s}` (use NOT_STARTED, IN_PROGRESS, DONE or BLOCKED)")
+            })?,
+            Some(other) => {
+                return Err(format!("`status` must be a string, found {}", kind(&other)))
+            }
+        };
+        let owned_scope = match map.take("owned_scope") {
+            Some(v) => str_list(Some(v), "owned_scope")?,
+            None => match map.take("scope") {
+                // The `scope: {paths: [...]}` variant; other keys under `scope` are kept.
+                Some(Value::Mapping(mut scope)) => {
+                    let paths = str_list(scope.shift_remove("paths"), "scope.paths")?;
+                    if !scope.is_empty() {
+                        map.keep("scope", Value::Mapping(scope));
+                    }
+                    paths
+                }
+                Some(v) => str_list(Some(v), "scope")?,
+                None => Vec::new(),
+            },
+        };
+        let constraints = str_list(map.take("constraints"), "constraints")?;
+        let acceptance_criteria = str_list(
+            map.take("acceptance_criteria")
+                .or_else(|| map.take("definition_of_done")),
+            "acceptance_criteria",
+        )?;
+        for pattern in &owned_scope {
+            check_glob(pattern)?;
+        }
+        Ok((name, status, owned_scope, constraints, acceptance_criteria))
+    })();
+    match checked {
+        Ok((name, status, owned_scope, constraints, acceptance_criteria)) => Ok(Intent {
+            id,
+            name,
+            status,
+            owned_scope,
+            constraints,
+            acceptance_criteria,
+            extra: map.into_extra(),
+            scope: OnceLock::new(),
+        }),
+        Err(message) => Err((id, message)),
+    }
+}
+
+/// Longer globs are refused at load: a matcher built later must not fail on its size.
+const MAX_GLOB_CHARS: usize = 1024;
+
+/// Checks one glob as `compile_glob` would, without keeping the result.
+fn check_glob(pattern: &str) -> Result<(), String> {
+    if pattern.len() > MAX_GLOB_CHARS {
+        return Err(format!(
+            "an owned_scope entry is longer than {MAX_GLOB_CHARS} characters"
+        ));
+    }
+    // Only classes and alternates can make a glob fail to parse; other globs are checked for
+    // their shape alone, without building them (that is most of the cost of a large file).
+    if pattern.contains(['[', ']', '{', '}']) {
+        compile_glob(pattern).map(drop)
+    } else {
+        check_shape(pattern.trim())
+    }
+}
+
+/// A workspace-relative, non-empty pattern with `/` separators and no `..`.
+fn check_shape(trimmed: &str) -> Result<(), String> {
     if trimmed.is_empty() {
         return Err("an owned_scope entry is empty".into());
     }
@@ -338,6 +452,13 @@ pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
             "owned_scope entry `{trimmed}` must be a workspace-relative path with `/` separators and no `..`"
         ));
     }
+    Ok(())
+}
+
+/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
+pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
+    let trimmed = pattern.trim();
+    check_shape(trimmed)?;
     let normalized = trimmed.trim_start_matches("./");
     let normalized = if let Some(dir) = normalized.strip_suffix('/') {
         format!("{dir}/**")
@@ -365,7 +486,7 @@ pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
 }
 
 fn intent_to_value(intent: &Intent) -> Value {
-    let mut m = Mapping::new();
+    let mut m = Mapping::with_capacity(6 + intent.extra.len());
     let list =
         |items: &[String]| Value::Sequence(items.iter().cloned().map(Value::String).collect());
     m.insert("id".into(), intent.id.clone().into());
@@ -383,22 +504,31 @@ fn intent_to_value(intent: &Intent) -> Value {
     Value::Mapping(m)
 }
 
-/// Best-effort line of `id: ID` in the source, for error messages.
-fn id_line(text: &str, id: &str, nth: usize) -> usize {
-    let mut seen = 0;
+/// The lines (1-based) of the first `max` `id: ID` entries in the source, in one pass.
+/// Best effort: YAML values carry no positions, so this reads the text the way people write it
+/// (`- id: X`, `id: "X"`, `- {id: X, …}`, a comment after the value).
+fn id_lines(text: &str, id: &str, max: usize) -> Vec<usize> {
+    let mut found = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let l = line.trim_start().trim_start_matches('-').trim_start();
-        if let Some(rest) = l.strip_prefix("id:") {
-            let value = rest.trim().trim_matches(|c| c == '"' || c == '\'');
-            if value == id {
-                seen += 1;
-                if seen == nth {
-                    return i + 1;
-                }
+        let l = line
+            .trim_start()
+            .trim_start_matches('-')
+            .trim_start()
+            .trim_start_matches('{')
+            .trim_start();
+        let Some(rest) = l.strip_prefix("id:") else {
+            continue;
+        };
+        let rest = rest.split(" #").next().unwrap_or_default();
+        let value = rest.split([',', '}']).next().unwrap_or_default();
+        if value.trim().trim_matches(|c| c == '"' || c == '\'') == id {
+            found.push(i + 1);
+            if found.len() == max {
+                break;
             }
         }
     }
-    0
+    found
 }
 
 /// Builds a validated intent from a GUI draft (keeping unknown keys of the one it replaces).
@@ -425,8 +555,10 @@ pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, I
             .collect()
     };
     let owned_scope = clean(draft.owned_scope);
-    let scope = compile_scope(&owned_scope)
-        .map_err(|m| IntentError::Rejected(format!("intent `{id}`: {m}")))?;
+    let reject = |m: String| IntentError::Rejected(format!("intent `{id}`: {m}"));
+    for pattern in &owned_scope {
+        check_glob(pattern).map_err(reject)?;
+    }
     Ok(Intent {
         id,
         name: draft.name.trim().to_string(),
@@ -435,169 +567,13 @@ pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, I
         constraints: clean(draft.constraints),
         acceptance_criteria: clean(draft.acceptance_criteria),
         extra,
-        scope,
+        scope: OnceLock::new(),
     })
 }
 
-/// Identity of the file on disk, to notice external edits without re-reading it every time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileStamp {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some(FileStamp {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode: meta.ino(),
-    })
-}
-
-#[derive(Default)]
-struct StoreState {
-    good: Arc<IntentsDoc>,
-    stamp: Option<FileStamp>,
-    exists: bool,
-    error: Option<String>,
-    loaded_once: bool,
-}
-
-/// The intents of one workspace, reloaded when the file changes.
-pub struct IntentStore {
-    root: PathBuf,
-    path: PathBuf,
-    state: Mutex<StoreState>,
-}
-
-/// What the store holds now: the last good intents and, if the file is broken, why.
-#[derive(Debug, Clone)]
-pub struct IntentsSnapshot {
-    pub doc: Arc<IntentsDoc>,
-    pub exists: bool,
-    pub error: Option<String>,
-}
-
-impl IntentsSnapshot {
-    pub fn view(&self) -> IntentsView {
-        IntentsView {
-            path: INTENTS_FILE.into(),
-            exists: self.exists,
-            intents: self.doc.intents.iter().map(Intent::view).collect(),
-            error: self.error.clone(),
-        }
-    }
-}
-
-impl IntentStore {
-    pub fn new(root: &Path) -> Self {
-        Self {
-            root: root.to_path_buf(),
-            path: root.join(INTENTS_FILE),
-            state: Mutex::default(),
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The current intents; re-reads the file if its stamp changed. The bool says whether
-    /// anything changed since the previous call (for pushing updates to the UI).
-    pub fn refresh(&self) -> (IntentsSnapshot, bool) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let now = stamp(&self.path);
-        let changed = !state.loaded_once || now != state.stamp;
-        if changed {
-            state.loaded_once = true;
-            state.stamp = now;
-            state.exists = now.is_some();
-            match std::fs::read_to_string(&self.path) {
-                Ok(text) => match IntentsDoc::parse(&text, INTENTS_FILE) {
-                    Ok(doc) => {
-                        state.good = Arc::new(doc);
-                        state.error = None;
-                    }
-                    Err(e) => {
-                        state.error = Some(format!("{e}. The last good version stays in use."))
-                    }
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    state.good = Arc::new(IntentsDoc::default());
-                    state.error = None;
-                }
-                Err(e) => state.error = Some(format!("could not read {INTENTS_FILE}: {e}")),
-            }
-        }
-        let snapshot = IntentsSnapshot {
-            doc: state.good.clone(),
-            exists: state.exists,
-            error: state.error.clone(),
-        };
-        (snapshot, changed)
-    }
-
-    pub fn snapshot(&self) -> IntentsSnapshot {
-        self.refresh().0
-    }
-
-    /// Changes the intents on disk: re-reads the file under a lock, refuses if it does not parse
-    /// (a person's half-finished edit is never overwritten), applies `change`, writes atomically.
-    pub fn update(
-        &self,
-        change: impl FnOnce(&mut IntentsDoc) -> Result<(), IntentError>,
-    ) -> Result<IntentsSnapshot, IntentError> {
-        let io = |e: std::io::Error| IntentError::Io {
-            file: INTENTS_FILE.into(),
-            message: e.to_string(),
-        };
-        let dir = self.root.join(".orchestration");
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(".active_intents.lock"))
-            .map_err(io)?;
-        lock.lock().map_err(io)?;
-        let mut doc = match std::fs::read_to_string(&self.path) {
-            Ok(text) => IntentsDoc::parse(&text, INTENTS_FILE).map_err(|e| {
-                IntentError::Rejected(format!(
-                    "{e}. Fix the file first; Mandate does not overwrite a file that does not parse."
-                ))
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => IntentsDoc::default(),
-            Err(e) => return Err(io(e)),
-        };
-        change(&mut doc)?;
-        let text = doc.to_yaml()?;
-        // Check that what is about to be written reads back to the same intents.
-        IntentsDoc::parse(&text, INTENTS_FILE)?;
-        write_atomic(&self.path, text.as_bytes()).map_err(io)?;
-        drop(lock);
-        Ok(self.refresh().0)
-    }
-
-    /// Sets one intent's status (used by the status post-hook and the GUI).
-    pub fn set_status(
-        &self,
-        id: &str,
-        status: IntentStatus,
-    ) -> Result<IntentsSnapshot, IntentError> {
-        self.update(|doc| {
-            let intent = doc
-                .intents
-                .iter_mut()
-                .find(|i| i.id == id)
-                .ok_or_else(|| IntentError::NotFound(id.to_string()))?;
-            intent.status = status;
-            Ok(())
-        })
-    }
-}
+#[path = "intents_store.rs"]
+mod store;
+pub use store::{IntentStore, IntentsSnapshot};
 
 #[cfg(test)]
 #[path = "intents_tests.rs"]

@@ -135,3 +135,125 @@ fn updates_are_canonical_and_keep_unknown_keys() {
         Err(IntentError::NotFound(_))
     ));
 }
+
+/// `n` well-formed intents, then `tail` (YAML lines at the list's indentation).
+fn many(n: usize, tail: &str) -> String {
+    let mut text = String::from("# many intents\nactive_intents:\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "  - id: INT-{i}\n    name: Intent {i}\n    owned_scope: [\"src/m{i}/**\", \"docs/m{i}.md\"]\n    constraints: [\"keep the API\"]\n"
+        ));
+    }
+    text.push_str(tail);
+    text
+}
+
+#[test]
+fn a_large_file_names_the_line_of_a_problem_at_its_end() {
+    let n = 20_000;
+    // 2 header lines, 4 lines per intent: the bad intent's `id:` is on line 2 + 4n + 1.
+    let text = many(n, "  - id: LAST\n    owned_scope: [\"src/[z\"]\n");
+    let err = IntentsDoc::parse(&text, "f").expect_err("bad glob at the end");
+    assert_eq!(
+        err,
+        IntentError::Invalid {
+            file: "f".into(),
+            id: "LAST".into(),
+            line: 2 + 4 * n + 1,
+            message: "owned_scope entry `src/[z` is not a valid glob: unclosed character class; missing ']'".into(),
+        }
+    );
+    let ok = IntentsDoc::parse(&many(n, ""), "f").expect("parses");
+    assert_eq!(ok.intents.len(), n);
+    assert_eq!(
+        ok.get("INT-19999").map(|i| i.name.as_str()),
+        Some("Intent 19999")
+    );
+    assert!(ok.get("INT-123").is_some_and(|i| i.owns("src/m123/a/b.rs")));
+    assert!(!ok.get("INT-123").is_some_and(|i| i.owns("src/m124/a.rs")));
+}
+
+#[test]
+fn duplicate_ids_name_both_lines() {
+    let n = 20_000;
+    let text = many(n, "  - id: \"INT-7\"  # copied by hand\n    name: again\n");
+    let err = IntentsDoc::parse(&text, "f").expect_err("duplicate");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "f: intent `INT-7` (line {}): this id is also used by the intent at line {}; ids must be unique",
+            2 + 4 * n + 1,
+            2 + 4 * 7 + 1
+        )
+    );
+    let flow = "active_intents:\n  - {id: A, name: one}\n  - name: two\n    id: A\n";
+    assert_eq!(
+        IntentsDoc::parse(flow, "f")
+            .expect_err("duplicate")
+            .to_string(),
+        "f: intent `A` (line 4): this id is also used by the intent at line 2; ids must be unique"
+    );
+}
+
+#[test]
+fn an_invalid_intent_is_placed_at_its_own_line_not_an_earlier_namesake() {
+    // The id check comes first, so a bad second `A` is reported as a duplicate at its line.
+    let text = "active_intents:\n  - id: A\n  - id: A\n    status: MAYBE\n";
+    let err = IntentsDoc::parse(text, "f").expect_err("duplicate");
+    assert!(
+        err.to_string()
+            .starts_with("f: intent `A` (line 3): this id is also used by the intent at line 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn overlong_globs_are_refused_at_load_and_unknown_keys_keep_their_order() {
+    let long = "a".repeat(1025);
+    let text = format!("active_intents:\n  - id: A\n    owned_scope: [\"{long}\"]\n");
+    let err = IntentsDoc::parse(&text, "f").expect_err("too long");
+    assert!(
+        err.to_string()
+            .ends_with("an owned_scope entry is longer than 1024 characters"),
+        "{err}"
+    );
+
+    let text = "active_intents:\n  - id: A\n    zeta: 1\n    name: n\n    alpha: 2\n    status: DONE\n    mid: 3\n";
+    let doc = IntentsDoc::parse(text, "f").expect("parses");
+    let keys: Vec<&str> = doc.intents[0]
+        .extra
+        .keys()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(keys, ["zeta", "alpha", "mid"]);
+}
+
+#[test]
+fn the_quick_glob_check_agrees_with_building_the_glob() {
+    for pattern in [
+        "src/**",
+        "docs/",
+        "./a/b.rs",
+        "*.md",
+        "a?b",
+        "",
+        "  ",
+        "/etc/passwd",
+        "a/../b",
+        "..",
+        "a\\b",
+        "src/[a-f]*.png",
+        "src/[a",
+        "src/{a,b}",
+        "src/{a",
+        "src/a}",
+        "x]",
+        "**/x/**",
+    ] {
+        assert_eq!(
+            check_glob(pattern),
+            compile_glob(pattern).map(drop),
+            "{pattern:?}"
+        );
+    }
+}

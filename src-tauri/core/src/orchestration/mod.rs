@@ -22,6 +22,7 @@ pub fn dir(root: &Path) -> PathBuf {
 pub mod git;
 pub mod intent_map;
 pub mod intents;
+mod intents_plain;
 pub mod ledger;
 pub mod lessons;
 pub mod trace;

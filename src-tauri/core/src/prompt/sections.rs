@@ -44,12 +44,16 @@ You can read and explain code. If the user wants changes, tell them to create an
                 .into(),
         );
     }
-    let available: Vec<String> = cx
+    const SHOWN: usize = 100;
+    let open = cx
         .intents
         .doc
         .intents
         .iter()
-        .filter(|i| i.status != IntentStatus::Done)
+        .filter(|i| i.status != IntentStatus::Done);
+    let more = open.clone().count().saturating_sub(SHOWN);
+    let mut available: Vec<String> = open
+        .take(SHOWN)
         .map(|i| {
             format!(
                 "- {}: {} ({})",
@@ -59,6 +63,11 @@ You can read and explain code. If the user wants changes, tell them to create an
             )
         })
         .collect();
+    if more > 0 {
+        available.push(format!(
+            "- … and {more} more open intents: ask the user which one the request belongs to"
+        ));
+    }
     let mut list = if available.is_empty() {
         "No intent is open right now.".to_string()
     } else {

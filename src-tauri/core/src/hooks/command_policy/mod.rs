@@ -94,10 +94,11 @@ impl CommandPolicy {
     /// Compiles the rules in `text`, then checks that every example is classified as it says.
     pub fn from_yaml(text: &str, path_for_errors: &str) -> Result<CommandPolicy, PolicyError> {
         let path = path_for_errors;
-        let file: PolicyFile = serde_yaml::from_str(text).map_err(|e| PolicyError::Parse {
-            path: path.to_string(),
-            message: yaml_message(&e),
-        })?;
+        let file: PolicyFile =
+            crate::orchestration::yaml::from_str(text).map_err(|e| PolicyError::Parse {
+                path: path.to_string(),
+                message: e.to_string(),
+            })?;
         if file.version != 1 {
             return Err(PolicyError::Parse {
                 path: path.to_string(),
@@ -205,20 +206,6 @@ impl CommandPolicy {
             reasons,
             segments,
         }
-    }
-}
-
-/// serde_yaml's message with the position spelled out first, so it reads well after the path.
-fn yaml_message(e: &serde_yaml::Error) -> String {
-    let text = e.to_string();
-    match e.location() {
-        Some(at) => {
-            // serde_yaml ends most messages with its own " at line L column C".
-            let suffix = format!(" at line {} column {}", at.line(), at.column());
-            let message = text.strip_suffix(&suffix).unwrap_or(&text);
-            format!("line {}, column {}: {message}", at.line(), at.column())
-        }
-        None => text,
     }
 }
 

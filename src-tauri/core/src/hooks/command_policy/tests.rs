@@ -308,6 +308,12 @@ fn loads_the_workspace_policy_or_the_builtin_one() {
 
 #[test]
 fn class_serializes_in_snake_case() {
-    assert_eq!(serde_yaml::to_string(&S).unwrap().trim(), "safe");
-    assert_eq!(serde_yaml::to_string(&D).unwrap().trim(), "destructive");
+    assert_eq!(
+        crate::orchestration::yaml::to_string(&S).unwrap().trim(),
+        "safe"
+    );
+    assert_eq!(
+        crate::orchestration::yaml::to_string(&D).unwrap().trim(),
+        "destructive"
+    );
 }
