@@ -7,8 +7,9 @@ use tokio_util::sync::CancellationToken;
 use super::{approval, AgentEnv, Governance, TaskHandle};
 use crate::hooks::{Action, Decision, Denial, DenialCode, HookContext};
 use crate::llm::ToolCall;
+use crate::orchestration::intents::IntentsSnapshot;
 use crate::protocol::{ApprovalPolicy, Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
-use crate::tools::{RunCx, ToolCx, ToolError, ToolOutput};
+use crate::tools::{Planned, RunCx, ToolCx, ToolError, ToolOutput};
 
 /// What goes back to the model, and whether the task is finished.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,36 +68,7 @@ async fn run_call(
         Err(denial) => return card.deny(denial),
     };
     let governance = task.governance();
-    let checked = {
-        let (tools, gov, governance, policy) = (
-            env.tools.clone(),
-            env.gov.clone(),
-            governance.clone(),
-            env.approval,
-        );
-        // Planning reads files and the hooks may reload theirs: off the async workers.
-        tokio::task::spawn_blocking(move || {
-            let tool = &tools[position];
-            let intents = gov.intents.snapshot();
-            let cx = ToolCx {
-                workspace: &gov.workspace,
-                intents: &intents,
-                task: &governance,
-            };
-            let planned = tool.plan(args, &cx)?;
-            let decision = pre_hooks(
-                &gov,
-                policy,
-                &governance,
-                &intents,
-                tool.kind(),
-                &planned.action,
-            );
-            Ok((planned, decision, intents))
-        })
-        .await
-        .unwrap_or_else(|e| Err(ToolError::Failed(format!("planning the call failed: {e}"))))
-    };
+    let checked = plan_and_check(env, position, args, governance.clone()).await;
     let (mut planned, decision, intents) = match checked {
         Ok(checked) => checked,
         Err(e) => return card.fail(e),
@@ -145,6 +117,38 @@ async fn run_call(
         }
         Err(e) => card.fail(e),
     }
+}
+
+/// The tool's plan and the pre-hooks' decision on it. Planning reads files and the hooks may
+/// reload theirs: off the async workers.
+async fn plan_and_check(
+    env: &AgentEnv,
+    position: usize,
+    args: Value,
+    governance: crate::hooks::TaskGovernance,
+) -> Result<(Planned, Decision, IntentsSnapshot), ToolError> {
+    let (tools, gov, policy) = (env.tools.clone(), env.gov.clone(), env.approval);
+    tokio::task::spawn_blocking(move || {
+        let tool = &tools[position];
+        let intents = gov.intents.snapshot();
+        let cx = ToolCx {
+            workspace: &gov.workspace,
+            intents: &intents,
+            task: &governance,
+        };
+        let planned = tool.plan(args, &cx)?;
+        let decision = pre_hooks(
+            &gov,
+            policy,
+            &governance,
+            &intents,
+            tool.kind(),
+            &planned.action,
+        );
+        Ok((planned, decision, intents))
+    })
+    .await
+    .unwrap_or_else(|e| Err(ToolError::Failed(format!("planning the call failed: {e}"))))
 }
 
 fn parse_arguments(call: &ToolCall) -> Result<Value, Denial> {
