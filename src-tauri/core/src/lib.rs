@@ -12,6 +12,8 @@ pub mod mutation;
 pub mod orchestration;
 pub mod prompt;
 pub mod protocol;
+pub mod redact;
+pub mod sandbox;
 pub mod secrets;
 pub mod settings;
 pub mod tools;

@@ -367,13 +367,14 @@ impl Reader {
                     ));
                 }
                 // `[[ -n x || CMD ]]` is a string test in bash and a command in sh.
-                if joined && matches!(predicate, ast::UnaryPredicate::StringHasNonZeroLength) {
-                    if word_looks_like_command(&word.value) {
-                        body.refusals.push(format!(
-                            "`[[ … {} … ]]`: a bare word joined by `&&` or `||` is a command to other shells",
-                            shorten(&word.value)
-                        ));
-                    }
+                if joined
+                    && matches!(predicate, ast::UnaryPredicate::StringHasNonZeroLength)
+                    && word_looks_like_command(&word.value)
+                {
+                    body.refusals.push(format!(
+                        "`[[ … {} … ]]`: a bare word joined by `&&` or `||` is a command to other shells",
+                        shorten(&word.value)
+                    ));
                 }
                 body.loose_words.push(w);
                 Ok(())
