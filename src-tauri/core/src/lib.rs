@@ -1,6 +1,7 @@
 //! Mandate's host: everything trusted, with no dependency on the window.
 
 pub mod agent;
+pub mod changes;
 pub mod cli;
 pub mod diff;
 pub mod fsutil;

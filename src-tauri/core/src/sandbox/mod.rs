@@ -26,6 +26,8 @@
 mod bwrap;
 pub mod env;
 mod landlock_rules;
+mod plan;
+mod run;
 mod scope;
 mod seccomp;
 mod spawn;
@@ -37,8 +39,11 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+pub use plan::SandboxRequest;
+pub(crate) use run::drive;
+pub use run::{run_confined, run_governed, CommandContext, CommandRun, GovernedRun};
 pub use scope::{scope_grants, Grant, GrantKind};
-pub use spawn::ConfinedCommand;
+pub use spawn::{bash, ConfinedCommand};
 
 /// How strongly commands are confined on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
