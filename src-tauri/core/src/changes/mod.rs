@@ -9,6 +9,7 @@
 //! (possible at all only when confinement is absent or partial) and says which it could not.
 
 mod classify;
+mod git_index;
 mod restore;
 #[cfg(test)]
 mod tests;

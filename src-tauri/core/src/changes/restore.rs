@@ -8,18 +8,17 @@
 //!   `packed-refs`, `info/`) comes back from the copy [`BeforeImages::capture`] took; a file
 //!   too large to copy (the ledger) comes back only if it was appended to (cut back to its
 //!   length after checking that the start is unchanged);
-//! - a tracked file that was clean comes back from git's index;
+//! - a tracked file that was clean comes back from git's index (see `git_index`);
 //! - anything else (an untracked or already modified file that was changed or deleted) cannot
 //!   be restored: the outcome says so, and the caller reports it.
 
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde::Serialize;
 
-use super::{Change, ChangeKind, EntryKind, Snapshot};
+use super::{git_index, Change, ChangeKind, EntryKind, Snapshot};
 
 /// Files up to this size are copied whole; all copies together stay under `MAX_COPIED`.
 const MAX_COPY: u64 = 4 * 1024 * 1024;
@@ -31,8 +30,6 @@ pub struct BeforeImages {
     copies: HashMap<String, Vec<u8>>,
     /// Larger protected files: their length and the hash of their content.
     prefixes: HashMap<String, (u64, String)>,
-    /// Tracked files that were clean: their blob id in git's index.
-    git_blobs: HashMap<String, String>,
     /// What could not be kept, to say when it is needed.
     not_kept: Vec<String>,
 }
@@ -40,9 +37,7 @@ pub struct BeforeImages {
 #[cfg(test)]
 impl BeforeImages {
     pub(super) fn capture_for_test(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
-        let mut images = BeforeImages::copies_of_protected(snapshot, max_copy);
-        images.git_blobs = clean_tracked_files(snapshot.root());
-        images
+        BeforeImages::copies_of_protected(snapshot, max_copy)
     }
 }
 
@@ -74,23 +69,18 @@ impl BeforeImages {
     /// Keeps what an unconfined command could destroy and Mandate must get back (see the
     /// module's documentation). `snapshot` is the one taken before the same command.
     pub fn capture(snapshot: &Snapshot) -> BeforeImages {
-        BeforeImages::capture_with(snapshot, true, true)
+        BeforeImages::capture_with(snapshot, true)
     }
 
-    /// As [`BeforeImages::capture`], choosing what to keep: copies of the protected files
-    /// (needed when confinement is partial or absent), and git's view of clean tracked files
-    /// (needed whenever writable directories are wider than the intent's globs; it runs two
-    /// `git` commands).
-    pub fn capture_with(snapshot: &Snapshot, protected_copies: bool, git: bool) -> BeforeImages {
-        let mut images = if protected_copies {
+    /// As [`BeforeImages::capture`], choosing whether to copy the protected files (needed
+    /// when confinement is partial or absent). Clean tracked files need nothing here: they
+    /// come back from git's index, read at restore time ([`super::git_index`]).
+    pub fn capture_with(snapshot: &Snapshot, protected_copies: bool) -> BeforeImages {
+        if protected_copies {
             BeforeImages::copies_of_protected(snapshot, MAX_COPY)
         } else {
             BeforeImages::default()
-        };
-        if git {
-            images.git_blobs = clean_tracked_files(snapshot.root());
         }
-        images
     }
 
     fn copies_of_protected(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
@@ -126,56 +116,6 @@ impl BeforeImages {
     }
 }
 
-/// `path → blob id` for tracked files whose working copy matches the index.
-fn clean_tracked_files(root: &Path) -> HashMap<String, String> {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args([
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-            ])
-            .args(args)
-            .current_dir(root)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| o.stdout)
-    };
-    let Some(staged) = git(&["ls-files", "-s", "-z"]) else {
-        return HashMap::new();
-    };
-    let dirty: Vec<String> = git(&["diff-files", "--name-only", "-z"])
-        .map(|out| {
-            out.split(|b| *b == 0)
-                .filter(|p| !p.is_empty())
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut blobs = HashMap::new();
-    for line in staged.split(|b| *b == 0).filter(|l| !l.is_empty()) {
-        // `<mode> <blob> <stage>\t<path>`
-        let line = String::from_utf8_lossy(line);
-        let Some((info, path)) = line.split_once('\t') else {
-            continue;
-        };
-        let mut fields = info.split(' ');
-        let (Some(_mode), Some(blob), Some("0")) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if !dirty.iter().any(|d| d == path) {
-            blobs.insert(path.to_string(), blob.to_string());
-        }
-    }
-    blobs
-}
-
 /// What became of one out-of-scope change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RestoreOutcome {
@@ -200,11 +140,46 @@ pub enum Restored {
     FromGit,
     /// Only its times changed: there is nothing to undo.
     Unchanged,
+    /// Confinement kept its content from changing; its permissions and time are set back.
+    MetadataRestored,
 }
 
 /// Undoes `changes` (the out-of-scope ones) in `root` where the earlier state is known.
 /// Deepest paths first, so a created directory is emptied before it is removed.
-pub fn restore(root: &Path, changes: &[Change], images: &BeforeImages) -> Vec<RestoreOutcome> {
+///
+/// `content_fixed(path)` says whether confinement kept the path's content from changing (it
+/// is outside the writable directories): a change there can only be to its permissions or
+/// times (Landlock does not cover `chmod` and `utime`), which are set back from the
+/// snapshot. Without confinement pass `&|_| false`.
+pub fn restore(
+    root: &Path,
+    changes: &[Change],
+    images: &BeforeImages,
+    content_fixed: &dyn Fn(&str) -> bool,
+) -> Vec<RestoreOutcome> {
+    let needs_content: Vec<&str> = changes
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.kind,
+                ChangeKind::Modified | ChangeKind::Deleted | ChangeKind::TypeChanged
+            )
+        })
+        .filter(|c| c.kind != ChangeKind::Modified || !content_fixed(&c.path))
+        .filter(|c| !images.copies.contains_key(&c.path) && !images.prefixes.contains_key(&c.path))
+        .map(|c| c.path.as_str())
+        .collect();
+    let (index, index_mtime) = git_index::entries(root, &needs_content);
+    let from_git: HashMap<&str, &str> = changes
+        .iter()
+        .filter_map(|c| {
+            let entry = index.get(&c.path)?;
+            let before = c.before?;
+            entry
+                .matches(&before, index_mtime)
+                .then_some((c.path.as_str(), entry.blob.as_str()))
+        })
+        .collect();
     let mut order: Vec<&Change> = changes.iter().collect();
     order.sort_by(|a, b| b.path.cmp(&a.path));
     let mut outcomes: Vec<RestoreOutcome> = order
@@ -212,26 +187,55 @@ pub fn restore(root: &Path, changes: &[Change], images: &BeforeImages) -> Vec<Re
         .map(|change| RestoreOutcome {
             path: change.path.clone(),
             kind: change.kind,
-            result: restore_one(root, change, images),
+            result: restore_one(
+                root,
+                change,
+                images,
+                from_git.get(change.path.as_str()).copied(),
+                content_fixed(&change.path),
+            ),
         })
         .collect();
     outcomes.sort_by(|a, b| a.path.cmp(&b.path));
     outcomes
 }
 
-fn restore_one(root: &Path, change: &Change, images: &BeforeImages) -> Result<Restored, String> {
+fn restore_one(
+    root: &Path,
+    change: &Change,
+    images: &BeforeImages,
+    git_blob: Option<&str>,
+    content_fixed: bool,
+) -> Result<Restored, String> {
     let path = root.join(&change.path);
     no_symlink_on_the_way(root, &change.path)?;
     let now = std::fs::symlink_metadata(&path)
         .ok()
         .map(|m| super::Stamp::of(&m));
-    if now != change.after {
+    // A directory's times move as its entries are restored; what it is must not.
+    let same = match (now, change.after) {
+        (Some(n), Some(a)) if a.kind == EntryKind::Directory => {
+            n.kind == a.kind && n.inode == a.inode
+        }
+        (n, a) => n == a,
+    };
+    if !same {
         return Err("it changed again after the command".into());
     }
     match change.kind {
         ChangeKind::Touched => Ok(Restored::Unchanged),
         ChangeKind::Created => remove(&path).map(|_| Restored::Removed),
         ChangeKind::ModeChanged => set_mode(&path, change).map(|_| Restored::ModeRestored),
+        // One name for the file only: a hard link inside a writable directory could have
+        // changed the content.
+        ChangeKind::Modified
+            if content_fixed
+                && change.before.is_some_and(|b| b.kind == EntryKind::File)
+                && std::fs::metadata(&path)
+                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) == 1) =>
+        {
+            set_mode(&path, change).map(|_| Restored::MetadataRestored)
+        }
         ChangeKind::TypeChanged | ChangeKind::Deleted | ChangeKind::Modified => {
             let before = change.before.ok_or("its earlier state is unknown")?;
             if before.kind == EntryKind::Directory {
@@ -247,7 +251,7 @@ fn restore_one(root: &Path, change: &Change, images: &BeforeImages) -> Result<Re
             if before.kind != EntryKind::File {
                 return Err("it was not a regular file, and no copy of it was kept".into());
             }
-            let (bytes, how) = earlier_content(root, change, images)?;
+            let (bytes, how) = earlier_content(root, change, images, git_blob)?;
             if let Some(bytes) = bytes {
                 if change.kind == ChangeKind::TypeChanged {
                     remove(&path)?;
@@ -265,6 +269,7 @@ fn earlier_content(
     root: &Path,
     change: &Change,
     images: &BeforeImages,
+    git_blob: Option<&str>,
 ) -> Result<(Option<Vec<u8>>, Restored), String> {
     if let Some(copy) = images.copies.get(&change.path) {
         return Ok((Some(copy.clone()), Restored::FromCopy));
@@ -289,18 +294,8 @@ fn earlier_content(
             "it was rewritten, not appended to, and is too large to have been copied".into(),
         );
     }
-    if let Some(blob) = images.git_blobs.get(&change.path) {
-        let out = Command::new("git")
-            .args(["cat-file", "blob", blob])
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            return Ok((Some(out.stdout), Restored::FromGit));
-        }
-        return Err(format!("git could not give back blob {blob}"));
+    if let Some(blob) = git_blob {
+        return Ok((Some(git_index::blob(root, blob)?), Restored::FromGit));
     }
     Err("no copy of its earlier content exists (it is not tracked by git, or it had uncommitted changes)".into())
 }
@@ -330,13 +325,30 @@ fn remove(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Sets the permissions, and for files the modification time, back to the earlier stamp.
 fn set_mode(path: &Path, change: &Change) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt as _;
     let Some(before) = change.before else {
         return Ok(());
     };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(before.mode & 0o7777))
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    if before.kind == EntryKind::File {
+        let secs = before.mtime_ns.div_euclid(1_000_000_000);
+        let nanos = before.mtime_ns.rem_euclid(1_000_000_000);
+        let when = u64::try_from(secs)
+            .ok()
+            .map(|s| std::time::UNIX_EPOCH + std::time::Duration::new(s, nanos as u32));
+        if let Some(when) = when {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .or_else(|_| std::fs::File::open(path))
+                .map_err(|e| e.to_string())?;
+            file.set_modified(when).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 fn write_back(path: &Path, bytes: &[u8]) -> Result<(), String> {

@@ -233,6 +233,20 @@ impl CommandSandbox {
     }
 }
 
+impl CommandSandbox {
+    /// Whether the command could write `path` (absolute): it is inside a writable grant,
+    /// the temporary directory, or the granted `.git/`.
+    pub fn may_write(&self, path: &Path) -> bool {
+        let granted = self.writable.iter().any(|g| match g.kind {
+            GrantKind::Directory => path.starts_with(&g.path),
+            GrantKind::File => path == g.path,
+        });
+        granted
+            || path.starts_with(&self.temp_dir)
+            || (self.write_git && path.starts_with(self.workspace.join(".git")))
+    }
+}
+
 /// A private temporary directory for commands (mode 0700), removed when dropped. One per
 /// task is enough; tools keep caches there (`npm_config_cache`, `XDG_CACHE_HOME`).
 pub fn private_temp_dir() -> std::io::Result<tempfile::TempDir> {

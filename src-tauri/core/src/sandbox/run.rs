@@ -217,7 +217,7 @@ pub async fn run_governed(
     // are wider than the intent's globs.
     let protected_copies = cx.confinement.level != super::ConfinementLevel::LandlockAndBwrap;
     let (before, images) = blocking(move || {
-        let images = BeforeImages::capture_with(&before, protected_copies, true);
+        let images = BeforeImages::capture_with(&before, protected_copies);
         (before, images)
     })
     .await?;
@@ -247,10 +247,21 @@ pub async fn run_governed(
         .map(|(c, _)| c.clone())
         .collect();
     let root = cx.workspace.to_path_buf();
+    // Outside the writable directories the kernel kept the content as it was.
+    let content_fixed: std::collections::HashSet<String> = out_of_scope
+        .iter()
+        .filter(|c| cx.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
+        .map(|c| c.path.clone())
+        .collect();
     let restored = if out_of_scope.is_empty() {
         Vec::new()
     } else {
-        blocking(move || changes::restore(&root, &out_of_scope, &images)).await?
+        blocking(move || {
+            changes::restore(&root, &out_of_scope, &images, &|p| {
+                content_fixed.contains(p)
+            })
+        })
+        .await?
     };
     let mut unreadable = before.unreadable().to_vec();
     unreadable.extend(after.unreadable().iter().cloned());

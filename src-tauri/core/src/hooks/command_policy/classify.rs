@@ -212,6 +212,7 @@ impl Walker<'_> {
             self.check_variable(name, shown);
         }
         for word in &script.loose_words {
+            self.special_path(word, &word.raw);
             for substitution in &word.substitutions {
                 self.script(substitution, Input::Inherited, depth + 1);
             }
@@ -281,6 +282,15 @@ impl Walker<'_> {
         const HARMLESS_PROC: [&str; 5] = ["cpuinfo", "meminfo", "version", "loadavg", "uptime"];
         // `--file=/proc/…`, `if=/dev/tcp/…` carry the path after a prefix.
         let text = &word.text;
+        // `$p/environ`, `$p/mem`: another process's files, whichever it is.
+        if text.ends_with("/environ") || text.ends_with("/mem") {
+            self.found(format!(
+                "`{}` reads `{}`, another process's details (its environment can hold secrets)",
+                shorten(shown),
+                shorten(&word.raw)
+            ));
+            return;
+        }
         let path = text
             .find("/proc/")
             .or_else(|| text.find("/dev/tcp/"))

@@ -398,6 +398,10 @@ impl Walker<'_> {
                 ));
             } else if let Some(string) = operand {
                 self.command_string(&shown, &string.text, string.text_unknown, input, depth);
+            } else if tail == Tail::FromInput {
+                self.found(format!(
+                    "`{shown}` runs a command string taken from its input"
+                ));
             }
             return;
         }
