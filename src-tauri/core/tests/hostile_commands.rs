@@ -25,7 +25,7 @@ fn every_corpus_case_needs_approval() {
     assert!(cases.len() >= 300, "only {} cases", cases.len());
     let safe: Vec<String> = cases
         .iter()
-        .map(|(_, line)| judge::fill(line, "/tmp/o", "/tmp/h", 9, 9))
+        .map(|(_, line)| judge::fill(line, "/tmp/o", "/tmp/h", 9, 9, "/tmp/s"))
         .filter(|line| policy.classify(line).class == CommandClass::Safe)
         .collect();
     assert!(safe.is_empty(), "classified safe:\n{}", safe.join("\n"));
@@ -81,6 +81,8 @@ fn corpus_in_child() {
         return;
     }
     let listeners = judge::Listeners::start();
+    // The listeners hear an unconfined command: their silence later means something.
+    listeners.prove_reachable();
     let template = judge::Template::new();
     // MANDATE_CORPUS_FILTER=text runs only the cases containing it (for debugging one).
     let filter = std::env::var("MANDATE_CORPUS_FILTER").unwrap_or_default();
@@ -121,11 +123,14 @@ fn corpus_in_child() {
     listeners.settle();
     let tcp = listeners.tcp.load(Ordering::SeqCst);
     let udp = listeners.udp.load(Ordering::SeqCst);
-    println!("listener: {tcp} TCP connections, {udp} UDP datagrams");
+    let unix = listeners.unix.load(Ordering::SeqCst);
+    println!(
+        "listeners: {tcp} TCP connections, {udp} UDP datagrams, {unix} Unix socket connections"
+    );
     for gap in &gaps {
         println!("known gap: {gap}");
     }
-    assert_eq!((tcp, udp), (0, 0), "the network was reached");
+    assert_eq!((tcp, udp, unix), (0, 0, 0), "a listener was reached");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

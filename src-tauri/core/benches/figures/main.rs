@@ -2,6 +2,7 @@
 //! `cargo bench -p mandate-core --bench figures` (or `make bench` for everything, the window too).
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
+mod confine;
 mod data;
 
 use std::io::Write as _;
@@ -615,6 +616,10 @@ fn main() {
     }
     if wanted("search") {
         rows.extend(search_and_list(&root));
+    }
+    if wanted("confine") {
+        rows.extend(confine::setup(&root));
+        rows.extend(confine::detection(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

@@ -53,9 +53,8 @@ fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
     list.push(path.into());
 }
 
-/// The arguments before `--` for one command: a read-only `/`, fresh `/dev`, `/proc` and
-/// `/tmp`, `/run` hidden (sockets of the session and the system bus) unless the network is
-/// granted, Mandate's own directories hidden, the workspace read-only with the writable paths
+/// The arguments before `--` for one command: a read-only `/`, fresh `/dev`, `/proc`, `/tmp`
+/// and `/run` (sockets of the session and system buses), Mandate's own directories hidden, the workspace read-only with the writable paths
 /// bound read-write and the protected paths inside them read-only again.
 pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     let mut a = Vec::new();
@@ -78,10 +77,17 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
             "/tmp",
         ],
     );
+    // `/run` holds the session and system buses and Docker's socket, through which a
+    // command could start programs outside the confinement; with the network granted only
+    // the resolver's directory comes back, so that names still resolve.
+    arg(&mut a, &["--tmpfs", "/run"]);
     if !sandbox.network {
-        arg(&mut a, &["--unshare-net", "--tmpfs", "/run"]);
-    } else if Path::new("/run/user").is_dir() {
-        arg(&mut a, &["--tmpfs", "/run/user"]);
+        arg(&mut a, &["--unshare-net"]);
+    } else if Path::new("/run/systemd/resolve").is_dir() {
+        arg(
+            &mut a,
+            &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"],
+        );
     }
     for hidden in &sandbox.hidden {
         if hidden.is_dir() && !sandbox.workspace.starts_with(hidden) {

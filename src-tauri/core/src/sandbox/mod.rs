@@ -17,8 +17,8 @@
 //!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session (no controlling terminal), descriptors above 2 closed, and, without bubblewrap
-//!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw) and
-//!   io_uring, which Landlock does not filter.
+//!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw),
+//!   io_uring, and below Landlock ABI 9 Unix sockets, which Landlock does not filter.
 //!
 //! Where the kernel offers none of it, [`Confinement::level`] is `None` and says so: the
 //! caller must then ask a person before every command.
@@ -97,8 +97,9 @@ impl Confinement {
                 gaps.push("protected paths inside a writable directory (a nested `.git/`, a path `.intentignore` lists) are found and reported after the command, not refused".into());
                 gaps.push("root-level files can only be changed in place, not created".into());
                 if abi < 9 {
-                    gaps.push("Unix sockets by path (D-Bus, Docker) can be reached".into());
+                    gaps.push("with the network granted, Unix sockets by path (the session bus, Docker) can be reached, and through them programs started outside the confinement".into());
                 }
+                gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
                 gaps.push("a process that leaves its session can outlive the command".into());
             }
             ConfinementLevel::LandlockAndBwrap => {

@@ -1,12 +1,15 @@
 //! A small seccomp filter for commands without network when bubblewrap (and its empty network
 //! namespace) is not there: Landlock filters TCP only, so Internet sockets of any other type
 //! (UDP: DNS and `/dev/udp/…`; raw) are refused at `socket(2)`, and so is io_uring, which
-//! could create sockets without that system call. Built before the fork; installed in the
+//! could create sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the fork; installed in the
 //! child with one `prctl`.
 
 /// The filter program, or `None` on an architecture this code does not know (the caller then
-/// reports the gap instead of guessing system-call numbers).
-pub(super) fn no_network_filter() -> Option<Vec<libc::sock_filter>> {
+/// reports the gap instead of guessing system-call numbers). With `block_unix`, Unix sockets
+/// are refused at creation too: below Landlock ABI 9 nothing else keeps a command from
+/// connecting by path to the session bus (which can start programs outside the confinement)
+/// or to Docker's socket. `socketpair` stays allowed: it reaches no one.
+pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
     const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
     const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
     const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
@@ -36,6 +39,12 @@ pub(super) fn no_network_filter() -> Option<Vec<libc::sock_filter>> {
         libc::AF_INET6 as u32,
         libc::AF_PACKET as u32,
     );
+    // A family that never matches when Unix sockets stay allowed.
+    let unix = if block_unix {
+        libc::AF_UNIX as u32
+    } else {
+        u32::MAX
+    };
     Some(vec![
         /* 0 */ op(LD_W_ABS, 0, 0, ARCH),
         /* 1 */ op(JEQ, 1, 0, arch),
@@ -48,15 +57,16 @@ pub(super) fn no_network_filter() -> Option<Vec<libc::sock_filter>> {
         /* 8 */ op(JEQ, 1, 0, socket),
         /* 9 */ op(RET, 0, 0, ALLOW),
         /* 10 */ op(LD_W_ABS, 0, 0, ARG0),
-        /* 11 */ op(JEQ, 3, 0, inet),
-        /* 12 */ op(JEQ, 2, 0, inet6),
-        /* 13 */ op(JEQ, 4, 0, packet),
-        /* 14 */ op(RET, 0, 0, ALLOW),
-        /* 15 */ op(LD_W_ABS, 0, 0, ARG1),
-        /* 16 */ op(AND, 0, 0, 0xf),
-        /* 17 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
-        /* 18 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
-        /* 19 */ op(RET, 0, 0, ALLOW),
+        /* 11 */ op(JEQ, 4, 0, inet),
+        /* 12 */ op(JEQ, 3, 0, inet6),
+        /* 13 */ op(JEQ, 5, 0, packet),
+        /* 14 */ op(JEQ, 4, 0, unix),
+        /* 15 */ op(RET, 0, 0, ALLOW),
+        /* 16 */ op(LD_W_ABS, 0, 0, ARG1),
+        /* 17 */ op(AND, 0, 0, 0xf),
+        /* 18 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
+        /* 19 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
+        /* 20 */ op(RET, 0, 0, ALLOW),
     ])
 }
 

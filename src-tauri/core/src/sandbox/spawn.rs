@@ -72,7 +72,9 @@ impl ConfinedCommand {
             )?,
         };
         let filter = match confinement.level {
-            ConfinementLevel::LandlockOnly if !sandbox.network => seccomp::no_network_filter(),
+            ConfinementLevel::LandlockOnly if !sandbox.network => {
+                seccomp::no_network_filter(confinement.landlock_abi.unwrap_or(0) < 9)
+            }
             _ => None,
         };
         // bubblewrap needs its capabilities to build the namespaces; it drops them for the

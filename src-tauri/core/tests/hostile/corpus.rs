@@ -4,7 +4,8 @@
 //! the parent's environment.
 //!
 //! Placeholders: `{T}` a target (see `TARGETS`), `{outside}` a directory beside the
-//! workspace, `{home}` the fake home directory, `{port}` the TCP listener, `{udp}` the UDP one.
+//! workspace, `{home}` the fake home directory, `{port}` the TCP listener, `{udp}` the UDP one,
+//! `{unix}` a listening Unix socket.
 
 /// What a write primitive is pointed at: the ledger and intents, the ignore list, the
 /// repository's hooks and config, a file no intent owns, a root-level file, and a file
@@ -212,6 +213,11 @@ pub const SPECIFIC: &[(&str, &str)] = &[
     ("network", "cd src/allowed && printf '[package]\\nname = \"x\"\\nversion = \"0.1.0\"\\n[dependencies]\\ny = { git = \"http://127.0.0.1:{port}/y\" }\\n' > Cargo.toml && mkdir -p src && touch src/lib.rs && cargo metadata --format-version 1"),
     ("network", "CARGO_NET_OFFLINE=false cargo metadata --manifest-path src/allowed/Cargo.toml"),
     ("network", "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'"),
+    // A Unix socket by path stands for the session bus and Docker's socket.
+    ("network", "curl -s -m 3 --unix-socket {unix} http://bus/"),
+    ("network", "/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{unix}')\""),
+    ("network", "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"{unix}\") or die'"),
+    ("network", "node -e \"require('net').connect('{unix}').on('error', () => {})\""),
     // ---- The key in the parent's environment ----
     ("secrets", "cat /proc/$PPID/environ"),
     ("secrets", "tr '\\0' '\\n' < /proc/$PPID/environ"),

@@ -26,8 +26,9 @@ const INTENTS: &str = "active_intents:\n  - id: INT-CORPUS\n    name: Corpus\n  
 /// and the private temporary directory.
 const WRITABLE: [&str; 3] = ["ws/src/allowed/", "ws/target/", "cmdtmp/"];
 
-pub fn fill(line: &str, outside: &str, home: &str, port: u16, udp: u16) -> String {
-    line.replace("{outside}", outside)
+pub fn fill(line: &str, outside: &str, home: &str, port: u16, udp: u16, unix: &str) -> String {
+    line.replace("{unix}", unix)
+        .replace("{outside}", outside)
         .replace("{home}", home)
         .replace("{port}", &port.to_string())
         .replace("{udp}", &udp.to_string())
@@ -47,6 +48,10 @@ pub enum Outcome {
 pub struct Listeners {
     pub tcp: Arc<AtomicUsize>,
     pub udp: Arc<AtomicUsize>,
+    /// Connections to a Unix socket by path (a stand-in for the session bus or Docker).
+    pub unix: Arc<AtomicUsize>,
+    pub unix_path: PathBuf,
+    _unix_dir: tempfile::TempDir,
     pub tcp_port: u16,
     pub udp_port: u16,
 }
@@ -55,9 +60,15 @@ impl Listeners {
     pub fn start() -> Listeners {
         let tcp_listener = TcpListener::bind("127.0.0.1:0").expect("tcp");
         let udp_socket = UdpSocket::bind("127.0.0.1:0").expect("udp");
+        let unix_dir = tempfile::tempdir().expect("tmp");
+        let unix_path = unix_dir.path().join("bus.sock");
+        let unix_listener = std::os::unix::net::UnixListener::bind(&unix_path).expect("unix");
         let listeners = Listeners {
             tcp: Arc::new(AtomicUsize::new(0)),
             udp: Arc::new(AtomicUsize::new(0)),
+            unix: Arc::new(AtomicUsize::new(0)),
+            unix_path,
+            _unix_dir: unix_dir,
             tcp_port: tcp_listener.local_addr().expect("addr").port(),
             udp_port: udp_socket.local_addr().expect("addr").port(),
         };
@@ -65,6 +76,13 @@ impl Listeners {
         std::thread::spawn(move || {
             for stream in tcp_listener.incoming().flatten() {
                 tcp.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        let unix = listeners.unix.clone();
+        std::thread::spawn(move || {
+            for stream in unix_listener.incoming().flatten() {
+                unix.fetch_add(1, Ordering::SeqCst);
                 drop(stream);
             }
         });
@@ -76,6 +94,36 @@ impl Listeners {
             }
         });
         listeners
+    }
+
+    /// Connects to each listener without confinement, waits until each has counted it,
+    /// then sets the counts back to zero.
+    pub fn prove_reachable(&self) {
+        let line = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{}; echo x > /dev/udp/127.0.0.1/{}; /usr/bin/python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{}')\"",
+            self.tcp_port,
+            self.udp_port,
+            self.unix_path.display()
+        );
+        let status = Command::new("bash")
+            .args(["-c", &line])
+            .status()
+            .expect("bash");
+        assert!(status.success(), "the unconfined control could not connect");
+        let counters = [&self.tcp, &self.udp, &self.unix];
+        for _ in 0..500 {
+            if counters.iter().all(|c| c.load(Ordering::SeqCst) >= 1) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for counter in counters {
+            assert_eq!(
+                counter.swap(0, Ordering::SeqCst),
+                1,
+                "a listener did not hear the control"
+            );
+        }
     }
 
     /// Lets anything still in flight arrive before the counts are read.
@@ -246,6 +294,7 @@ impl Template {
             &base.join("home").display().to_string(),
             listeners.tcp_port,
             listeners.udp_port,
+            &listeners.unix_path.display().to_string(),
         );
         let judged_before = judge_tree(&base);
         let before = Snapshot::take(&ws);
