@@ -73,12 +73,21 @@ impl Project {
 
     /// Runs `line` governed, under `level`, for an intent owning `scope`.
     fn run(&self, level: &Confinement, line: &str, scope: &[&str]) -> GovernedRun {
+        self.run_with(level, line, scope, &Redactor::new())
+    }
+
+    fn run_with(
+        &self,
+        level: &Confinement,
+        line: &str,
+        scope: &[&str],
+        redactor: &Redactor,
+    ) -> GovernedRun {
         let scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
         let globs = mandate_core::orchestration::intents::compile_scope(&scope).expect("globs");
         let owns = move |p: &str| globs.is_match(p);
         let policy = CommandPolicy::builtin();
         let ignore = IntentIgnore::load(&self.root).expect("ignore");
-        let redactor = Redactor::new();
         let ws = Workspace::new(&self.root).expect("ws");
         let cx = CommandContext {
             workspace: ws.root(),
@@ -90,7 +99,7 @@ impl Project {
             temp_dir: self.temp.path(),
             granted: CommandNeeds::default(),
             app_dirs: &[],
-            redactor: &redactor,
+            redactor,
         };
         let action = CommandAction {
             command: line.to_string(),
@@ -283,5 +292,113 @@ fn pytest_works_confined_and_its_tests_cannot_escape() {
         assert!(run.run.output.contains("1 passed"), "{}", run.run.output);
         project.assert_untouched(&level, &run);
         assert_refused(&level, &run.run.output);
+    }
+}
+
+#[test]
+fn out_of_scope_changes_inside_a_writable_directory_are_found_and_undone() {
+    for level in levels() {
+        let project = Project::new(&[
+            ("src/main.rs", "fn main() {}\n".to_string()),
+            ("src/db/pool.rs", "pool\n".to_string()),
+        ]);
+        for args in [
+            &["init", "-q"][..],
+            &["add", "-A"],
+            &["commit", "-qm", "init"],
+        ] {
+            let out = Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
+                .args(args)
+                .current_dir(&project.root)
+                .output()
+                .expect("git");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // `src/*.rs` is covered by the directory `src`, which holds `src/db/` too.
+        let line = "echo new > src/lib.rs; echo pwned > src/db/pool.rs; echo x > src/db/new.rs";
+        let run = project.run(&level, line, &["src/*.rs"]);
+        let name = level.summary();
+        let in_scope: Vec<&str> = run
+            .changes
+            .in_scope
+            .iter()
+            .map(|c| c.path.as_str())
+            .collect();
+        assert_eq!(in_scope, ["src/lib.rs"], "{name}");
+        assert_eq!(
+            run.changes.out_of_scope_paths(),
+            ["src/db/new.rs", "src/db/pool.rs"],
+            "{name}"
+        );
+        let results: Vec<_> = run
+            .restored
+            .iter()
+            .map(|o| (o.path.as_str(), o.result.clone()))
+            .collect();
+        assert_eq!(
+            results,
+            [
+                (
+                    "src/db/new.rs",
+                    Ok(mandate_core::changes::Restored::Removed)
+                ),
+                (
+                    "src/db/pool.rs",
+                    Ok(mandate_core::changes::Restored::FromGit)
+                ),
+            ],
+            "{name}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.root.join("src/db/pool.rs")).expect("read"),
+            "pool\n"
+        );
+        assert!(!project.root.join("src/db/new.rs").exists());
+        assert_eq!(
+            std::fs::read_to_string(project.root.join("src/lib.rs")).expect("read"),
+            "new\n"
+        );
+    }
+}
+
+#[test]
+fn a_key_in_command_output_never_leaves_in_any_usual_form() {
+    const KEY: &str = "sk-live-3vQ8mZ1xR7nT4kP9wB2yD6fH0jL5sC";
+    let redactor = Redactor::new();
+    assert!(redactor.add(KEY));
+    for level in levels() {
+        let project = Project::new(&[]);
+        let line = format!(
+            "echo {KEY}; printf %s {KEY} | base64; printf 'k=%s' {KEY} | base64 -w0; echo; printf %s {KEY} | xxd -p | tr -d '\\n'; echo; printf %s {KEY} | rev; for i in 1 2 3; do printf %s {KEY}; done"
+        );
+        let mut streamed = String::new();
+        let run = {
+            let run = project.run_with(&level, &line, &[], &redactor);
+            streamed.push_str(&run.run.output);
+            run
+        };
+        assert_eq!(run.run.exit_code, Some(0), "{}", run.run.output);
+        assert!(
+            run.run.output.contains(mandate_core::redact::REDACTED),
+            "{}",
+            run.run.output
+        );
+        assert!(
+            !redactor.contains_secret(&streamed),
+            "{}: {streamed}",
+            level.summary()
+        );
     }
 }
