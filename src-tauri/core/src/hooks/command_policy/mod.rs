@@ -11,6 +11,7 @@ mod confinement;
 mod options;
 mod parse;
 mod protected;
+mod redirects;
 mod rules;
 #[cfg(test)]
 mod tests;
