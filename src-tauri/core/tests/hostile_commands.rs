@@ -83,42 +83,29 @@ fn corpus_in_child() {
     let listeners = judge::Listeners::start();
     // The listeners hear an unconfined command: their silence later means something.
     listeners.prove_reachable();
-    let template = judge::Template::new();
     // MANDATE_CORPUS_FILTER=text runs only the cases containing it (for debugging one).
     let filter = std::env::var("MANDATE_CORPUS_FILTER").unwrap_or_default();
     let cases: Vec<(String, String)> = corpus::cases()
         .into_iter()
         .filter(|(_, line)| line.contains(&filter))
         .collect();
+    // One thread per level, each with its own scratch template.
+    let reports: Vec<(Vec<String>, Vec<String>, String)> = std::thread::scope(|scope| {
+        let runs: Vec<_> = levels
+            .iter()
+            .map(|level| {
+                let (cases, listeners) = (&cases, &listeners);
+                scope.spawn(move || run_level(level, cases, listeners))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("level")).collect()
+    });
     let mut failures = Vec::new();
     let mut gaps = Vec::new();
-    for level in &levels {
-        let (mut stopped, mut undone) = (0, 0);
-        let mut slowest: Vec<(std::time::Duration, String)> = Vec::new();
-        for (class, line) in &cases {
-            let started = std::time::Instant::now();
-            let outcome = template.run_case(level, line, &listeners, SECRET);
-            slowest.push((started.elapsed(), line.clone()));
-            match outcome {
-                judge::Outcome::Stopped => stopped += 1,
-                judge::Outcome::Undone => undone += 1,
-                judge::Outcome::Gap(what) => {
-                    gaps.push(format!("[{}] {class}: {line:?}: {what}", level.summary()))
-                }
-                judge::Outcome::Failed(why) => {
-                    failures.push(format!("[{}] {class}: {line:?}: {why}", level.summary()))
-                }
-            }
-        }
-        println!(
-            "{}: {stopped} of {} cases stopped by the kernel, {undone} found and set back after (permissions or times)",
-            level.summary(),
-            cases.len()
-        );
-        slowest.sort();
-        for (took, line) in slowest.iter().rev().take(8) {
-            println!("  slowest: {:.0} ms {line:?}", took.as_secs_f64() * 1e3);
-        }
+    for (failed, gapped, summary) in reports {
+        println!("{summary}");
+        failures.extend(failed);
+        gaps.extend(gapped);
     }
     listeners.settle();
     let tcp = listeners.tcp.load(Ordering::SeqCst);
@@ -138,4 +125,43 @@ fn corpus_in_child() {
         failures.join("\n")
     );
     println!("corpus: done");
+}
+
+/// Runs every case under one level: (failures, gaps, a summary line).
+fn run_level(
+    level: &Confinement,
+    cases: &[(String, String)],
+    listeners: &judge::Listeners,
+) -> (Vec<String>, Vec<String>, String) {
+    let template = judge::Template::new();
+    let (mut stopped, mut undone) = (0, 0);
+    let (mut failures, mut gaps) = (Vec::new(), Vec::new());
+    let mut slowest: Vec<(std::time::Duration, String)> = Vec::new();
+    for (class, line) in cases {
+        let started = std::time::Instant::now();
+        let outcome = template.run_case(level, line, listeners, SECRET);
+        slowest.push((started.elapsed(), line.clone()));
+        let name = level.summary();
+        match outcome {
+            judge::Outcome::Stopped => stopped += 1,
+            judge::Outcome::Undone => undone += 1,
+            judge::Outcome::Gap(what) => gaps.push(format!("[{name}] {class}: {line:?}: {what}")),
+            judge::Outcome::Failed(why) => {
+                failures.push(format!("[{name}] {class}: {line:?}: {why}"))
+            }
+        }
+    }
+    slowest.sort();
+    let mut summary = format!(
+        "{}: {stopped} of {} cases stopped by the kernel, {undone} found and set back after (permissions or times)",
+        level.summary(),
+        cases.len()
+    );
+    for (took, line) in slowest.iter().rev().take(3) {
+        summary.push_str(&format!(
+            "\n  slowest: {:.0} ms {line:?}",
+            took.as_secs_f64() * 1e3
+        ));
+    }
+    (failures, gaps, summary)
 }

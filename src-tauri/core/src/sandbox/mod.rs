@@ -101,6 +101,7 @@ impl Confinement {
                 }
                 gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
                 gaps.push("a process that leaves its session can outlive the command".into());
+                gaps.push("Mandate's settings and task history can be read (they hold no secrets)".into());
             }
             ConfinementLevel::LandlockAndBwrap => {
                 gaps.push("root-level files can only be changed in place, not created".into());

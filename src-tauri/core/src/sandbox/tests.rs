@@ -354,3 +354,25 @@ fn a_missing_path_in_the_sandbox_is_an_error_not_a_wider_grant() {
     }
     assert!(Path::new(spawn::bash()).is_absolute() || spawn::bash() == "bash");
 }
+
+#[test]
+fn the_repository_is_writable_only_when_granted() {
+    for level in levels() {
+        let s = scratch();
+        std::fs::remove_dir_all(s.root.join(".git")).expect("rm");
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&s.root)
+            .status()
+            .expect("git");
+        assert!(init.success());
+        let commit = "git -c user.name=t -c user.email=t@t -c commit.gpgsign=false commit -q --allow-empty -m x && echo committed";
+        let (_, out) = run(&sandbox(&s, &[], false), &level, commit);
+        assert!(!out.contains("committed"), "{}: {out}", level.summary());
+        let mut granted = sandbox(&s, &[], false);
+        granted.write_git = true;
+        let (code, out) = run(&granted, &level, commit);
+        assert_eq!(code, Some(0), "{}: {out}", level.summary());
+        assert!(out.contains("committed"), "{}: {out}", level.summary());
+    }
+}
