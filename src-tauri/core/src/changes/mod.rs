@@ -106,6 +106,19 @@ impl Snapshot {
         }
     }
 
+    /// Stamps only the directories `within` (relative to `root`) and what is beneath them.
+    /// Diffed with [`diff_within`], it finds every change when nothing else could change:
+    /// under bubblewrap, everything outside the writable directories is a read-only mount.
+    pub fn take_within(root: &Path, within: &[String]) -> Snapshot {
+        let (entries, unreadable) = walk::stamp_subtrees(root, within);
+        Snapshot {
+            root: root.to_path_buf(),
+            entries,
+            hashes: HashMap::new(),
+            unreadable,
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -192,6 +205,37 @@ pub const MAX_HASHED_BYTES: u64 = 256 * 1024 * 1024;
 fn hash_file(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(format!("sha256:{}", crate::fsutil::sha256_hex(&bytes)))
+}
+
+/// The changes from `before` (a whole snapshot) to `after` (taken with
+/// [`Snapshot::take_within`] for the same `within` directories), sorted by path.
+pub fn diff_within(before: &Snapshot, after: &mut Snapshot, within: &[String]) -> Vec<Change> {
+    let inside = |path: &str| {
+        within.iter().any(|w| {
+            w.is_empty()
+                || path == w
+                || path
+                    .strip_prefix(w.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let part = Snapshot {
+        root: before.root.clone(),
+        entries: before
+            .entries
+            .iter()
+            .filter(|(p, _)| inside(p))
+            .map(|(p, s)| (p.clone(), *s))
+            .collect(),
+        hashes: before
+            .hashes
+            .iter()
+            .filter(|(p, _)| inside(p))
+            .map(|(p, h)| (p.clone(), h.clone()))
+            .collect(),
+        unreadable: Vec::new(),
+    };
+    diff(&part, after)
 }
 
 /// The changes from `before` to `after`, sorted by path. Files whose metadata moved are

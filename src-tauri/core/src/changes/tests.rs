@@ -307,3 +307,28 @@ fn build_outputs_are_found_by_name() {
         ]
     );
 }
+
+#[test]
+fn a_partial_snapshot_finds_the_changes_within_its_directories() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let before = Snapshot::take(root);
+    write(root, "src/auth/login.rs", "changed\n");
+    write(root, "src/auth/deep/new.rs", "new\n");
+    std::fs::remove_file(root.join("src/db/pool.rs")).expect("rm");
+    let within = vec!["src/auth".to_string(), "README.md".to_string()];
+    let mut after = Snapshot::take_within(root, &within);
+    assert!(
+        after.get("src/db").is_none(),
+        "only the given directories are read"
+    );
+    let found = kinds(&diff_within(&before, &mut after, &within));
+    assert_eq!(
+        found,
+        [
+            ("src/auth/deep".to_string(), ChangeKind::Created),
+            ("src/auth/deep/new.rs".to_string(), ChangeKind::Created),
+            ("src/auth/login.rs".to_string(), ChangeKind::Modified),
+        ]
+    );
+}

@@ -19,12 +19,49 @@ struct Queue {
 
 /// Every entry under `root` by relative path, and the directories that could not be read.
 pub(super) fn stamp_tree(root: &Path) -> (HashMap<String, Stamp>, Vec<String>) {
+    stamp_subtrees(root, &[String::new()])
+}
+
+/// As [`stamp_tree`], for the directories `rels` (relative to `root`; `""` is the root) and
+/// everything beneath them, each directory itself included.
+pub(super) fn stamp_subtrees(
+    root: &Path,
+    rels: &[String],
+) -> (HashMap<String, Stamp>, Vec<String>) {
+    let mut start = Vec::new();
+    let mut own = Vec::new();
+    for rel in rels {
+        let dir = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(rel)
+        };
+        if !rel.is_empty() {
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) => {
+                    let stamp = Stamp::of(&meta);
+                    own.push((rel.clone(), stamp));
+                    if stamp.kind != EntryKind::Directory {
+                        continue;
+                    }
+                }
+                Err(_) => continue,
+            }
+        }
+        start.push((dir, rel.clone()));
+    }
+    let (mut entries, unreadable) = stamp_from(start);
+    entries.extend(own);
+    (entries, unreadable)
+}
+
+fn stamp_from(start: Vec<(PathBuf, String)>) -> (HashMap<String, Stamp>, Vec<String>) {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
         .clamp(2, 8);
     let queue = Mutex::new(Queue {
-        todo: vec![(root.to_path_buf(), String::new())],
+        todo: start,
         busy: 0,
     });
     let wake = Condvar::new();

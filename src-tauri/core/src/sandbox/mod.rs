@@ -236,6 +236,20 @@ impl CommandSandbox {
 }
 
 impl CommandSandbox {
+    /// The writable paths inside the workspace, relative to it (the granted `.git` too).
+    pub fn writable_within_workspace(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .writable
+            .iter()
+            .filter_map(|g| g.path.strip_prefix(&self.workspace).ok())
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .collect();
+        if self.write_git {
+            out.push(".git".into());
+        }
+        out
+    }
+
     /// Whether the command could write `path` (absolute): it is inside a writable grant,
     /// the temporary directory, or the granted `.git/`.
     pub fn may_write(&self, path: &Path) -> bool {

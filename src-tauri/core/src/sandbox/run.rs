@@ -184,7 +184,8 @@ pub struct GovernedRun {
     pub restored: Vec<RestoreOutcome>,
     /// Directories change detection could not read (say so; never assume nothing changed).
     pub unreadable: Vec<String>,
-    /// The snapshot after the command (its hashes make the next diff finer).
+    /// The snapshot after the command (its hashes make the next diff finer); under
+    /// bubblewrap it holds only the writable paths, the rest could not change.
     pub after: Snapshot,
 }
 
@@ -231,8 +232,22 @@ pub async fn run_governed(
     )
     .await;
     let root = cx.workspace.to_path_buf();
-    let mut after = blocking(move || Snapshot::take(&root)).await?;
-    let changes = changes::diff(&before, &mut after);
+    // Under bubblewrap everything outside the writable paths is a read-only mount: only they
+    // can have changed. Otherwise (Landlock does not cover chmod and utime) read it all.
+    let within = (cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap)
+        .then(|| sandbox.writable_within_workspace());
+    let (before, after, changes) = blocking(move || {
+        let mut after = match &within {
+            Some(dirs) => Snapshot::take_within(&root, dirs),
+            None => Snapshot::take(&root),
+        };
+        let changes = match &within {
+            Some(dirs) => changes::diff_within(&before, &mut after, dirs),
+            None => changes::diff(&before, &mut after),
+        };
+        (before, after, changes)
+    })
+    .await?;
     let build_outputs = cx.policy.confinement().build_output_names();
     let changes = changes::classify(
         changes,
