@@ -115,12 +115,14 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
         match std::fs::read_dir(&dir) {
             Ok(entries) => {
                 for entry in entries.flatten() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    let child = if rel.is_empty() {
-                        name
-                    } else {
-                        format!("{rel}/{name}")
-                    };
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
+                    let mut child = String::with_capacity(rel.len() + 1 + name.len());
+                    if !rel.is_empty() {
+                        child.push_str(&rel);
+                        child.push('/');
+                    }
+                    child.push_str(&name);
                     // `DirEntry::metadata` does not follow symlinks.
                     let Ok(meta) = entry.metadata() else {
                         failed.push(child);

@@ -376,3 +376,18 @@ fn the_repository_is_writable_only_when_granted() {
         assert!(out.contains("committed"), "{}: {out}", level.summary());
     }
 }
+
+#[test]
+fn without_confinement_commands_still_get_the_allow_listed_environment() {
+    let s = scratch();
+    let none = Confinement::from_parts(None, None);
+    assert_eq!(none.level, ConfinementLevel::None);
+    let (code, out) = run(
+        &sandbox(&s, &[], false),
+        &none,
+        "echo \"[$MANDATE_API_KEY][$DBUS_SESSION_BUS_ADDRESS]\"; echo $TMPDIR",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("[][]"), "{out}");
+    assert!(out.contains(&s.temp.display().to_string()), "{out}");
+}
