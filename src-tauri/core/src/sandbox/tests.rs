@@ -391,3 +391,11 @@ fn without_confinement_commands_still_get_the_allow_listed_environment() {
     assert!(out.contains("[][]"), "{out}");
     assert!(out.contains(&s.temp.display().to_string()), "{out}");
 }
+
+/// The dispatcher awaits the governed run inside spawned tasks: its future must be `Send`.
+#[allow(dead_code)]
+fn governed_run_is_send(action: &crate::hooks::CommandAction, cx: &CommandContext<'_>) {
+    fn send<T: Send>(_: T) {}
+    let cancel = tokio_util::sync::CancellationToken::new();
+    send(run_governed(action, cx, &cancel, |_| {}));
+}
