@@ -1,6 +1,7 @@
 //! Mandate's host: everything trusted, with no dependency on the window.
 
 pub mod agent;
+pub mod changes;
 pub mod checkpoint;
 pub mod cli;
 pub mod diff;
@@ -15,6 +16,8 @@ pub mod mutation;
 pub mod orchestration;
 pub mod prompt;
 pub mod protocol;
+pub mod redact;
+pub mod sandbox;
 pub mod secrets;
 pub mod settings;
 pub mod text;

@@ -155,16 +155,29 @@ impl Workspace {
     }
 }
 
-/// Paths no agent action may write, whatever the intent says.
+/// Paths no agent action may write, whatever the intent says: `rel` is workspace-relative and
+/// already resolved (`Workspace::resolve`), so `./.orchestration`, `x/../.orchestration` and a
+/// symlink to it all arrive here as `.orchestration/…`. Names are compared without case, for
+/// case-insensitive file systems.
 pub fn protected_reason(rel: &str) -> Option<&'static str> {
-    let first = rel.split('/').next().unwrap_or("").to_ascii_lowercase();
+    let mut parts = rel.split('/').filter(|p| !p.is_empty() && *p != ".");
+    let first = parts.next()?.to_ascii_lowercase();
     match first.as_str() {
-        ".orchestration" => Some(
+        ".orchestration" => return Some(
             "`.orchestration/` holds the intents and the trace ledger; only Mandate writes there",
         ),
-        ".git" => Some("`.git/` is the repository's own database"),
-        _ => None,
+        ".intentignore" => {
+            return Some(
+                "`.intentignore` lists the paths no intent may change; only the person edits it",
+            )
+        }
+        _ => {}
     }
+    // Any repository's database: the workspace's own, a submodule's or a nested clone's.
+    if rel.split('/').any(|p| p.eq_ignore_ascii_case(".git")) {
+        return Some("`.git/` is the repository's own database");
+    }
+    None
 }
 
 fn check_characters(input: &str) -> Result<(), PathError> {

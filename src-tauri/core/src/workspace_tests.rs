@@ -107,3 +107,36 @@ fn protected_directories() {
     assert!(protected_reason("src/.git_helpers.rs").is_none());
     assert!(protected_reason("docs/.orchestration.md").is_none());
 }
+
+#[test]
+fn the_mandate_itself_and_every_repository_database_are_protected() {
+    assert!(protected_reason(".intentignore").is_some());
+    assert!(protected_reason("./.orchestration/agent_trace.jsonl").is_some());
+    assert!(protected_reason("vendor/lib/.git/config").is_some());
+    assert!(protected_reason("sub/.git").is_some());
+    assert!(protected_reason("docs/.intentignore").is_none());
+    assert!(protected_reason("src/main.rs").is_none());
+    assert!(protected_reason("").is_none());
+}
+
+#[test]
+fn resolved_tricks_arrive_as_the_protected_path() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(tmp.path().join(".orchestration")).expect("mkdir");
+    std::fs::create_dir_all(tmp.path().join("x")).expect("mkdir");
+    std::os::unix::fs::symlink(".orchestration", tmp.path().join("link")).expect("link");
+    let ws = Workspace::new(tmp.path()).expect("ws");
+    for input in [
+        "./.orchestration/active_intents.yaml",
+        "x/../.orchestration/active_intents.yaml",
+        "link/active_intents.yaml",
+        ".orchestration//ledger",
+    ] {
+        let resolved = ws.resolve(input).expect("resolve");
+        assert!(
+            protected_reason(&resolved.rel).is_some(),
+            "{input} resolved to {}",
+            resolved.rel
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! `cargo bench -p mandate-core --bench figures` (or `make bench` for everything, the window too).
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
+mod confine;
 mod data;
 mod intents;
 mod undo;
@@ -626,6 +627,10 @@ fn main() {
     }
     if wanted("intents") {
         rows.extend(intents::load_and_validate(&root));
+    }
+    if wanted("confine") {
+        rows.extend(confine::setup(&root));
+        rows.extend(confine::detection(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

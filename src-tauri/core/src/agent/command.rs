@@ -1,30 +1,26 @@
-//! Running a shell command for the agent: its own process group (so a timeout or a stop kills
-//! everything it started), output streamed as it comes, and a before/after look at the workspace
-//! to report the files it changed.
+//! Running a shell command for the agent.
+//!
+//! The governed path is [`run_governed`] (in `crate::sandbox`, re-exported here): snapshot,
+//! sandbox, `bash --noprofile --norc -c LINE` confined by the kernel, changes found, sorted and
+//! (out of scope) undone, output redacted. What follows in this file is the earlier entry
+//! point, kept while the dispatcher moves over: `run` starts the same shell, unconfined, with
+//! a deny-listed environment, and `snapshot`/`changed_files` look at files `.gitignore` does
+//! not hide.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::CommandAction;
+use crate::redact::Redactor;
 
-/// What came of a command.
-#[derive(Debug, Clone)]
-pub struct CommandRun {
-    pub exit_code: Option<i32>,
-    pub timed_out: bool,
-    pub cancelled: bool,
-    /// Everything it printed (stdout and stderr interleaved), capped.
-    pub output: String,
-    pub spawn_error: Option<String>,
-}
-
-const MAX_KEPT_OUTPUT: usize = 1024 * 1024;
+// The governed entry points, here for the dispatcher.
+pub use crate::sandbox::CommandRun;
+#[allow(unused_imports)]
+pub use crate::sandbox::{run_confined, run_governed, CommandContext, GovernedRun};
 
 /// File stamps of the workspace (respecting .gitignore, without `.git/`).
 pub type Snapshot = HashMap<String, (u64, Option<SystemTime>)>;
@@ -65,103 +61,23 @@ pub fn changed_files(before: &Snapshot, after: &Snapshot) -> Vec<String> {
     changed
 }
 
-/// Runs the command; `on_output` receives chunks as they arrive.
+/// Runs the command unconfined in `bash --noprofile --norc -c` (the shell the command policy
+/// parses), without the variables named in `scrubbed_env`; output is redacted of the
+/// secrets registered with [`Redactor::global`]. Prefer [`run_governed`].
 pub async fn run(
     action: &CommandAction,
     scrubbed_env: &[String],
     cancel: &CancellationToken,
-    mut on_output: impl FnMut(&str),
+    on_output: impl FnMut(&str),
 ) -> CommandRun {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&action.command)
+    let mut cmd = Command::new(crate::sandbox::bash());
+    cmd.args(["--noprofile", "--norc", "-c", &action.command])
         .current_dir(&action.cwd.abs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     for name in scrubbed_env {
         cmd.env_remove(name);
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return CommandRun {
-                exit_code: None,
-                timed_out: false,
-                cancelled: false,
-                output: String::new(),
-                spawn_error: Some(format!("could not start `sh`: {e}")),
-            }
-        }
-    };
-    let pgid = child.id().map(|p| p as i32);
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut output = String::new();
-    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let deadline = tokio::time::sleep(action.timeout);
-    tokio::pin!(deadline);
-    let (mut timed_out, mut cancelled) = (false, false);
-    let mut keep = |text: &str, output: &mut String| {
-        on_output(text);
-        if output.len() < MAX_KEPT_OUTPUT {
-            output.push_str(text);
-        }
-    };
-    while stdout.is_some() || stderr.is_some() {
-        tokio::select! {
-            n = read_some(&mut stdout, &mut out_buf) => match n {
-                Some(n) => keep(&String::from_utf8_lossy(&out_buf[..n]), &mut output),
-                None => stdout = None,
-            },
-            n = read_some(&mut stderr, &mut err_buf) => match n {
-                Some(n) => keep(&String::from_utf8_lossy(&err_buf[..n]), &mut output),
-                None => stderr = None,
-            },
-            _ = &mut deadline => { timed_out = true; break; }
-            _ = cancel.cancelled() => { cancelled = true; break; }
-        }
-    }
-    if timed_out || cancelled {
-        kill_group(pgid);
-    }
-    let status = tokio::select! {
-        s = child.wait() => s.ok(),
-        _ = tokio::time::sleep(Duration::from_secs(5)) => { kill_group(pgid); child.wait().await.ok() }
-    };
-    // Children that outlive the shell (`sleep 100 &`) would keep pipes open; end the group.
-    kill_group(pgid);
-    CommandRun {
-        exit_code: status.and_then(|s| s.code()),
-        timed_out,
-        cancelled,
-        output,
-        spawn_error: None,
-    }
-}
-
-async fn read_some<R: tokio::io::AsyncRead + Unpin>(
-    reader: &mut Option<R>,
-    buf: &mut [u8],
-) -> Option<usize> {
-    match reader {
-        Some(r) => match r.read(buf).await {
-            Ok(0) | Err(_) => None,
-            Ok(n) => Some(n),
-        },
-        None => std::future::pending().await,
-    }
-}
-
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        // SAFETY: killpg only sends a signal; a group that is already gone makes it fail harmlessly.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
+    crate::sandbox::drive(cmd, action.timeout, cancel, on_output, Redactor::global()).await
 }
 
 /// The output as the model sees it: the head and the tail when it is long.
@@ -191,6 +107,7 @@ pub fn truncate_for_model(output: &str) -> String {
 mod tests {
     use super::*;
     use crate::workspace::Workspace;
+    use std::time::Duration;
 
     fn action(ws: &Workspace, command: &str, timeout: Duration) -> CommandAction {
         CommandAction {

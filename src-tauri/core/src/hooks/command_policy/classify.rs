@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use super::parse::{self, Redirect, RedirectKind, Script, SimpleCommand, Stage, Word, MAX_DEPTH};
 use super::rules::Verdict;
-use super::CommandPolicy;
+use super::words::variable_name_of;
+use super::{CommandNeeds, CommandPolicy};
 
 /// Where a command name given by path is trusted to be the system's own program.
 const SYSTEM_DIRS: [&str; 7] = [
@@ -29,7 +30,8 @@ const INTERPRETERS: [&str; 10] = [
 /// Programs whose output piped into a shell is "a download".
 const DOWNLOADERS: [&str; 2] = ["curl", "wget"];
 /// Builtins whose operands name variables to set.
-const ASSIGNING_BUILTINS: [&str; 8] = [
+const ASSIGNING_BUILTINS: [&str; 9] = [
+    "unset",
     "export",
     "declare",
     "typeset",
@@ -39,9 +41,6 @@ const ASSIGNING_BUILTINS: [&str; 8] = [
     "mapfile",
     "readarray",
 ];
-/// Reserved words that may precede a command (`if grep …; then rm …; fi`).
-const PREFIX_KEYWORDS: [&str; 8] = ["!", "if", "then", "elif", "else", "do", "while", "until"];
-const CLOSING_KEYWORDS: [&str; 3] = ["fi", "done", "esac"];
 
 /// One word of a command, as the rules see it.
 #[derive(Debug, Clone)]
@@ -100,15 +99,16 @@ pub(super) enum Input {
 pub(super) fn classify_script(
     policy: &CommandPolicy,
     script: &Script,
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<String>, Vec<String>, CommandNeeds) {
     let mut walker = Walker {
         policy,
         reasons: Vec::new(),
         seen: HashSet::new(),
         segments: Vec::new(),
+        needs: CommandNeeds::default(),
     };
     walker.script(script, Input::Inherited, 0);
-    (walker.reasons, walker.segments)
+    (walker.reasons, walker.segments, walker.needs)
 }
 
 /// The invocation as text for reasons, kept short.
@@ -117,24 +117,10 @@ pub(super) fn display(args: &[Arg]) -> String {
     shorten(&words.join(" "))
 }
 
-/// Command text on one line, cut to a length that fits in a reason.
-fn shorten(text: &str) -> String {
-    const MAX_CHARS: usize = 80;
-    let text = text.replace('\n', " ");
-    if text.chars().count() <= MAX_CHARS {
-        return text;
-    }
-    let mut short: String = text.chars().take(MAX_CHARS - 1).collect();
-    short.push('…');
-    short
-}
+use super::parse::shorten;
 
 fn is_name(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    parse::is_plain_name(text)
 }
 
 /// `NAME=…` or `NAME+=…` with the name unquoted, as the shell requires.
@@ -165,10 +151,6 @@ fn is_interpreter(name: &str) -> bool {
         name.strip_prefix(i)
             .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'))
     })
-}
-
-fn is_keyword(arg: &Arg, keywords: &[&str]) -> bool {
-    arg.raw == arg.text && keywords.contains(&arg.text.as_str())
 }
 
 fn download_in(stage: &Stage) -> Option<&'static str> {
@@ -212,6 +194,7 @@ pub(super) struct Walker<'p> {
     /// The reasons already given, so a repeated finding is reported once.
     seen: HashSet<String>,
     segments: Vec<String>,
+    needs: CommandNeeds,
 }
 
 impl Walker<'_> {
@@ -222,6 +205,18 @@ impl Walker<'_> {
     }
 
     fn script(&mut self, script: &Script, input: Input, depth: usize) {
+        for refusal in &script.refusals {
+            self.found(refusal.clone());
+        }
+        for (name, shown) in &script.assignments {
+            self.check_variable(name, shown);
+        }
+        for word in &script.loose_words {
+            self.special_path(word, &word.raw);
+            for substitution in &word.substitutions {
+                self.script(substitution, Input::Inherited, depth + 1);
+            }
+        }
         for pipeline in &script.pipelines {
             // The first downloader among the stages so far feeds every later stage.
             let mut download = None;
@@ -241,9 +236,6 @@ impl Walker<'_> {
                     }
                 }
             }
-        }
-        for substitution in &script.heredoc_substitutions {
-            self.script(substitution, Input::Inherited, depth + 1);
         }
     }
 
@@ -271,31 +263,56 @@ impl Walker<'_> {
     fn simple(&mut self, cmd: &SimpleCommand, mut input: Input, depth: usize) {
         self.segments.push(cmd.text.clone());
         self.redirects(&cmd.redirects, &cmd.text, &mut input, depth);
+        let targets = cmd.redirects.iter().map(|r| &r.target);
+        for word in cmd.words.iter().chain(targets) {
+            self.special_path(word, &cmd.text);
+        }
         for word in &cmd.words {
             for substitution in &word.substitutions {
                 self.script(substitution, Input::Inherited, depth + 1);
             }
         }
         let args: Vec<Arg> = cmd.words.iter().map(Arg::from_word).collect();
-        let mut rest = args.as_slice();
-        loop {
-            rest = self.skip_assignments(rest);
-            match rest.first() {
-                Some(first) if is_keyword(first, &PREFIX_KEYWORDS) => rest = &rest[1..],
-                _ => break,
-            }
-        }
-        if let Some(first) = rest.first() {
-            if is_keyword(first, &CLOSING_KEYWORDS) && rest.len() == 1 {
-                return;
-            }
-            // `for NAME in WORDS`: the loop header runs nothing itself.
-            let loop_header = rest.len() == 2 || rest.get(2).is_some_and(|a| a.raw == "in");
-            if is_keyword(first, &["for", "select"]) && loop_header && is_name(&rest[1].raw) {
-                return;
-            }
-        }
+        let rest = self.skip_assignments(&args);
         self.run(rest, input, Tail::None, depth);
+    }
+
+    /// Paths that are not files: another process's details, and bash's network devices.
+    fn special_path(&mut self, word: &Word, shown: &str) {
+        const HARMLESS_PROC: [&str; 5] = ["cpuinfo", "meminfo", "version", "loadavg", "uptime"];
+        // `--file=/proc/…`, `if=/dev/tcp/…` carry the path after a prefix.
+        let text = &word.text;
+        // `$p/environ`, `$p/mem`: another process's files, whichever it is.
+        if text.ends_with("/environ") || text.ends_with("/mem") {
+            self.found(format!(
+                "`{}` reads `{}`, another process's details (its environment can hold secrets)",
+                shorten(shown),
+                shorten(&word.raw)
+            ));
+            return;
+        }
+        let path = text
+            .find("/proc/")
+            .or_else(|| text.find("/dev/tcp/"))
+            .or_else(|| text.find("/dev/udp/"));
+        let Some(at) = path else { return };
+        let path = &text[at..];
+        if let Some(rest) = path.strip_prefix("/proc/") {
+            if !HARMLESS_PROC.contains(&rest) {
+                self.found(format!(
+                    "`{}` reads `{}`, another process's details (its environment can hold secrets)",
+                    shorten(shown),
+                    shorten(&word.raw)
+                ));
+            }
+        } else {
+            self.needs.network = true;
+            self.found(format!(
+                "`{}` opens a network connection through `{}`",
+                shorten(shown),
+                shorten(&word.raw)
+            ));
+        }
     }
 
     fn skip_assignments<'a>(&mut self, args: &'a [Arg]) -> &'a [Arg] {
@@ -360,7 +377,7 @@ impl Walker<'_> {
                 let unknown = words.iter().any(|a| a.text_unknown);
                 self.command_string(&shown, &text, unknown, input, depth);
             }
-            _ if SHELLS.contains(&name) => self.shell(args, input, tail, depth),
+            _ if SHELLS.contains(&name) => self.shell(name, args, input, tail, depth),
             _ if is_interpreter(name) && matches!(input, Input::Pipe { .. }) => {
                 self.found(stdin_reason(input, &shown, false));
             }
@@ -374,15 +391,16 @@ impl Walker<'_> {
     }
 
     /// The policy's answer for a plain command: `None` when a safe rule allows it.
-    fn rules(&self, name: &str, args: &[Arg], tail: Tail) -> Option<String> {
+    fn rules(&mut self, name: &str, args: &[Arg], tail: Tail) -> Option<String> {
         let value_options = self.policy.value_options.for_command(name);
-        if let Some(reason) = self
+        let finding = self
             .policy
             .destructive
             .iter()
-            .find_map(|r| r.finding(name, args, &value_options))
-        {
-            return Some(reason);
+            .find_map(|r| r.finding(name, args, &value_options));
+        if let Some(finding) = finding {
+            self.needs.merge(finding.needs);
+            return Some(finding.reason);
         }
         let mut best: Option<(u8, String)> = None;
         for rule in &self.policy.safe {
@@ -427,26 +445,44 @@ impl Walker<'_> {
 
     /// `export PATH=…`, `read LD_PRELOAD`, `printf -v PATH …` set variables too.
     fn check_assigning_builtin(&mut self, name: &str, args: &[Arg], shown: &str) {
-        let targets: Vec<&Arg> = if ASSIGNING_BUILTINS.contains(&name) {
+        let targets: Vec<(&str, &Arg)> = if ASSIGNING_BUILTINS.contains(&name) {
             args[1..]
                 .iter()
                 .filter(|a| !a.text.starts_with('-'))
+                .map(|a| (a.text.as_str(), a))
                 .collect()
         } else if name == "printf" {
+            // `printf -v NAME …` and `printf -vNAME …`.
+            let mut found = Vec::new();
+            for (i, arg) in args.iter().enumerate().skip(1) {
+                if arg.text == "-v" {
+                    if let Some(next) = args.get(i + 1) {
+                        found.push((next.text.as_str(), next));
+                    }
+                } else if let Some(attached) = arg.text.strip_prefix("-v") {
+                    found.push((attached, arg));
+                }
+            }
+            found
+        } else if matches!(name, "test" | "[") {
+            // `-v NAME` evaluates the subscript of `NAME[…]`.
             args.windows(2)
-                .filter(|w| w[0].text == "-v")
-                .map(|w| &w[1])
+                .filter(|w| w[0].text == "-v" && !is_name(&w[1].text))
+                .map(|w| (w[1].text.as_str(), &w[1]))
                 .collect()
         } else {
             return;
         };
-        for target in targets {
-            let variable = target.text.split('=').next().unwrap_or_default();
-            if is_name(variable.strip_suffix('+').unwrap_or(variable)) {
-                self.check_variable(&target.text, shown);
-            } else if target.text_unknown {
+        for (text, target) in targets {
+            if target.text_unknown {
                 self.found(format!(
                     "`{shown}` sets a variable whose name is only known when it runs"
+                ));
+            } else if variable_name_of(text).is_some() {
+                self.check_variable(text, shown);
+            } else if text.contains('[') {
+                self.found(format!(
+                    "`{shown}`: the subscript in `{text}` is evaluated as arithmetic, which can run commands"
                 ));
             }
         }

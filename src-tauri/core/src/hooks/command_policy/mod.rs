@@ -7,7 +7,11 @@
 //! not known to be read-only is destructive: the agent's commands are hostile input.
 
 mod classify;
+mod confinement;
+mod options;
 mod parse;
+mod protected;
+mod redirects;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -21,6 +25,9 @@ use regex::Regex;
 use serde::Deserialize;
 
 use rules::{DestructiveRule, SafeRule, ValueOptions};
+
+pub use confinement::{BuildOutput, ConfinementSettings};
+pub use protected::{protected_target, ProtectedTarget};
 
 /// The built-in policy, also the template for a workspace's own policy file.
 const DEFAULT_POLICY: &str = include_str!("../default_command_policy.yaml");
@@ -40,6 +47,26 @@ pub struct Classification {
     pub reasons: Vec<String>,
     /// The simple commands found in the line, in order, as text (for display).
     pub segments: Vec<String>,
+    /// What the command needs beyond the confinement's defaults, from the rules that matched
+    /// (`npm install` needs the network, `git commit` writes `.git/`). The person grants or
+    /// refuses each on the approval card; nothing is granted without approval.
+    pub needs: CommandNeeds,
+}
+
+/// Rights a command asks for beyond what confinement grants by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CommandNeeds {
+    /// It reaches the network (a package registry, a remote repository).
+    pub network: bool,
+    /// It writes the repository's own database, `.git/`.
+    pub write_git: bool,
+}
+
+impl CommandNeeds {
+    fn merge(&mut self, other: CommandNeeds) {
+        self.network |= other.network;
+        self.write_git |= other.write_git;
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +97,7 @@ pub struct CommandPolicy {
     /// Variables whose assignment can change what later commands run (`PATH`, `LD_PRELOAD`).
     protected_variables: Vec<Regex>,
     value_options: ValueOptions,
+    confinement: ConfinementSettings,
 }
 
 impl CommandPolicy {
@@ -86,6 +114,7 @@ impl CommandPolicy {
                     destructive: Vec::new(),
                     protected_variables: Vec::new(),
                     value_options: ValueOptions::default(),
+                    confinement: ConfinementSettings::default(),
                 })
             })
             .clone()
@@ -141,7 +170,10 @@ impl CommandPolicy {
                     .map_err(|(name, m)| bad_rule(format!("destructive #{} ({name})", i + 1), m))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let confinement = ConfinementSettings::compile(file.confinement)
+            .map_err(|m| bad_rule("confinement".into(), m))?;
         let policy = CommandPolicy {
+            confinement,
             value_options: ValueOptions::gather(&safe, &destructive),
             safe,
             destructive,
@@ -188,12 +220,19 @@ impl CommandPolicy {
         }
     }
 
+    /// What the policy says about confinement: build-output directories that commands may
+    /// write, and the environment commands get.
+    pub fn confinement(&self) -> &ConfinementSettings {
+        &self.confinement
+    }
+
     pub fn classify(&self, command_line: &str) -> Classification {
-        let (reasons, segments) = match parse::parse(command_line, 0) {
+        let (reasons, segments, needs) = match parse::parse(command_line, 0) {
             Ok(script) => classify::classify_script(self, &script),
             Err(e) => (
                 vec![format!("could not parse the command line: {e}")],
                 Vec::new(),
+                CommandNeeds::default(),
             ),
         };
         let class = if reasons.is_empty() {
@@ -205,6 +244,7 @@ impl CommandPolicy {
             class,
             reasons,
             segments,
+            needs,
         }
     }
 }
@@ -223,6 +263,8 @@ struct PolicyFile {
     destructive: Vec<DestructiveRuleSpec>,
     #[serde(default)]
     examples: Vec<ExampleSpec>,
+    #[serde(default)]
+    confinement: confinement::ConfinementSpec,
 }
 
 /// `command: ls` or `command: [ls, dir]`.
@@ -284,8 +326,19 @@ struct SafeRuleSpec {
     value_options: Vec<String>,
     #[serde(default)]
     unless_args: Vec<UnlessSpec>,
+    #[serde(default)]
+    unless_options: Vec<OptionRefusalSpec>,
     max_operands: Option<usize>,
     program: Option<ProgramSpec>,
+}
+
+/// `{ options: [-i, --in-place], reason: "edits files in place" }`: long options match by
+/// any prefix, short ones inside clusters, as the program reads them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionRefusalSpec {
+    options: Vec<String>,
+    reason: String,
 }
 
 /// The program a command runs from its arguments (sed's script): checked on its own, so
@@ -309,8 +362,12 @@ struct DestructiveRuleSpec {
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
     unless_args: Vec<String>,
     reason: String,
+    #[serde(default)]
+    needs: Vec<String>,
 }
 
 #[derive(Deserialize)]

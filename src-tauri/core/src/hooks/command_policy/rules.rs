@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::classify::{display, Arg, Tail};
-use super::{DestructiveRuleSpec, Names, ProgramSpec, SafeRuleSpec, UnlessSpec};
+use super::options::{long_value, takes_next_value, uses_option, OptionRefusal};
+use super::{CommandNeeds, DestructiveRuleSpec, Names, ProgramSpec, SafeRuleSpec, UnlessSpec};
 
 /// A compile error: the rule's command name(s) for the message, and what is wrong.
 type CompileError = (String, String);
@@ -86,7 +87,7 @@ impl Matcher {
                 options_done = true;
             } else if !is_option {
                 operands.push(i);
-            } else if value_options.contains(&text) {
+            } else if takes_next_value(text, value_options) {
                 i += 1;
             }
             i += 1;
@@ -206,11 +207,8 @@ impl Program {
                 break;
             }
             for option in &self.options {
-                let attached = if let Some(long) = option.strip_prefix("--") {
-                    text.strip_prefix("--")
-                        .and_then(|t| t.strip_prefix(long))
-                        .and_then(|t| t.strip_prefix('='))
-                        .or((text == option).then_some(""))
+                let attached = if option.starts_with("--") {
+                    long_value(text, option)
                 } else if text.starts_with('-') && !text.starts_with("--") {
                     // A short option may end a cluster (`-ne SCRIPT`) or carry it (`-eSCRIPT`).
                     let letter = option.trim_start_matches('-');
@@ -248,6 +246,7 @@ impl Program {
 pub(super) struct SafeRule {
     matcher: Matcher,
     unless: Vec<Unless>,
+    refused_options: Vec<OptionRefusal>,
     max_operands: Option<usize>,
     program: Option<Program>,
 }
@@ -277,7 +276,13 @@ impl SafeRule {
             }),
             None => None,
         };
+        let refused_options = spec
+            .unless_options
+            .into_iter()
+            .map(|r| OptionRefusal::compile(r.options, r.reason).map_err(|m| (shown.clone(), m)))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(SafeRule {
+            refused_options,
             unless: Unless::compile_all(spec.unless_args, &shown)?,
             matcher,
             max_operands: spec.max_operands,
@@ -303,6 +308,12 @@ impl SafeRule {
                 format!("`{shown}` is not a known read-only use of `{name}`"),
             );
         };
+        for refusal in &self.refused_options {
+            if let Some(arg) = refusal.find(args) {
+                let reason = format!("`{shown}` {} (`{}`)", refusal.reason, arg.text);
+                return Verdict::Refused(3, reason);
+            }
+        }
         for arg in &args[1..] {
             if let Some(reason) = Unless::refusal(&self.unless, &arg.text, &shown) {
                 return Verdict::Refused(3, reason);
@@ -321,7 +332,7 @@ impl SafeRule {
                 }
             }
         }
-        if !self.unless.is_empty() {
+        if !self.unless.is_empty() || !self.refused_options.is_empty() {
             // An argument that may expand to an option could be one of the refused ones.
             if let Some(arg) = args[1..].iter().find(|a| a.may_be_option) {
                 return Verdict::Refused(
@@ -370,8 +381,17 @@ impl SafeRule {
 pub(super) struct DestructiveRule {
     matcher: Matcher,
     args: Vec<Regex>,
+    /// Options (by getopt's reading, see `options`) that make the rule apply, like `args`.
+    options: Vec<String>,
     unless: Vec<Regex>,
     reason: String,
+    needs: CommandNeeds,
+}
+
+/// What a destructive rule found: the reason, and what the command needs to work.
+pub(super) struct Finding {
+    pub reason: String,
+    pub needs: CommandNeeds,
 }
 
 impl DestructiveRule {
@@ -387,7 +407,24 @@ impl DestructiveRule {
                 .map(|p| compile_regex(p, &shown))
                 .collect::<Result<Vec<_>, _>>()
         };
+        OptionRefusal::compile(spec.options.clone(), spec.reason.clone())
+            .map_err(|m| (shown.clone(), m))?;
+        let mut needs = CommandNeeds::default();
+        for need in &spec.needs {
+            match need.as_str() {
+                "network" => needs.network = true,
+                "git" => needs.write_git = true,
+                other => {
+                    return Err((
+                        shown,
+                        format!("`needs: {other}` is not known (use `network` or `git`)"),
+                    ))
+                }
+            }
+        }
         Ok(DestructiveRule {
+            options: spec.options,
+            needs,
             args: compile_all(&spec.args)?,
             unless: compile_all(&spec.unless_args)?,
             matcher,
@@ -398,7 +435,7 @@ impl DestructiveRule {
     /// Whether this rule looks at the arguments of `name`, so that an argument only known
     /// at run time could make it apply.
     pub(super) fn inspects_args_of(&self, name: &str) -> bool {
-        !self.args.is_empty() && self.matcher.is_for(name)
+        (!self.args.is_empty() || !self.options.is_empty()) && self.matcher.is_for(name)
     }
 
     /// The finding, if this rule applies to the invocation.
@@ -407,23 +444,30 @@ impl DestructiveRule {
         name: &str,
         args: &[Arg],
         value_options: &[&str],
-    ) -> Option<String> {
+    ) -> Option<Finding> {
         if !self.matcher.is_for(name) {
             return None;
         }
         let operands = Matcher::operands(args, value_options);
         let rest = self.matcher.after_subcommand(args, &operands)?;
-        if !self.args.is_empty()
-            && !args[rest..]
+        let looks_at_args = !self.args.is_empty() || !self.options.is_empty();
+        let applies = args[rest..]
+            .iter()
+            .any(|a| self.args.iter().any(|r| r.is_match(&a.text)))
+            || args[rest..]
                 .iter()
-                .any(|a| self.args.iter().any(|r| r.is_match(&a.text)))
-        {
+                .take_while(|a| a.text != "--")
+                .any(|a| self.options.iter().any(|o| uses_option(&a.text, o)));
+        if looks_at_args && !applies {
             return None;
         }
         // Only an argument known before the line runs can excuse the command.
         let excused = args[1..]
             .iter()
             .any(|a| !a.text_unknown && self.unless.iter().any(|r| r.is_match(&a.text)));
-        (!excused).then(|| format!("`{}` {}", display(args), self.reason))
+        (!excused).then(|| Finding {
+            reason: format!("`{}` {}", display(args), self.reason),
+            needs: self.needs,
+        })
     }
 }

@@ -84,6 +84,25 @@ fn hostile_nesting_fails_closed() {
         let found = CommandPolicy::builtin().classify(&line);
         assert_eq!(found.class, D, "{line}");
     }
+    // Long hostile lines are parsed in bounded time, or refused unparsed.
+    for line in [
+        "ls | ".repeat(3000) + "ls",
+        "ls && ".repeat(3000) + "ls",
+        "echo \"$x\" ".repeat(2000),
+        "a".repeat(20_000),
+        "{ ".repeat(60) + "ls; " + &"} ".repeat(60),
+        "x=${x:-".repeat(30) + &"}".repeat(30),
+    ] {
+        let started = std::time::Instant::now();
+        let found = CommandPolicy::builtin().classify(&line);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{}… took {:?}",
+            &line[..40],
+            started.elapsed()
+        );
+        let _ = found;
+    }
     // Each `eval` parses its arguments again, one level deeper.
     let evals = format!("{}ls", "eval ".repeat(40));
     let found = CommandPolicy::builtin().classify(&evals);

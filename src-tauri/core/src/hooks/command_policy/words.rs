@@ -1,316 +1,347 @@
-//! Reading one word of a command line: quotes, escapes, globs, parameter and arithmetic
-//! expansions, and the command substitutions hidden inside them.
+//! Reading one word as bash will expand it: quotes, escapes, globs and braces, parameter and
+//! arithmetic expansions, and the command substitutions hidden anywhere inside them.
 
-use super::parse::{err, parse, End, Parser, Result, Script, Word};
+use brush_parser::ast;
+use brush_parser::word::{self as bash_word, Parameter, ParameterExpr, WordPiece};
 
-impl Parser {
-    pub(super) fn word(&mut self) -> Result<Word> {
-        let start = self.pos;
-        let mut w = Word::default();
-        if !self.test_mode && (self.starts_with("<(") || self.starts_with(">(")) {
-            self.pos += 2;
-            let script = self.script(End::Paren)?;
-            w.substitutions.push(script);
-            w.text = self.slice(start, self.pos);
-            w.process_substitution = true;
-            w.expansion = true;
-            w.unquoted_expansion = true;
-            w.leading_dynamic = true;
+use super::parse::{
+    is_plain_name, options, parse, shorten, ParseError, Reader, Result, Script, Word,
+};
+
+impl Reader {
+    /// Reads a word. `in_test` is for operands of `[[ … ]]`, where no globbing or splitting
+    /// happens.
+    pub(super) fn word(&mut self, w: &ast::Word, in_test: bool, into: &mut Script) -> Result<Word> {
+        let pieces = bash_word::parse(&w.value, &options())
+            .map_err(|e| ParseError(format!("`{}`: {e}", shorten(&w.value))))?;
+        let mut word = Word {
+            raw: w.value.clone(),
+            ..Word::default()
+        };
+        for piece in &pieces {
+            self.piece(&piece.piece, in_test, &mut word, into)?;
         }
-        let after_substitution = self.pos;
-        // An unquoted `[` is a glob once a `]` follows; a `{` is a brace pattern once a `,`
-        // or `.` follows. Each remembers whether it started the word.
-        let mut open_bracket: Option<bool> = None;
-        let mut open_brace: Option<bool> = None;
-        while let Some(c) = self.peek() {
-            // `]]` ends a `[[ … ]]` test even when glued to what follows (`$([[ -f x ]])`).
-            let closes_test = self.test_mode && self.chars[start..self.pos] == [']', ']'];
-            if self.ends_word(c) || closes_test {
-                break;
-            }
-            match c {
-                '\\' => match self.peek_at(1) {
-                    Some('\n') => self.pos += 2,
-                    Some(next) => {
-                        w.text.push(next);
-                        w.quoted = true;
-                        self.pos += 2;
-                    }
-                    None => return err("the line ends with a lone backslash"),
-                },
-                '\'' => {
-                    self.pos += 1;
-                    let content_start = self.pos;
-                    while self.peek().is_some_and(|c| c != '\'') {
-                        self.pos += 1;
-                    }
-                    if self.peek().is_none() {
-                        return err("unterminated single quote");
-                    }
-                    w.text.push_str(&self.slice(content_start, self.pos));
-                    w.quoted = true;
-                    self.pos += 1;
-                }
-                '"' => self.double_quoted(&mut w)?,
-                '`' => self.backtick(&mut w, false)?,
-                '$' => self.dollar(&mut w, false)?,
-                '*' | '?' => self.glob_char(&mut w, c),
-                '[' | '{' => {
-                    let open = if c == '[' {
-                        &mut open_bracket
-                    } else {
-                        &mut open_brace
-                    };
-                    open.get_or_insert(w.text.is_empty());
-                    w.text.push(c);
-                    self.pos += 1;
-                }
-                ']' | ',' | '.' => {
-                    let open = if c == ']' { open_bracket } else { open_brace };
-                    if let Some(leading) = open {
-                        w.glob = true;
-                        w.leading_dynamic |= leading;
-                    }
-                    w.text.push(c);
-                    self.pos += 1;
-                }
-                _ => {
-                    w.text.push(c);
-                    self.pos += 1;
-                }
-            }
-        }
-        if self.pos > after_substitution {
-            w.process_substitution = false;
-        }
-        w.raw = self.slice(start, self.pos);
-        Ok(w)
+        Ok(word)
     }
 
-    fn glob_char(&mut self, w: &mut Word, c: char) {
-        if w.text.is_empty() {
-            w.leading_dynamic = true;
+    /// The command substitutions of an unquoted heredoc body, which expands like `"…"`.
+    pub(super) fn heredoc_body(&mut self, body: &str, into: &mut Script) -> Result<Word> {
+        let pieces = bash_word::parse_heredoc(body, &options())
+            .map_err(|e| ParseError(format!("heredoc: {e}")))?;
+        let mut word = Word::default();
+        for piece in &pieces {
+            self.piece(&piece.piece, true, &mut word, into)?;
         }
-        w.glob = true;
-        w.text.push(c);
-        self.pos += 1;
+        Ok(word)
     }
 
-    fn double_quoted(&mut self, w: &mut Word) -> Result<()> {
-        self.pos += 1;
-        w.quoted = true;
-        loop {
-            match self.peek() {
-                None => return err("unterminated double quote"),
-                Some('"') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some('\\') => match self.peek_at(1) {
-                    Some('\n') => self.pos += 2,
-                    Some(next @ ('$' | '`' | '"' | '\\')) => {
-                        w.text.push(next);
-                        self.pos += 2;
-                    }
-                    _ => {
-                        w.text.push('\\');
-                        self.pos += 1;
-                    }
-                },
-                Some('$') => self.dollar(w, true)?,
-                Some('`') => self.backtick(w, true)?,
-                Some(c) => {
-                    w.text.push(c);
-                    self.pos += 1;
-                }
-            }
-        }
-    }
-
-    fn mark_expansion(w: &mut Word, leading: bool, quoted: bool) {
-        w.expansion = true;
-        if !quoted {
-            w.unquoted_expansion = true;
-        }
-        if leading {
-            w.leading_dynamic = true;
-        }
-    }
-
-    /// Reads something starting with `$`: a substitution, an expansion, `$'…'` or a plain `$`.
-    fn dollar(&mut self, w: &mut Word, quoted: bool) -> Result<()> {
-        let start = self.pos;
+    fn piece(
+        &mut self,
+        piece: &WordPiece,
+        quoted: bool,
+        w: &mut Word,
+        into: &mut Script,
+    ) -> Result<()> {
         let leading = w.text.is_empty();
-        match self.peek_at(1) {
-            Some('(') if self.peek_at(2) == Some('(') => self.nested(|p| p.arithmetic(w))?,
-            Some('(') => {
-                self.pos += 2;
-                let script = self.script(End::Paren)?;
-                w.substitutions.push(script);
-            }
-            Some('{') => self.nested(|p| p.braced_parameter(w))?,
-            Some('\'') if !quoted => {
-                // `$'…'`: escapes are not decoded here, so any backslash makes the value unknown.
-                self.pos += 2;
-                let content_start = self.pos;
-                loop {
-                    match self.peek() {
-                        None => return err("unterminated `$'` quote"),
-                        Some('\\') => self.pos += 2,
-                        Some('\'') => break,
-                        Some(_) => self.pos += 1,
-                    }
-                }
-                let content = self.slice(content_start, self.pos);
-                self.pos += 1;
-                if content.contains('\\') {
-                    Self::mark_expansion(w, leading, true);
-                }
+        match piece {
+            WordPiece::Text(text) if quoted => w.text.push_str(text),
+            WordPiece::Text(text) => unquoted_text(text, w),
+            WordPiece::SingleQuotedText(text) => {
                 w.quoted = true;
-                w.text.push_str(&content);
-                return Ok(());
+                w.text.push_str(text);
             }
-            Some('"') if !quoted => {
-                self.pos += 1;
-                return self.double_quoted(w);
+            WordPiece::AnsiCQuotedText(text) => {
+                w.quoted = true;
+                // Escapes are not decoded here, so any backslash makes the value unknown.
+                if text.contains('\\') {
+                    mark_expansion(w, leading, true);
+                }
+                w.text.push_str(text);
             }
-            Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => self.pos += 2,
-            Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                self.pos += 1;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                {
-                    self.pos += 1;
+            WordPiece::DoubleQuotedSequence(pieces) => {
+                w.quoted = true;
+                for inner in pieces {
+                    self.piece(&inner.piece, true, w, into)?;
                 }
             }
-            _ => {
-                w.text.push('$');
-                self.pos += 1;
-                return Ok(());
+            WordPiece::GettextDoubleQuotedSequence(pieces) => {
+                // `$"…"` is translated at run time, so its value is not what is written.
+                w.quoted = true;
+                for inner in pieces {
+                    self.piece(&inner.piece, true, w, into)?;
+                }
+                mark_expansion(w, leading, true);
+            }
+            WordPiece::EscapeSequence(text) => {
+                w.quoted = true;
+                let escaped = text.strip_prefix('\\').unwrap_or(text);
+                if quoted && !matches!(escaped, "$" | "`" | "\"" | "\\" | "\n") {
+                    w.text.push_str(text);
+                } else {
+                    w.text.push_str(escaped.trim_end_matches('\n'));
+                }
+            }
+            WordPiece::TildeExpansion(_) => {
+                // A path (or the literal text); it never starts with `-`.
+                w.expansion = true;
+                w.text.push('~');
+            }
+            WordPiece::ParameterExpansion(expr) => {
+                self.parameter(expr, into)?;
+                w.text.push_str(&format!("${{{}}}", parameter_name(expr)));
+                mark_expansion(w, leading, quoted);
+            }
+            WordPiece::CommandSubstitution(text)
+            | WordPiece::BackquotedCommandSubstitution(text) => {
+                let script = self.nested(|r| parse(text, r.depth))?;
+                w.substitutions.push(script);
+                w.text.push_str("$(…)");
+                mark_expansion(w, leading, quoted);
+            }
+            WordPiece::ArithmeticExpression(expr) => {
+                let mut inner = Script::default();
+                self.arithmetic(&expr.value, &mut inner)?;
+                into.refusals.append(&mut inner.refusals);
+                for found in inner.loose_words {
+                    w.substitutions.extend(found.substitutions);
+                }
+                w.text.push_str("$((…))");
+                mark_expansion(w, leading, quoted);
             }
         }
-        w.text.push_str(&self.slice(start, self.pos));
-        Self::mark_expansion(w, leading, quoted);
         Ok(())
     }
 
-    /// `${ … }`: may itself contain substitutions (`${x:-$(cmd)}`).
-    fn braced_parameter(&mut self, w: &mut Word) -> Result<()> {
-        self.pos += 2;
-        let mut inner = Word::default();
-        loop {
-            match self.peek() {
-                None => return err("unterminated `${`"),
-                Some('}') => {
-                    self.pos += 1;
-                    break;
-                }
-                Some('\\') => self.pos += 2,
-                Some('\'') => {
-                    self.pos += 1;
-                    while self.peek().is_some_and(|c| c != '\'') {
-                        self.pos += 1;
-                    }
-                    if self.peek().is_none() {
-                        return err("unterminated single quote");
-                    }
-                    self.pos += 1;
-                }
-                Some('"') => self.double_quoted(&mut inner)?,
-                Some('$') => self.dollar(&mut inner, true)?,
-                Some('`') => self.backtick(&mut inner, true)?,
-                Some(_) => self.pos += 1,
+    /// What a parameter expansion does besides expanding: assign (`${X=…}`), evaluate
+    /// arithmetic (`${x:$n}`, `${a[$i]}`), follow a name (`${!x}`), expand a prompt
+    /// (`${x@P}`), and the substitutions in its default or pattern words.
+    fn parameter(&mut self, expr: &ParameterExpr, into: &mut Script) -> Result<()> {
+        use ParameterExpr as P;
+        let shown = format!("${{{}…}}", parameter_name(expr));
+        let (parameter, indirect) = match expr {
+            P::Parameter {
+                parameter,
+                indirect,
+            }
+            | P::UseDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::AssignDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UseAlternativeValue {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ParameterLength {
+                parameter,
+                indirect,
+            }
+            | P::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Substring {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::Transform {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::UppercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::LowercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | P::ReplaceSubstring {
+                parameter,
+                indirect,
+                ..
+            } => (Some(parameter), *indirect),
+            P::VariableNames { .. } | P::MemberKeys { .. } => (None, false),
+        };
+        if indirect {
+            into.refusals.push(format!(
+                "`{shown}` expands a variable named by another one, which can run commands"
+            ));
+        }
+        if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
+            if !index.trim().chars().all(|c| c.is_ascii_digit()) || index.trim().is_empty() {
+                into.refusals.push(format!(
+                    "`{shown}`: an array subscript is evaluated as arithmetic, which can run commands"
+                ));
             }
         }
-        w.substitutions.append(&mut inner.substitutions);
-        Ok(())
-    }
-
-    /// `$(( … ))`: arithmetic, which may contain substitutions.
-    fn arithmetic(&mut self, w: &mut Word) -> Result<()> {
-        self.pos += 3;
-        let mut inner = Word::default();
-        let mut parens = 0usize;
-        loop {
-            match self.peek() {
-                None => return err("unterminated `$((`"),
-                Some('(') => {
-                    parens += 1;
-                    self.pos += 1;
-                }
-                Some(')') if parens > 0 => {
-                    parens -= 1;
-                    self.pos += 1;
-                }
-                Some(')') if self.peek_at(1) == Some(')') => {
-                    self.pos += 2;
-                    break;
-                }
-                Some(')') => return err("unbalanced parentheses in `$((`"),
-                Some('\\') => self.pos += 2,
-                Some('"') => self.double_quoted(&mut inner)?,
-                Some('$') => self.dollar(&mut inner, true)?,
-                Some('`') => self.backtick(&mut inner, true)?,
-                Some(_) => self.pos += 1,
+        let words: Vec<&str> = match expr {
+            P::UseDefaultValues { default_value, .. } => {
+                default_value.iter().map(String::as_str).collect()
             }
-        }
-        w.substitutions.append(&mut inner.substitutions);
-        Ok(())
-    }
-
-    /// `` `…` ``: the old command substitution, with its own escaping rules.
-    fn backtick(&mut self, w: &mut Word, quoted: bool) -> Result<()> {
-        let start = self.pos;
-        let leading = w.text.is_empty();
-        self.pos += 1;
-        let mut content = String::new();
-        loop {
-            match self.peek() {
-                None => return err("unterminated backquote"),
-                Some('`') => {
-                    self.pos += 1;
-                    break;
+            P::AssignDefaultValues { default_value, .. } => {
+                if let Some(Parameter::Named(name)) = parameter {
+                    into.assignments.push((name.clone(), shown.clone()));
+                } else {
+                    into.refusals
+                        .push(format!("`{shown}` assigns to a parameter"));
                 }
-                Some('\\') => match self.peek_at(1) {
-                    Some(c @ ('`' | '$' | '\\')) => {
-                        content.push(c);
-                        self.pos += 2;
-                    }
-                    Some(c) => {
-                        content.push('\\');
-                        content.push(c);
-                        self.pos += 2;
-                    }
-                    None => return err("unterminated backquote"),
-                },
-                Some(c) => {
-                    content.push(c);
-                    self.pos += 1;
-                }
+                default_value.iter().map(String::as_str).collect()
             }
+            P::IndicateErrorIfNullOrUnset { error_message, .. } => {
+                error_message.iter().map(String::as_str).collect()
+            }
+            P::UseAlternativeValue {
+                alternative_value, ..
+            } => alternative_value.iter().map(String::as_str).collect(),
+            P::RemoveSmallestSuffixPattern { pattern, .. }
+            | P::RemoveLargestSuffixPattern { pattern, .. }
+            | P::RemoveSmallestPrefixPattern { pattern, .. }
+            | P::RemoveLargestPrefixPattern { pattern, .. }
+            | P::UppercaseFirstChar { pattern, .. }
+            | P::UppercasePattern { pattern, .. }
+            | P::LowercaseFirstChar { pattern, .. }
+            | P::LowercasePattern { pattern, .. } => pattern.iter().map(String::as_str).collect(),
+            P::ReplaceSubstring {
+                pattern,
+                replacement,
+                ..
+            } => std::iter::once(pattern.as_str())
+                .chain(replacement.iter().map(String::as_str))
+                .collect(),
+            P::Substring { offset, length, .. } => {
+                self.arithmetic(&offset.value, into)?;
+                if let Some(length) = length {
+                    self.arithmetic(&length.value, into)?;
+                }
+                Vec::new()
+            }
+            P::Transform { op, .. } => {
+                if matches!(op, bash_word::ParameterTransformOp::PromptExpand) {
+                    into.refusals.push(format!(
+                        "`{shown}` expands a value as a prompt, which runs the commands in it"
+                    ));
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        for text in words {
+            let inner = ast::Word {
+                value: text.to_string(),
+                loc: None,
+            };
+            let found = self.nested(|r| r.word(&inner, true, into))?;
+            into.loose_words.push(found);
         }
-        w.substitutions.push(parse(&content, self.depth + 1)?);
-        w.text.push_str(&self.slice(start, self.pos));
-        Self::mark_expansion(w, leading, quoted);
         Ok(())
     }
 }
 
-/// Finds the command substitutions in an unquoted heredoc body, which run like in `"…"`.
-pub(super) fn heredoc_substitutions(body: &str, depth: usize) -> Result<Vec<Script>> {
-    let mut parser = Parser::new(body, depth);
-    let mut found = Word::default();
-    while let Some(c) = parser.peek() {
-        match c {
-            '\\' => parser.pos += 2,
-            '$' => parser.dollar(&mut found, true)?,
-            '`' => parser.backtick(&mut found, true)?,
-            _ => parser.pos += 1,
+/// The name an expansion reads, for display.
+fn parameter_name(expr: &ParameterExpr) -> String {
+    use ParameterExpr as P;
+    match expr {
+        P::Parameter { parameter, .. }
+        | P::UseDefaultValues { parameter, .. }
+        | P::AssignDefaultValues { parameter, .. }
+        | P::IndicateErrorIfNullOrUnset { parameter, .. }
+        | P::UseAlternativeValue { parameter, .. }
+        | P::ParameterLength { parameter, .. }
+        | P::RemoveSmallestSuffixPattern { parameter, .. }
+        | P::RemoveLargestSuffixPattern { parameter, .. }
+        | P::RemoveSmallestPrefixPattern { parameter, .. }
+        | P::RemoveLargestPrefixPattern { parameter, .. }
+        | P::Substring { parameter, .. }
+        | P::Transform { parameter, .. }
+        | P::UppercaseFirstChar { parameter, .. }
+        | P::UppercasePattern { parameter, .. }
+        | P::LowercaseFirstChar { parameter, .. }
+        | P::LowercasePattern { parameter, .. }
+        | P::ReplaceSubstring { parameter, .. } => match parameter {
+            Parameter::Positional(n) => n.to_string(),
+            Parameter::Special(s) => s.to_string(),
+            Parameter::Named(name)
+            | Parameter::NamedWithIndex { name, .. }
+            | Parameter::NamedWithAllIndices { name, .. } => name.clone(),
+        },
+        P::VariableNames { prefix, .. } => format!("!{prefix}"),
+        P::MemberKeys { variable_name, .. } => format!("!{variable_name}"),
+    }
+}
+
+fn mark_expansion(w: &mut Word, leading: bool, quoted: bool) {
+    w.expansion = true;
+    if !quoted {
+        w.unquoted_expansion = true;
+    }
+    if leading {
+        w.leading_dynamic = true;
+    }
+}
+
+/// Unquoted literal text: globs (`*`, `?`, `[…]`) and brace patterns (`{a,b}`, `{1..3}`)
+/// may turn it into several words, or into words starting with `-`.
+fn unquoted_text(text: &str, w: &mut Word) {
+    let leading = w.text.is_empty();
+    let has_glob = text.contains(['*', '?']) || (text.contains('[') && text.contains(']'));
+    let has_brace = text.find('{').is_some_and(|open| {
+        text[open..].contains('}') && (text[open..].contains(',') || text[open..].contains(".."))
+    });
+    if has_glob || has_brace {
+        w.glob = true;
+        let first = text.chars().next();
+        if leading && matches!(first, Some('*' | '?' | '[' | '{')) {
+            w.leading_dynamic = true;
         }
     }
-    found
-        .substitutions
-        .append(&mut parser.heredoc_substitutions);
-    Ok(found.substitutions)
+    w.text.push_str(text);
+}
+
+/// A name as bash accepts it for a variable (used for `printf -v`, `read`, `export`).
+pub(super) fn variable_name_of(text: &str) -> Option<&str> {
+    let name = text.split('=').next().unwrap_or_default();
+    let name = name.strip_suffix('+').unwrap_or(name);
+    is_plain_name(name).then_some(name)
 }

@@ -163,6 +163,18 @@ impl ParsedOptions<'_> {
     }
 }
 
+/// The long option `written` names, as getopt_long reads it: an exact name, or a prefix of
+/// exactly one. `None` when it names none or several (ambiguous: not understood).
+fn resolve_long<'s>(written: &str, spec: &'s OptionSpec) -> Option<&'s str> {
+    let all = spec.long_flags.iter().chain(spec.long_values.iter());
+    if let Some(exact) = all.clone().find(|o| **o == written) {
+        return Some(exact);
+    }
+    let mut candidates = all.filter(|o| written.len() > 2 && o.starts_with(written));
+    let first = candidates.next()?;
+    candidates.next().is_none().then_some(*first)
+}
+
 /// Reads a wrapper's options up to its command; `Err` names an option it does not know.
 fn parse_options<'a>(args: &'a [Arg], spec: &OptionSpec) -> Result<ParsedOptions<'a>, String> {
     let mut options = Vec::new();
@@ -187,6 +199,8 @@ fn parse_options<'a>(args: &'a [Arg], spec: &OptionSpec) -> Result<ParsedOptions
                 Some((name, value)) => (name, Some(value)),
                 None => (text, None),
             };
+            // getopt_long takes any unique prefix of a long option (`env --s` is `--split-string`).
+            let name = resolve_long(name, spec).ok_or_else(|| text.to_string())?;
             let attached = attached.map(|v| OptionValue {
                 text: v.to_string(),
                 unknown: arg.text_unknown,
@@ -339,7 +353,14 @@ impl Walker<'_> {
         self.run(rest, inner_input, inner_tail, depth + 1);
     }
 
-    pub(super) fn shell(&mut self, args: &[Arg], input: Input, tail: Tail, depth: usize) {
+    pub(super) fn shell(
+        &mut self,
+        name: &str,
+        args: &[Arg],
+        input: Input,
+        tail: Tail,
+        depth: usize,
+    ) {
         let shown = display(args);
         let mut runs_string = false;
         let mut reads_stdin = false;
@@ -370,8 +391,17 @@ impl Walker<'_> {
         }
         let operand = args.get(i);
         if runs_string {
-            if let Some(string) = operand {
+            // Only bash's reading of the string is known; other shells read it differently.
+            if name != "bash" {
+                self.found(format!(
+                    "`{shown}` runs its string in `{name}`, which reads it differently from bash"
+                ));
+            } else if let Some(string) = operand {
                 self.command_string(&shown, &string.text, string.text_unknown, input, depth);
+            } else if tail == Tail::FromInput {
+                self.found(format!(
+                    "`{shown}` runs a command string taken from its input"
+                ));
             }
             return;
         }

@@ -1,0 +1,210 @@
+//! Confinement figures: what confining a command adds to starting it, and finding every change
+//! a command made in a 50,000-file workspace.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mandate_core::changes::{self, Snapshot};
+use mandate_core::hooks::command_policy::CommandPolicy;
+use mandate_core::hooks::ignore_list::IntentIgnore;
+use mandate_core::redact::Redactor;
+use mandate_core::sandbox::{ConfinedCommand, Confinement, SandboxRequest};
+
+use super::{data, median, ms, Row};
+
+/// Confinement set-up per command: the sandbox built (scope directories, build outputs,
+/// environment), the Landlock ruleset, then `bash -c true` spawned and waited for; against
+/// the same `bash --noprofile --norc -c true` spawned bare, interleaved in the same run.
+pub fn setup(root: &Path) -> Vec<Row> {
+    let dir = data::cached(root, "confine", "v1", |d| {
+        for sub in ["src/auth", "src/db", "docs", "target", ".orchestration"] {
+            std::fs::create_dir_all(d.join(sub)).expect("mkdir");
+        }
+        std::fs::write(d.join("Cargo.toml"), "[package]\n").expect("write");
+    });
+    let ws = dir.canonicalize().expect("ws");
+    let policy = CommandPolicy::builtin();
+    let ignore = IntentIgnore::empty();
+    let before = Snapshot::take(&ws);
+    let temp = mandate_core::sandbox::private_temp_dir().expect("temp");
+    let scope = vec!["src/auth/**".to_string(), "docs/*.md".to_string()];
+    let redactor = Redactor::new();
+    let here = Confinement::detect();
+    let mut levels = Vec::new();
+    if here.landlock_abi.is_some() {
+        levels.push(Confinement::from_parts(here.landlock_abi, None));
+        if here.bwrap.is_some() {
+            levels.push(here.clone());
+        }
+    }
+    let bare = || {
+        let t = Instant::now();
+        let status = Command::new(mandate_core::sandbox::bash())
+            .args(["--noprofile", "--norc", "-c", "true"])
+            .stdin(Stdio::null())
+            .status();
+        assert!(status.is_ok_and(|s| s.success()));
+        t.elapsed()
+    };
+    let mut rows = Vec::new();
+    for level in levels {
+        let mut parts: [Vec<Duration>; 3] = Default::default();
+        let mut confined = || {
+            let t = Instant::now();
+            let sandbox = SandboxRequest {
+                workspace: &ws,
+                cwd: &ws,
+                owned_scope: &scope,
+                ignore: &ignore,
+                settings: policy.confinement(),
+                before: &before,
+                temp_dir: temp.path(),
+                network: false,
+                write_git: false,
+                app_dirs: &[],
+                redactor: &redactor,
+            }
+            .build()
+            .expect("sandbox");
+            let built = t.elapsed();
+            let mut cmd = ConfinedCommand::command(&sandbox, &level, "true").expect("command");
+            let prepared = t.elapsed();
+            let status = cmd.stdin(Stdio::null()).status();
+            assert!(status.is_ok_and(|s| s.success()), "confined `true` failed");
+            let total = t.elapsed();
+            parts[0].push(built);
+            parts[1].push(prepared - built);
+            parts[2].push(total - prepared);
+            total
+        };
+        bare();
+        confined();
+        let (mut plain, mut boxed) = (Vec::new(), Vec::new());
+        for _ in 0..100 {
+            plain.push(bare());
+            boxed.push(confined());
+        }
+        let (plain, boxed) = (median(plain), median(boxed));
+        let [built, prepared, spawned] = parts.map(median);
+        println!(
+            "    {}: sandbox built {}, ruleset and arguments {}, spawn to exit {}",
+            level.summary(),
+            ms(built),
+            ms(prepared),
+            ms(spawned)
+        );
+        let added = boxed.saturating_sub(plain);
+        rows.push(Row {
+            figure: if level.bwrap.is_some() {
+                "command confinement set-up, landlock + bwrap (median)"
+            } else {
+                "command confinement set-up, landlock only (median)"
+            },
+            measured: format!("{} (+{})", ms(boxed), ms(added)),
+            reference: format!("bare bash -c true {}", ms(plain)),
+            ratio: format!("{:.2}x", boxed.as_secs_f64() / plain.as_secs_f64()),
+            budget: "<= +5 ms",
+            ok: added <= Duration::from_millis(5),
+        });
+    }
+    if rows.is_empty() {
+        println!("    no confinement on this machine: set-up not measured");
+    }
+    rows
+}
+
+/// Change detection after a command in a 50,000-file workspace: the snapshot before and
+/// after (every entry, `.git/` and ignored files included) and the diff, with 20 files
+/// changed, created or deleted in between; `find` stamping the same tree is the reference.
+pub fn detection(root: &Path) -> Vec<Row> {
+    let dir = data::cached(root, "hooks", "v1", data::hooks_workspace);
+    let scratch = dir.join("mod0999/bench-scratch");
+    let once = || {
+        let _ = std::fs::remove_dir_all(&scratch);
+        let t = Instant::now();
+        let before = Snapshot::take(&dir);
+        let took_before = t.elapsed();
+        std::fs::create_dir_all(&scratch).expect("mkdir");
+        for i in 0..20 {
+            std::fs::write(scratch.join(format!("new{i}.rs")), "x").expect("write");
+        }
+        let t = Instant::now();
+        let mut after = Snapshot::take(&dir);
+        let found = changes::diff(&before, &mut after);
+        let took_after = t.elapsed();
+        assert_eq!(found.len(), 21, "the scratch directory and its 20 files");
+        (took_before, took_after, before.len())
+    };
+    once();
+    let mut befores = Vec::new();
+    let mut afters = Vec::new();
+    let mut entries = 0;
+    for _ in 0..7 {
+        let (b, a, n) = once();
+        befores.push(b);
+        afters.push(a);
+        entries = n;
+    }
+    // Under bubblewrap only the writable directories are read again (here one module).
+    let within = vec!["mod0999".to_string()];
+    let _ = std::fs::remove_dir_all(&scratch);
+    let before_all = Snapshot::take(&dir);
+    std::fs::create_dir_all(&scratch).expect("mkdir");
+    for i in 0..20 {
+        std::fs::write(scratch.join(format!("new{i}.rs")), "x").expect("write");
+    }
+    let mut partial = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let mut after = Snapshot::take_within(&dir, &within);
+        let found = changes::diff_within(&before_all, &mut after, &within);
+        partial.push(t.elapsed());
+        assert_eq!(found.len(), 21);
+    }
+    let partial = median(partial);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (before, after) = (median(befores), median(afters));
+    let find = {
+        let run = || {
+            let t = Instant::now();
+            let ok = Command::new("find")
+                .arg(&dir)
+                .args(["-printf", "%s %T@ %C@ %i %m\\n"])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            ok.then(|| t.elapsed())
+        };
+        run();
+        let v: Vec<Duration> = (0..5).filter_map(|_| run()).collect();
+        (!v.is_empty()).then(|| median(v))
+    };
+    println!(
+        "    change detection: {entries} entries; snapshot before the command {}, after it + diff {}",
+        ms(before),
+        ms(after)
+    );
+    vec![
+        Row {
+            figure: "change detection after a command, 50k files (full snapshot + diff)",
+            measured: ms(after),
+            reference: find.map_or("find not found".into(), |f| {
+                format!("find -printf stat {}", ms(f))
+            }),
+            ratio: find.map_or(String::new(), |f| {
+                format!("{:.2}x", after.as_secs_f64() / f.as_secs_f64())
+            }),
+            budget: "<= 100 ms",
+            ok: after <= Duration::from_millis(100),
+        },
+        Row {
+            figure: "  ... under bubblewrap (only the writable directories read again)",
+            measured: ms(partial),
+            reference: String::new(),
+            ratio: String::new(),
+            budget: "<= 100 ms",
+            ok: partial <= Duration::from_millis(100),
+        },
+    ]
+}

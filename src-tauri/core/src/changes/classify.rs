@@ -1,0 +1,113 @@
+//! Which changes the selected intent may make: in scope (it owns the path, and the path is
+//! neither protected nor listed in `.intentignore`), permitted by the confinement anyway
+//! (build output, `.git/` for an approved command that writes it), or out of scope.
+
+use serde::Serialize;
+
+use super::{Change, ChangeKind};
+use crate::hooks::ignore_list::IntentIgnore;
+use crate::workspace::protected_reason;
+
+/// Why a change is where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "class", content = "reason")]
+pub enum ChangeClass {
+    /// Owned by the intent: recorded in the ledger with its diff.
+    InScope,
+    /// Build output or an approved write to `.git/`: allowed, not recorded.
+    Permitted(String),
+    /// Anything else: reported as a scope violation, and undone where possible.
+    OutOfScope(String),
+}
+
+/// The changes of one command, sorted into three lists (each sorted by path).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ClassifiedChanges {
+    pub in_scope: Vec<Change>,
+    pub permitted: Vec<(Change, String)>,
+    pub out_of_scope: Vec<(Change, String)>,
+}
+
+impl ClassifiedChanges {
+    /// The out-of-scope paths, for the SCOPE_VIOLATION message.
+    pub fn out_of_scope_paths(&self) -> Vec<&str> {
+        self.out_of_scope
+            .iter()
+            .map(|(c, _)| c.path.as_str())
+            .collect()
+    }
+}
+
+/// The class of one change. `owns` is the selected intent's scope (`Intent::owns`; with no
+/// intent nothing is owned), `build_outputs` the command policy's build-output directory names,
+/// `write_git` whether the command was allowed to write the workspace's `.git/`.
+pub fn class_of(
+    change: &Change,
+    owns: &dyn Fn(&str) -> bool,
+    ignore: &IntentIgnore,
+    build_outputs: &[&str],
+    write_git: bool,
+) -> ChangeClass {
+    let path = change.path.as_str();
+    if let Some(reason) = protected_reason(path) {
+        let own_git = path == ".git" || path.starts_with(".git/");
+        if write_git && own_git {
+            return ChangeClass::Permitted("the command was allowed to write `.git/`".into());
+        }
+        return ChangeClass::OutOfScope(reason.to_string());
+    }
+    if let Some(rule) = ignore.matched(path) {
+        return ChangeClass::OutOfScope(format!("`.intentignore` lists it (`{rule}`)"));
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let inside_output = parts[..parts.len().saturating_sub(1)]
+        .iter()
+        .chain(
+            // The build-output directory itself, created by the command.
+            std::iter::once(parts.last().unwrap_or(&"")).filter(|_| {
+                change
+                    .after
+                    .is_some_and(|s| s.kind == super::EntryKind::Directory)
+            }),
+        )
+        .find(|p| build_outputs.contains(p));
+    if let Some(dir) = inside_output {
+        return ChangeClass::Permitted(format!("build output (`{dir}/`)"));
+    }
+    if owns(path) {
+        return ChangeClass::InScope;
+    }
+    // A directory the intent's files are created in: owned when something beneath it is.
+    if change.kind == ChangeKind::Created
+        && change
+            .after
+            .is_some_and(|s| s.kind == super::EntryKind::Directory)
+        && owns(&format!("{path}/x"))
+    {
+        return ChangeClass::InScope;
+    }
+    ChangeClass::OutOfScope("the selected intent does not own it".into())
+}
+
+/// Sorts `changes` with [`class_of`]. A file only touched (same content) is in scope
+/// wherever the intent owns it, and permitted elsewhere: nothing changed.
+pub fn classify(
+    changes: Vec<Change>,
+    owns: &dyn Fn(&str) -> bool,
+    ignore: &IntentIgnore,
+    build_outputs: &[&str],
+    write_git: bool,
+) -> ClassifiedChanges {
+    let mut out = ClassifiedChanges::default();
+    for change in changes {
+        match class_of(&change, owns, ignore, build_outputs, write_git) {
+            ChangeClass::InScope => out.in_scope.push(change),
+            ChangeClass::Permitted(why) => out.permitted.push((change, why)),
+            ChangeClass::OutOfScope(_) if change.kind == ChangeKind::Touched => out
+                .permitted
+                .push((change, "only its times changed".to_string())),
+            ChangeClass::OutOfScope(why) => out.out_of_scope.push((change, why)),
+        }
+    }
+    out
+}

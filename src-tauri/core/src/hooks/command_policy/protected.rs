@@ -1,0 +1,221 @@
+//! Whether a command line names the mandate itself (`.orchestration/`, `.intentignore`), by
+//! the path each word resolves to rather than by substring: `./.orchestration`,
+//! `x/../.orchestration`, a symlink to it, `.orch*` and `.orchestrat?on` are all found, and
+//! `docs/orchestration-notes.md` is not. A convenience for a clear refusal: what a command can
+//! really write is decided by the kernel (`crate::sandbox`), which never grants these paths.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::GlobBuilder;
+
+use super::parse::{self, RedirectKind, Script, Stage, Word};
+
+/// The top-level names only the person changes.
+const MANDATE_NAMES: [&str; 2] = [".orchestration", ".intentignore"];
+
+/// A word of the command that refers to a protected path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedTarget {
+    /// The word as written.
+    pub word: String,
+    /// The protected name it reaches (`.orchestration` or `.intentignore`).
+    pub name: String,
+}
+
+/// The first word of `command_line` that reaches `.orchestration/` or `.intentignore` when
+/// run in `cwd` (absolute, inside `workspace_root`). A line that does not parse names
+/// nothing here (the classifier already asks for it).
+pub fn protected_target(
+    command_line: &str,
+    workspace_root: &Path,
+    cwd: &Path,
+) -> Option<ProtectedTarget> {
+    let script = parse::parse(command_line, 0).ok()?;
+    let mut finder = Finder {
+        root: workspace_root,
+        cwd: cwd.to_path_buf(),
+    };
+    finder.script(&script)
+}
+
+struct Finder<'a> {
+    root: &'a Path,
+    /// Follows literal `cd DIR` in order, so `cd .orchestration && rm x` is found.
+    cwd: PathBuf,
+}
+
+impl Finder<'_> {
+    fn script(&mut self, script: &Script) -> Option<ProtectedTarget> {
+        for word in &script.loose_words {
+            if let Some(hit) = self.word(word) {
+                return Some(hit);
+            }
+        }
+        for pipeline in &script.pipelines {
+            for stage in &pipeline.stages {
+                let hit = match stage {
+                    Stage::Simple(cmd) => {
+                        let hit = cmd
+                            .words
+                            .iter()
+                            .chain(
+                                cmd.redirects
+                                    .iter()
+                                    .filter(|r| r.kind != RedirectKind::HereDoc)
+                                    .map(|r| &r.target),
+                            )
+                            .find_map(|w| self.word(w));
+                        if hit.is_none() {
+                            self.follow_cd(&cmd.words);
+                        }
+                        hit
+                    }
+                    Stage::Group(group) => group
+                        .redirects
+                        .iter()
+                        .find_map(|r| self.word(&r.target))
+                        .or_else(|| self.script(&group.body)),
+                };
+                if hit.is_some() {
+                    return hit;
+                }
+            }
+        }
+        None
+    }
+
+    fn follow_cd(&mut self, words: &[Word]) {
+        if let [cd, dir] = words {
+            if matches!(cd.text.as_str(), "cd" | "pushd") && !dir.expansion {
+                self.cwd = normalize(&self.cwd.join(&dir.text));
+            }
+        }
+    }
+
+    fn word(&mut self, word: &Word) -> Option<ProtectedTarget> {
+        for substitution in &word.substitutions {
+            if let Some(hit) = self.script(substitution) {
+                return Some(hit);
+            }
+        }
+        if word.text.is_empty() || (word.expansion && !word.glob) {
+            return None;
+        }
+        // `--file=PATH`, `of=PATH`, `-oPATH` carry a path after a prefix.
+        let mut candidates = vec![word.text.as_str()];
+        if let Some((_, after)) = word.text.split_once('=') {
+            candidates.push(after);
+        }
+        candidates.into_iter().find_map(|text| {
+            self.names_protected(text).map(|name| ProtectedTarget {
+                word: word.raw.clone(),
+                name,
+            })
+        })
+    }
+
+    /// The protected name `text` reaches as a path, lexically and through symlinks.
+    fn names_protected(&self, text: &str) -> Option<String> {
+        let path = normalize(&self.cwd.join(text));
+        let rel = path.strip_prefix(self.root).ok()?;
+        if let Some(first) = rel.components().next() {
+            let first = first.as_os_str().to_string_lossy();
+            if let Some(name) = MANDATE_NAMES
+                .iter()
+                .find(|n| first.eq_ignore_ascii_case(n) || glob_reaches(&first, n))
+            {
+                return Some((*name).to_string());
+            }
+        }
+        // A symlink in the existing part of the path may lead into a protected directory.
+        let mut existing = path.clone();
+        while !existing.exists() {
+            if !existing.pop() {
+                return None;
+            }
+        }
+        let real = existing.canonicalize().ok()?;
+        let root = self.root.canonicalize().ok()?;
+        let first = real.strip_prefix(&root).ok()?.components().next()?;
+        let first = first.as_os_str().to_string_lossy();
+        MANDATE_NAMES
+            .iter()
+            .find(|n| first.eq_ignore_ascii_case(n))
+            .map(|n| (*n).to_string())
+    }
+}
+
+/// Whether a path component written with glob characters can match `name` in bash, where a
+/// leading `.` is only matched by a literal `.`.
+fn glob_reaches(component: &str, name: &str) -> bool {
+    if !component.contains(['*', '?', '[']) || !component.starts_with('.') {
+        return false;
+    }
+    GlobBuilder::new(component)
+        .literal_separator(true)
+        .case_insensitive(true)
+        .build()
+        .is_ok_and(|g| g.compile_matcher().is_match(name))
+}
+
+/// `..` and `.` removed without touching the file system (symlinks are checked apart).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(line: &str) -> Option<String> {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("root");
+        std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::os::unix::fs::symlink(".orchestration", root.join("notes")).expect("link");
+        protected_target(line, &root, &root.join("src")).map(|t| t.name)
+    }
+
+    #[test]
+    fn finds_the_mandate_by_resolved_path_not_by_substring() {
+        for line in [
+            "sed -i s/a/b/ ../.orchestration/active_intents.yaml",
+            "rm ./../.orchestration/agent_trace.jsonl",
+            "cat x > ../x/../.orchestration/agent_trace.jsonl",
+            "rm -rf ../.orch*",
+            "rm -rf ../.orchestrat?on",
+            "rm ../.ORCHESTRATION/agent_trace.jsonl",
+            "truncate -s0 ../notes/agent_trace.jsonl",
+            "echo '!*' > ../.intentignore",
+            "dd of=../.intentignore if=/dev/null",
+            "cd .. && rm -rf .orchestration",
+            "cd ../.orchestration && rm agent_trace.jsonl",
+            "echo $(rm ../.orchestration/x)",
+            "for f in ../.orchestration/*; do rm $f; done",
+        ] {
+            assert!(hit(line).is_some(), "{line}");
+        }
+    }
+
+    #[test]
+    fn other_paths_are_not_the_mandate() {
+        for line in [
+            "cat ../docs/orchestration-notes.md",
+            "rm -rf ../*",
+            "ls ../.orchestration.md.bak/..",
+            "grep -r orchestration .",
+        ] {
+            assert_eq!(hit(line), None, "{line}");
+        }
+    }
+}

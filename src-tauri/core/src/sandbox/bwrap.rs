@@ -1,0 +1,116 @@
+//! bubblewrap, where it works: found on `PATH` and tried once (distributions that disable
+//! unprivileged user namespaces make it fail), then given the file system view of each
+//! command as mount arguments.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::CommandSandbox;
+
+/// The bubblewrap program if it can create the namespaces commands need here.
+pub(super) fn find_working() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let program = std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|p| p.is_file())?;
+    let works = Command::new(&program)
+        .args([
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--",
+            "/bin/sh",
+            "-c",
+            "exit 0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_clear()
+        .status()
+        .is_ok_and(|s| s.success());
+    works.then_some(program)
+}
+
+fn arg(list: &mut Vec<OsString>, words: &[&str]) {
+    list.extend(words.iter().map(OsString::from));
+}
+
+fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
+    list.push(how.into());
+    list.push(path.into());
+    list.push(path.into());
+}
+
+/// The arguments before `--` for one command: a read-only `/`, fresh `/dev`, `/proc`, `/tmp`
+/// and `/run` (sockets of the session and system buses), Mandate's own directories hidden, the workspace read-only with the writable paths
+/// bound read-write and the protected paths inside them read-only again.
+pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
+    let mut a = Vec::new();
+    arg(
+        &mut a,
+        &[
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--cap-drop",
+            "ALL",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+        ],
+    );
+    // `/run` holds the session and system buses and Docker's socket, through which a
+    // command could start programs outside the confinement; with the network granted only
+    // the resolver's directory comes back, so that names still resolve.
+    arg(&mut a, &["--tmpfs", "/run"]);
+    if !sandbox.network {
+        arg(&mut a, &["--unshare-net"]);
+    } else if Path::new("/run/systemd/resolve").is_dir() {
+        arg(
+            &mut a,
+            &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"],
+        );
+    }
+    for hidden in &sandbox.hidden {
+        if hidden.is_dir() && !sandbox.workspace.starts_with(hidden) {
+            a.push("--tmpfs".into());
+            a.push(hidden.into());
+        }
+    }
+    // After the tmpfs mounts, so a workspace under /tmp stays visible.
+    bind(&mut a, "--ro-bind", &sandbox.workspace);
+    bind(&mut a, "--bind", &sandbox.temp_dir);
+    for grant in &sandbox.writable {
+        bind(&mut a, "--bind", &grant.path);
+    }
+    let git = sandbox.workspace.join(".git");
+    if sandbox.write_git && git.is_dir() {
+        bind(&mut a, "--bind", &git);
+    }
+    for path in &sandbox.read_only_inside {
+        if path.exists() {
+            bind(&mut a, "--ro-bind", path);
+        }
+    }
+    a.push("--chdir".into());
+    a.push(sandbox.cwd.as_os_str().into());
+    a
+}

@@ -1,0 +1,279 @@
+//! What a command can touch, decided by the kernel, not by a parser.
+//!
+//! Every command the agent runs (safe-classified or approved) starts through
+//! [`ConfinedCommand::command`]: `bash --noprofile --norc -c LINE`, with
+//!
+//! - **Landlock** (applied in the child between fork and exec, the ruleset built before the
+//!   fork): read and execute everywhere; write only the [`CommandSandbox::writable`] paths (the
+//!   selected intent's directories and the build outputs), the private temporary directory,
+//!   and `/dev/null`-like devices; TCP `connect`/`bind` refused unless the network is granted
+//!   (ABI ≥ 4); no signals to, and no abstract sockets of, processes outside (ABI ≥ 6); Unix
+//!   sockets by path refused (ABI ≥ 9);
+//! - **bubblewrap** where it works (optional, [`Confinement::detect`]): the file system is a
+//!   read-only view of `/` with the writable paths bound read-write and the protected paths
+//!   inside them bound read-only again (what Landlock alone cannot say), a PID namespace (so
+//!   `/proc/$PPID` is not Mandate), a network namespace without interfaces unless the network
+//!   is granted, and `/run` and Mandate's own directories hidden. Landlock then filters the
+//!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
+//! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
+//!   session (no controlling terminal), descriptors above 2 closed, and, without bubblewrap
+//!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw),
+//!   io_uring, and below Landlock ABI 9 Unix sockets, which Landlock does not filter.
+//!
+//! Where the kernel offers none of it, [`Confinement::level`] is `None` and says so: the
+//! caller must then ask a person before every command.
+
+mod bwrap;
+pub mod env;
+mod landlock_rules;
+mod plan;
+mod run;
+mod scope;
+mod seccomp;
+mod spawn;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+pub use plan::SandboxRequest;
+pub(crate) use run::drive;
+pub use run::{run_confined, run_governed, CommandContext, CommandRun, GovernedRun};
+pub use scope::{scope_grants, Grant, GrantKind};
+pub use spawn::{bash, ConfinedCommand};
+
+/// How strongly commands are confined on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfinementLevel {
+    /// Landlock and bubblewrap.
+    LandlockAndBwrap,
+    /// Landlock without bubblewrap (see [`Confinement::gaps`]).
+    LandlockOnly,
+    /// Nothing: every command needs a person's approval.
+    None,
+}
+
+/// The confinement this machine offers, found once ([`Confinement::detect`]), shown in
+/// Settings and by the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Confinement {
+    pub level: ConfinementLevel,
+    /// The kernel's Landlock ABI version, when Landlock is enabled.
+    pub landlock_abi: Option<u32>,
+    /// The bubblewrap program, when it works here.
+    pub bwrap: Option<PathBuf>,
+    /// What this confinement does not stop, in the user's words (empty when complete).
+    pub gaps: Vec<String>,
+}
+
+impl Confinement {
+    /// Probes the kernel and bubblewrap once per process; later calls return the same value.
+    pub fn detect() -> Confinement {
+        static FOUND: OnceLock<Confinement> = OnceLock::new();
+        FOUND
+            .get_or_init(|| Confinement::from_parts(landlock_abi(), bwrap::find_working()))
+            .clone()
+    }
+
+    /// The confinement with the given parts (tests use it to run each level on purpose).
+    pub fn from_parts(landlock_abi: Option<u32>, bwrap: Option<PathBuf>) -> Confinement {
+        let level = match (landlock_abi, &bwrap) {
+            (Some(_), Some(_)) => ConfinementLevel::LandlockAndBwrap,
+            (Some(_), None) => ConfinementLevel::LandlockOnly,
+            (None, _) => ConfinementLevel::None,
+        };
+        let abi = landlock_abi.unwrap_or(0);
+        let mut gaps = Vec::new();
+        match level {
+            ConfinementLevel::None => gaps.push(
+                "the kernel offers no Landlock: commands are not confined, so each one needs approval"
+                    .to_string(),
+            ),
+            ConfinementLevel::LandlockOnly => {
+                gaps.push("protected paths inside a writable directory (a nested `.git/`, a path `.intentignore` lists) are found and reported after the command, not refused".into());
+                gaps.push("root-level files can only be changed in place, not created".into());
+                if abi < 9 {
+                    gaps.push("with the network granted, Unix sockets by path (the session bus, Docker) can be reached, and through them programs started outside the confinement".into());
+                }
+                gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
+                gaps.push("a process that leaves its session can outlive the command".into());
+                gaps.push("Mandate's settings and task history can be read (they hold no secrets)".into());
+            }
+            ConfinementLevel::LandlockAndBwrap => {
+                gaps.push("root-level files can only be changed in place, not created".into());
+            }
+        }
+        if level != ConfinementLevel::None && abi < 4 {
+            gaps.push(
+                "TCP is only refused through bubblewrap's network namespace (Landlock ABI < 4)"
+                    .into(),
+            );
+        }
+        if level != ConfinementLevel::None && abi < 6 {
+            gaps.push("signals to Mandate are not refused (Landlock ABI < 6)".into());
+        }
+        Confinement {
+            level,
+            landlock_abi,
+            bwrap,
+            gaps,
+        }
+    }
+
+    /// Whether commands run confined at all.
+    pub fn is_confined(&self) -> bool {
+        self.level != ConfinementLevel::None
+    }
+
+    /// One line for Settings and the runner: `landlock ABI 7 + bwrap`, `landlock ABI 7 only`,
+    /// `none`.
+    pub fn summary(&self) -> String {
+        match (self.level, self.landlock_abi) {
+            (ConfinementLevel::LandlockAndBwrap, Some(abi)) => {
+                format!("landlock ABI {abi} + bwrap")
+            }
+            (ConfinementLevel::LandlockOnly, Some(abi)) => format!("landlock ABI {abi} only"),
+            _ => "none".to_string(),
+        }
+    }
+}
+
+/// The kernel's Landlock ABI version, or `None` when Landlock is not enabled.
+pub fn landlock_abi() -> Option<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute, size 0 and the VERSION flag the call only returns a number.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).ok().filter(|v| *v > 0)
+}
+
+/// Everything one command may do: the policy value the caller builds for each command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSandbox {
+    /// The workspace root, canonical.
+    pub workspace: PathBuf,
+    /// Where the command starts (inside the workspace).
+    pub cwd: PathBuf,
+    /// Paths the command may write (directories with everything beneath, or single files),
+    /// each checked to be inside the workspace and not protected ([`CommandSandbox::new`]).
+    pub writable: Vec<Grant>,
+    /// Protected paths found inside writable directories (a nested `.git`, a path
+    /// `.intentignore` lists): bubblewrap binds them read-only again.
+    pub read_only_inside: Vec<PathBuf>,
+    /// The command's private temporary directory (`TMPDIR`), writable.
+    pub temp_dir: PathBuf,
+    /// Whether the command may reach the network.
+    pub network: bool,
+    /// Whether the command may write the workspace's `.git/` (an approved `git commit`).
+    pub write_git: bool,
+    /// Directories the command must not even read (Mandate's settings and task history);
+    /// hidden by bubblewrap, and never writable in any case.
+    pub hidden: Vec<PathBuf>,
+    /// The whole environment of the command (see [`env::command_environment`]).
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot prepare the confinement: `{path}`: {message}")]
+    Path { path: String, message: String },
+    #[error("cannot prepare the confinement: {0}")]
+    Landlock(String),
+    #[error("cannot start the command: {0}")]
+    Spawn(String),
+}
+
+impl CommandSandbox {
+    /// A sandbox for one command. `grants` are the writable paths (from [`scope_grants`] and
+    /// the build outputs); any that is outside `workspace`, protected, or reached through a
+    /// symlink is dropped here, whatever the caller passed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        workspace: &Path,
+        cwd: &Path,
+        grants: Vec<Grant>,
+        read_only_inside: Vec<PathBuf>,
+        temp_dir: &Path,
+        network: bool,
+        write_git: bool,
+        hidden: Vec<PathBuf>,
+        env: Vec<(String, String)>,
+    ) -> Result<CommandSandbox, SandboxError> {
+        let workspace = workspace.canonicalize().map_err(|e| SandboxError::Path {
+            path: workspace.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let temp_dir = temp_dir.canonicalize().map_err(|e| SandboxError::Path {
+            path: temp_dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let writable = grants
+            .into_iter()
+            .filter_map(|g| scope::checked_grant(&workspace, g))
+            .collect();
+        Ok(CommandSandbox {
+            cwd: cwd.to_path_buf(),
+            writable,
+            read_only_inside,
+            temp_dir,
+            network,
+            write_git,
+            hidden,
+            env,
+            workspace,
+        })
+    }
+}
+
+impl CommandSandbox {
+    /// The writable paths inside the workspace, relative to it (the granted `.git` too).
+    pub fn writable_within_workspace(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .writable
+            .iter()
+            .filter_map(|g| g.path.strip_prefix(&self.workspace).ok())
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .collect();
+        if self.write_git {
+            out.push(".git".into());
+        }
+        out
+    }
+
+    /// Whether the command could write `path` (absolute): it is inside a writable grant,
+    /// the temporary directory, or the granted `.git/`.
+    pub fn may_write(&self, path: &Path) -> bool {
+        let granted = self.writable.iter().any(|g| match g.kind {
+            GrantKind::Directory => path.starts_with(&g.path),
+            GrantKind::File => path == g.path,
+        });
+        granted
+            || path.starts_with(&self.temp_dir)
+            || (self.write_git && path.starts_with(self.workspace.join(".git")))
+    }
+}
+
+/// A private temporary directory for commands (mode 0700), removed when dropped. One per
+/// task is enough; tools keep caches there (`npm_config_cache`, `XDG_CACHE_HOME`).
+pub fn private_temp_dir() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("mandate-cmd-").tempdir()
+}
+
+/// Makes Mandate's own process undumpable, so that a process of the same user (a command
+/// without bubblewrap's PID namespace) cannot read `/proc/<Mandate>/environ` or its memory.
+/// Call it once at start-up. (Root is refused too, because commands run without
+/// capabilities.) Returns whether the kernel accepted it.
+pub fn protect_this_process() -> bool {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 }
+}

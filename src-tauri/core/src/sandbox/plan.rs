@@ -1,0 +1,136 @@
+//! From what Mandate knows before a command (the selected intent, `.intentignore`, the command
+//! policy, the snapshot taken for change detection, what the person granted) to the
+//! [`CommandSandbox`] of that command.
+
+use std::path::{Path, PathBuf};
+
+use super::{env, scope_grants, CommandSandbox, Grant, SandboxError};
+use crate::changes::{EntryKind, Snapshot};
+use crate::hooks::command_policy::ConfinementSettings;
+use crate::hooks::ignore_list::IntentIgnore;
+use crate::redact::Redactor;
+use crate::workspace::protected_reason;
+
+/// At most this many protected paths are re-bound read-only inside writable directories.
+const MAX_READ_ONLY_INSIDE: usize = 256;
+
+/// What a command's sandbox is made from.
+pub struct SandboxRequest<'a> {
+    /// The workspace root (canonical).
+    pub workspace: &'a Path,
+    /// Where the command starts (absolute, inside the workspace).
+    pub cwd: &'a Path,
+    /// The selected intent's globs (`owned_scope`); empty when no intent is selected.
+    pub owned_scope: &'a [String],
+    pub ignore: &'a IntentIgnore,
+    /// The command policy's confinement section (`CommandPolicy::confinement`).
+    pub settings: &'a ConfinementSettings,
+    /// The snapshot taken before this command for change detection: build-output
+    /// directories and protected paths inside writable ones are found in it.
+    pub before: &'a Snapshot,
+    /// The command's private temporary directory ([`super::private_temp_dir`]).
+    pub temp_dir: &'a Path,
+    /// Granted by the person on the approval card.
+    pub network: bool,
+    /// Granted by the person for a command whose rule needs it (`git commit`).
+    pub write_git: bool,
+    /// Mandate's settings and data directories (`AppDirs`): hidden from commands.
+    pub app_dirs: &'a [PathBuf],
+    /// Every secret Mandate holds, so that no variable holding one reaches the command.
+    pub redactor: &'a Redactor,
+}
+
+impl SandboxRequest<'_> {
+    /// The sandbox. Missing build-output directories whose marker file is at the root or in
+    /// the working directory (`target/` beside `Cargo.toml`) are created first, so that a
+    /// first build can write them.
+    pub fn build(&self) -> Result<CommandSandbox, SandboxError> {
+        let mut grants = scope_grants(self.workspace, self.owned_scope);
+        for dir in self.build_outputs() {
+            grants.push(Grant::directory(dir));
+        }
+        let read_only_inside = self.read_only_inside(&grants);
+        let env = env::command_environment(
+            std::env::vars(),
+            self.settings,
+            self.temp_dir,
+            self.network,
+            self.redactor,
+        );
+        CommandSandbox::new(
+            self.workspace,
+            self.cwd,
+            grants,
+            read_only_inside,
+            self.temp_dir,
+            self.network,
+            self.write_git,
+            self.app_dirs.to_vec(),
+            env,
+        )
+    }
+
+    fn allowed_here(&self, rel: &str) -> bool {
+        protected_reason(rel).is_none() && self.ignore.matched(rel).is_none()
+    }
+
+    fn build_outputs(&self) -> Vec<PathBuf> {
+        let names = self.settings.build_output_names();
+        let mut dirs: Vec<PathBuf> = self
+            .before
+            .directories_named(&names)
+            .into_iter()
+            .filter(|d| {
+                d.strip_prefix(self.workspace)
+                    .is_ok_and(|rel| self.allowed_here(&rel.to_string_lossy()))
+            })
+            .collect();
+        for place in [self.workspace, self.cwd] {
+            if !place.starts_with(self.workspace) {
+                continue;
+            }
+            for output in &self.settings.build_outputs {
+                let dir = place.join(&output.dir);
+                let wanted = output.when.iter().any(|m| place.join(m).is_file());
+                let rel = dir
+                    .strip_prefix(self.workspace)
+                    .map(|r| r.to_string_lossy().into_owned());
+                if wanted
+                    && !dir.exists()
+                    && rel.is_ok_and(|r| self.allowed_here(&r))
+                    && std::fs::create_dir(&dir).is_ok()
+                {
+                    dirs.push(dir);
+                }
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
+    /// Protected entries below the writable directories: nested repositories' `.git` and
+    /// paths `.intentignore` lists (the top-most of each).
+    fn read_only_inside(&self, grants: &[Grant]) -> Vec<PathBuf> {
+        let under: Vec<String> = grants
+            .iter()
+            .filter_map(|g| g.path.strip_prefix(self.workspace).ok())
+            .map(|rel| format!("{}/", rel.to_string_lossy()))
+            .collect();
+        let mut found = self.before.find(|rel, stamp| {
+            under.iter().any(|u| rel.starts_with(u.as_str()))
+                && stamp.kind != EntryKind::Symlink
+                && (protected_reason(rel).is_some() || self.ignore.matched(rel).is_some())
+        });
+        // Only the top-most: a bind of a directory covers what is inside it.
+        found.sort();
+        let mut top: Vec<PathBuf> = Vec::new();
+        for path in found {
+            if !top.iter().any(|t| path.starts_with(t)) {
+                top.push(path);
+            }
+        }
+        top.truncate(MAX_READ_ONLY_INSIDE);
+        top
+    }
+}

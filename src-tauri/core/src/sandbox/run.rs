@@ -1,0 +1,298 @@
+//! Running one command for the agent, from start to finish: the metadata snapshot before, the
+//! sandbox, the confined process (its own session, so a timeout or a stop kills everything it
+//! started; output streamed as it comes, redacted), the snapshot after, and the changes sorted
+//! and, where out of scope, undone. [`run_governed`] is the whole sequence; [`run_confined`]
+//! only runs a process in a sandbox the caller built.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{CommandSandbox, ConfinedCommand, Confinement, SandboxError, SandboxRequest};
+use crate::changes::{self, BeforeImages, ClassifiedChanges, RestoreOutcome, Snapshot};
+use crate::hooks::command_policy::{CommandNeeds, CommandPolicy};
+use crate::hooks::ignore_list::IntentIgnore;
+use crate::hooks::CommandAction;
+use crate::redact::Redactor;
+
+/// What came of a command.
+#[derive(Debug, Clone)]
+pub struct CommandRun {
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    /// Everything it printed (stdout and stderr interleaved), capped, secrets redacted.
+    pub output: String,
+    pub spawn_error: Option<String>,
+}
+
+const MAX_KEPT_OUTPUT: usize = 1024 * 1024;
+
+impl CommandRun {
+    fn not_started(error: String) -> CommandRun {
+        CommandRun {
+            exit_code: None,
+            timed_out: false,
+            cancelled: false,
+            output: String::new(),
+            spawn_error: Some(error),
+        }
+    }
+}
+
+/// Runs `line` in `sandbox` under `confinement`, in `bash --noprofile --norc -c`. Output
+/// reaches `on_output` and the result redacted of every secret `redactor` knows.
+pub async fn run_confined(
+    action: &CommandAction,
+    sandbox: &CommandSandbox,
+    confinement: &Confinement,
+    redactor: &Redactor,
+    cancel: &CancellationToken,
+    on_output: impl FnMut(&str),
+) -> CommandRun {
+    match ConfinedCommand::command(sandbox, confinement, &action.command) {
+        Ok(cmd) => drive(cmd.into(), action.timeout, cancel, on_output, redactor).await,
+        Err(e) => CommandRun::not_started(e.to_string()),
+    }
+}
+
+/// Spawns `cmd` (a new session: its pid is its process group) and collects its output until
+/// it ends, times out or is cancelled; then the whole group is killed.
+pub(crate) async fn drive(
+    mut cmd: tokio::process::Command,
+    timeout: Duration,
+    cancel: &CancellationToken,
+    mut on_output: impl FnMut(&str),
+    redactor: &Redactor,
+) -> CommandRun {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return CommandRun::not_started(format!("could not start bash: {e}")),
+    };
+    let pgid = child.id().map(|p| p as i32);
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let (mut out_clean, mut err_clean) = (redactor.stream(), redactor.stream());
+    let mut output = String::new();
+    let (mut out_buf, mut err_buf) = (vec![0u8; 8192], vec![0u8; 8192]);
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let (mut timed_out, mut cancelled) = (false, false);
+    let mut keep = |text: String, output: &mut String| {
+        if text.is_empty() {
+            return;
+        }
+        on_output(&text);
+        if output.len() < MAX_KEPT_OUTPUT {
+            output.push_str(&text);
+        }
+    };
+    while stdout.is_some() || stderr.is_some() {
+        tokio::select! {
+            n = read_some(&mut stdout, &mut out_buf) => match n {
+                Some(n) => keep(out_clean.push(&out_buf[..n]), &mut output),
+                None => stdout = None,
+            },
+            n = read_some(&mut stderr, &mut err_buf) => match n {
+                Some(n) => keep(err_clean.push(&err_buf[..n]), &mut output),
+                None => stderr = None,
+            },
+            _ = &mut deadline => { timed_out = true; break; }
+            _ = cancel.cancelled() => { cancelled = true; break; }
+        }
+    }
+    keep(out_clean.finish(), &mut output);
+    keep(err_clean.finish(), &mut output);
+    if timed_out || cancelled {
+        kill_group(pgid);
+    }
+    let status = tokio::select! {
+        s = child.wait() => s.ok(),
+        _ = tokio::time::sleep(Duration::from_secs(5)) => { kill_group(pgid); child.wait().await.ok() }
+    };
+    // Children that outlive the shell (`sleep 100 &`) would keep running; end the group.
+    kill_group(pgid);
+    CommandRun {
+        exit_code: status.and_then(|s| s.code()),
+        timed_out,
+        cancelled,
+        output,
+        spawn_error: None,
+    }
+}
+
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    match reader {
+        Some(r) => match r.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal; a group that is already gone makes it fail harmlessly.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Everything a governed command needs besides its line.
+pub struct CommandContext<'a> {
+    /// The workspace root (canonical).
+    pub workspace: &'a Path,
+    /// The selected intent's `owned_scope` globs (empty: no intent, nothing writable).
+    pub owned_scope: &'a [String],
+    /// Whether the selected intent owns a path (`Intent::owns`; `|_| false` without one).
+    pub owns: &'a (dyn Fn(&str) -> bool + Sync),
+    pub ignore: &'a IntentIgnore,
+    pub policy: &'a CommandPolicy,
+    /// [`Confinement::detect`], or a weaker one on purpose.
+    pub confinement: &'a Confinement,
+    /// The task's private temporary directory ([`super::private_temp_dir`]).
+    pub temp_dir: &'a Path,
+    /// What the person granted on the approval card (the network, writing `.git/`); nothing
+    /// for a command that ran without approval.
+    pub granted: CommandNeeds,
+    /// Mandate's settings and data directories, hidden from commands.
+    pub app_dirs: &'a [PathBuf],
+    /// Every secret Mandate holds ([`Redactor::global`]).
+    pub redactor: &'a Redactor,
+}
+
+/// What came of a governed command.
+#[derive(Debug)]
+pub struct GovernedRun {
+    pub run: CommandRun,
+    /// Every change in the workspace, sorted: in scope (record them in the ledger with their
+    /// diffs), permitted (build output; approved `.git/` writes), out of scope.
+    pub changes: ClassifiedChanges,
+    /// For each out-of-scope change: how it was undone, or why it could not be.
+    pub restored: Vec<RestoreOutcome>,
+    /// Directories change detection could not read (say so; never assume nothing changed).
+    pub unreadable: Vec<String>,
+    /// The snapshot after the command (its hashes make the next diff finer); under
+    /// bubblewrap it holds only the writable paths, the rest could not change.
+    pub after: Snapshot,
+}
+
+/// Runs one command from snapshot to restore (see the module's documentation). Errors only
+/// when the sandbox cannot be prepared; the command then did not run.
+pub async fn run_governed(
+    action: &CommandAction,
+    cx: &CommandContext<'_>,
+    cancel: &CancellationToken,
+    on_output: impl FnMut(&str),
+) -> Result<GovernedRun, SandboxError> {
+    let root = cx.workspace.to_path_buf();
+    let before = blocking(move || Snapshot::take(&root)).await?;
+    let sandbox = SandboxRequest {
+        workspace: cx.workspace,
+        cwd: &action.cwd.abs,
+        owned_scope: cx.owned_scope,
+        ignore: cx.ignore,
+        settings: cx.policy.confinement(),
+        before: &before,
+        temp_dir: cx.temp_dir,
+        network: cx.granted.network,
+        write_git: cx.granted.write_git,
+        app_dirs: cx.app_dirs,
+        redactor: cx.redactor,
+    }
+    .build()?;
+    // The earlier state of what a command could change out of scope: protected files when
+    // confinement is partial or absent, and clean tracked files, since writable directories
+    // are wider than the intent's globs.
+    let protected_copies = cx.confinement.level != super::ConfinementLevel::LandlockAndBwrap;
+    let (before, images) = blocking(move || {
+        let images = BeforeImages::capture_with(&before, protected_copies);
+        (before, images)
+    })
+    .await?;
+    let run = run_confined(
+        action,
+        &sandbox,
+        cx.confinement,
+        cx.redactor,
+        cancel,
+        on_output,
+    )
+    .await;
+    let root = cx.workspace.to_path_buf();
+    // Under bubblewrap everything outside the writable paths is a read-only mount: only they
+    // can have changed. Otherwise (Landlock does not cover chmod and utime) read it all.
+    let within = (cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap)
+        .then(|| sandbox.writable_within_workspace());
+    let (before, after, changes) = blocking(move || {
+        let mut after = match &within {
+            Some(dirs) => Snapshot::take_within(&root, dirs),
+            None => Snapshot::take(&root),
+        };
+        let changes = match &within {
+            Some(dirs) => changes::diff_within(&before, &mut after, dirs),
+            None => changes::diff(&before, &mut after),
+        };
+        (before, after, changes)
+    })
+    .await?;
+    let build_outputs = cx.policy.confinement().build_output_names();
+    let changes = changes::classify(
+        changes,
+        cx.owns,
+        cx.ignore,
+        &build_outputs,
+        cx.granted.write_git,
+    );
+    let out_of_scope: Vec<changes::Change> = changes
+        .out_of_scope
+        .iter()
+        .map(|(c, _)| c.clone())
+        .collect();
+    let root = cx.workspace.to_path_buf();
+    // Outside the writable directories the kernel kept the content as it was.
+    let content_fixed: std::collections::HashSet<String> = out_of_scope
+        .iter()
+        .filter(|c| cx.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
+        .map(|c| c.path.clone())
+        .collect();
+    let restored = if out_of_scope.is_empty() {
+        Vec::new()
+    } else {
+        blocking(move || {
+            changes::restore(&root, &out_of_scope, &images, &|p| {
+                content_fixed.contains(p)
+            })
+        })
+        .await?
+    };
+    let mut unreadable = before.unreadable().to_vec();
+    unreadable.extend(after.unreadable().iter().cloned());
+    Ok(GovernedRun {
+        run,
+        changes,
+        restored,
+        unreadable,
+        after,
+    })
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, SandboxError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| SandboxError::Spawn(format!("change detection failed: {e}")))
+}

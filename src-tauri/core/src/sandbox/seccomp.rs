@@ -1,0 +1,93 @@
+//! A small seccomp filter for commands without network when bubblewrap (and its empty network
+//! namespace) is not there: Landlock filters TCP only, so Internet sockets of any other type
+//! (UDP: DNS and `/dev/udp/…`; raw) are refused at `socket(2)`, and so is io_uring, which
+//! could create sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the fork; installed in the
+//! child with one `prctl`.
+
+/// The filter program, or `None` on an architecture this code does not know (the caller then
+/// reports the gap instead of guessing system-call numbers). With `block_unix`, Unix sockets
+/// are refused at creation too: below Landlock ABI 9 nothing else keeps a command from
+/// connecting by path to the session bus (which can start programs outside the confinement)
+/// or to Docker's socket. `socketpair` stays allowed: it reaches no one.
+pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    // Offsets in `struct seccomp_data`: nr, arch, then args (low 32 bits on little-endian).
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    const ARG0: u32 = 16;
+    const ARG1: u32 = 24;
+    let (arch, x32_bit): (u32, u32) = if cfg!(all(target_arch = "x86_64", target_endian = "little"))
+    {
+        (0xC000_003E, 0x4000_0000)
+    } else if cfg!(all(target_arch = "aarch64", target_endian = "little")) {
+        // No second ABI here: the "x32" check compares against an impossible number.
+        (0xC000_00B7, u32::MAX)
+    } else {
+        return None;
+    };
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let socket = u32::try_from(libc::SYS_socket).ok()?;
+    let io_uring = u32::try_from(libc::SYS_io_uring_setup).ok()?;
+    let (inet, inet6, packet) = (
+        libc::AF_INET as u32,
+        libc::AF_INET6 as u32,
+        libc::AF_PACKET as u32,
+    );
+    // A family that never matches when Unix sockets stay allowed.
+    let unix = if block_unix {
+        libc::AF_UNIX as u32
+    } else {
+        u32::MAX
+    };
+    Some(vec![
+        /* 0 */ op(LD_W_ABS, 0, 0, ARCH),
+        /* 1 */ op(JEQ, 1, 0, arch),
+        /* 2 */ op(RET, 0, 0, ERRNO | libc::EPERM as u32),
+        /* 3 */ op(LD_W_ABS, 0, 0, NR),
+        /* 4 */ op(JGE, 0, 1, x32_bit),
+        /* 5 */ op(RET, 0, 0, ERRNO | libc::EPERM as u32),
+        /* 6 */ op(JEQ, 0, 1, io_uring),
+        /* 7 */ op(RET, 0, 0, ERRNO | libc::ENOSYS as u32),
+        /* 8 */ op(JEQ, 1, 0, socket),
+        /* 9 */ op(RET, 0, 0, ALLOW),
+        /* 10 */ op(LD_W_ABS, 0, 0, ARG0),
+        /* 11 */ op(JEQ, 4, 0, inet),
+        /* 12 */ op(JEQ, 3, 0, inet6),
+        /* 13 */ op(JEQ, 5, 0, packet),
+        /* 14 */ op(JEQ, 4, 0, unix),
+        /* 15 */ op(RET, 0, 0, ALLOW),
+        /* 16 */ op(LD_W_ABS, 0, 0, ARG1),
+        /* 17 */ op(AND, 0, 0, 0xf),
+        /* 18 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
+        /* 19 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
+        /* 20 */ op(RET, 0, 0, ALLOW),
+    ])
+}
+
+/// Installs `filter` on the calling thread. Only system calls: safe between fork and exec.
+/// `no_new_privs` must already be set.
+pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
+    let program = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `program` points at `filter`, which outlives the call; the kernel copies it.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+            &program as *const libc::sock_fprog as libc::c_ulong,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,189 @@
+//! Building the process for one command: `bash --noprofile --norc -c LINE` under the
+//! confinement this machine offers. Everything that allocates or opens files happens here, in
+//! the parent; the code that runs between fork and exec only makes system calls.
+
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::Command;
+
+use super::landlock_rules::{self, Restrict};
+use super::{bwrap, seccomp, CommandSandbox, Confinement, ConfinementLevel, SandboxError};
+
+/// The one shell commands run in: the shell the command policy parses.
+pub fn bash() -> &'static str {
+    if Path::new("/bin/bash").is_file() {
+        "/bin/bash"
+    } else if Path::new("/usr/bin/bash").is_file() {
+        "/usr/bin/bash"
+    } else {
+        "bash"
+    }
+}
+
+/// A command line, ready to spawn under a [`CommandSandbox`].
+pub struct ConfinedCommand;
+
+impl ConfinedCommand {
+    /// The process for `line`: its environment, working directory and confinement are set;
+    /// stdio, `kill_on_drop` and the like are the caller's. The child starts a new session
+    /// (its pid is its process group: kill that group to stop everything it started).
+    pub fn command(
+        sandbox: &CommandSandbox,
+        confinement: &Confinement,
+        line: &str,
+    ) -> Result<Command, SandboxError> {
+        let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
+        let mut cmd = match (&confinement.bwrap, with_bwrap) {
+            (Some(program), true) => {
+                let mut cmd = Command::new(program);
+                cmd.args(bwrap::arguments(sandbox))
+                    .arg("--")
+                    .arg(bash())
+                    .args(["--noprofile", "--norc", "-c", line]);
+                cmd
+            }
+            _ => {
+                let mut cmd = Command::new(bash());
+                cmd.args(["--noprofile", "--norc", "-c", line])
+                    .current_dir(&sandbox.cwd);
+                cmd
+            }
+        };
+        cmd.env_clear()
+            .envs(sandbox.env.iter().map(|(k, v)| (k, v)));
+        let landlock = match confinement.level {
+            ConfinementLevel::None => None,
+            ConfinementLevel::LandlockOnly => landlock_rules::prepare(
+                sandbox,
+                Restrict {
+                    filesystem: true,
+                    tcp: !sandbox.network,
+                },
+            )?,
+            // bubblewrap's mounts would be refused under Landlock file rules, and its empty
+            // network namespace already has no TCP: Landlock scopes signals and sockets.
+            ConfinementLevel::LandlockAndBwrap => landlock_rules::prepare(
+                sandbox,
+                Restrict {
+                    filesystem: false,
+                    tcp: false,
+                },
+            )?,
+        };
+        let filter = match confinement.level {
+            ConfinementLevel::LandlockOnly if !sandbox.network => {
+                seccomp::no_network_filter(confinement.landlock_abi.unwrap_or(0) < 9)
+            }
+            _ => None,
+        };
+        // bubblewrap needs its capabilities to build the namespaces; it drops them for the
+        // command itself (`--cap-drop ALL`).
+        let drop_capabilities = !with_bwrap;
+        let child = ChildSetup {
+            landlock,
+            filter,
+            drop_capabilities,
+        };
+        // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
+        // prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || child.apply());
+        }
+        Ok(cmd)
+    }
+}
+
+/// What the child does between fork and exec.
+struct ChildSetup {
+    landlock: Option<OwnedFd>,
+    filter: Option<Vec<libc::sock_filter>>,
+    drop_capabilities: bool,
+}
+
+fn check(rc: libc::c_long) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+impl ChildSetup {
+    fn apply(&self) -> std::io::Result<()> {
+        // SAFETY (whole block): plain system calls with integer arguments or pointers to data
+        // owned by `self`, valid for the call.
+        unsafe {
+            // A new session: no controlling terminal to type into, one group to kill.
+            check(libc::setsid() as libc::c_long)?;
+            // Descriptors Mandate holds must not leak into the command.
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            if self.drop_capabilities {
+                drop_all_capabilities()?;
+            }
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+            if let Some(filter) = &self.filter {
+                seccomp::install(filter)?;
+            }
+            if let Some(ruleset) = &self.landlock {
+                check(libc::syscall(
+                    libc::SYS_landlock_restrict_self,
+                    ruleset.as_raw_fd(),
+                    0u32,
+                ))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Empties the bounding, ambient, effective, permitted and inheritable sets, so a command
+/// started by root gets no privilege back at exec (it could otherwise read any process's
+/// environment). Unprivileged processes have nothing to drop; their errors are ignored.
+unsafe fn drop_all_capabilities() -> std::io::Result<()> {
+    const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+    // SAFETY: prctl and capset with integer arguments and stack data valid for the calls.
+    unsafe {
+        for cap in 0..64 {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        let header = Header {
+            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+            pid: 0,
+        };
+        let data = [
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+        ];
+        check(libc::syscall(
+            libc::SYS_capset,
+            &header as *const Header,
+            data.as_ptr(),
+        ))
+    }
+}
