@@ -72,11 +72,21 @@ output: string, };
 
 export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, };
 
-export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, } | { "kind": "continue", reason: string, } | { "kind": "scope_expansion", intent_id: string, owned_scope: Array<string>, globs: Array<string>, reason: string, 
+export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, 
+/**
+ * What the command policy says it needs beyond the confinement (pre-ticked on the card).
+ */
+needs: CommandGrants, 
+/**
+ * Whether it will run confined by the kernel (false: nothing stops it but this card).
+ */
+confined: boolean, } | { "kind": "continue", reason: string, } | { "kind": "scope_expansion", intent_id: string, owned_scope: Array<string>, globs: Array<string>, reason: string, 
 /**
  * Which workspace files each requested glob matches now.
  */
 preview: Array<GlobPreview>, } | { "kind": "new_intent", intent: IntentDraft, reason: string, };
+
+export type CommandGrants = { network: boolean, write_git: boolean, };
 
 export type DiffHunk = { index: number, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLine>, };
 
@@ -86,7 +96,11 @@ export type DiffLine = {
  */
 tag: string, text: string, };
 
-export type ApprovalDecision = { "decision": "approve", rejected_hunks: Array<number>, edited_content: string | null, } | { "decision": "reject", reason: string, } | { "decision": "always_allow" };
+export type ApprovalDecision = { "decision": "approve", rejected_hunks: Array<number>, edited_content: string | null, 
+/**
+ * Commands: what the person allows it beyond the confinement (none when absent).
+ */
+grant?: CommandGrants, } | { "decision": "reject", reason: string, } | { "decision": "always_allow" };
 
 export type IntentStatus = "NOT_STARTED" | "IN_PROGRESS" | "DONE" | "BLOCKED";
 

@@ -487,6 +487,10 @@ pub enum ApprovalDetail {
         cwd: String,
         destructive: bool,
         reasons: Vec<String>,
+        /// What the command policy says it needs beyond the confinement (pre-ticked on the card).
+        needs: CommandGrants,
+        /// Whether it will run confined by the kernel (false: nothing stops it but this card).
+        confined: bool,
     },
     /// The agent repeated itself or kept failing; go on?
     Continue { reason: String },
@@ -503,6 +507,14 @@ pub enum ApprovalDetail {
     /// The agent proposes a new intent for planned work; approving may edit its owned scope (one
     /// glob per line in `edited_content`).
     NewIntent { intent: IntentDraft, reason: String },
+}
+
+/// Rights a command may be given beyond its confinement: the network, writing `.git/`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CommandGrants {
+    pub network: bool,
+    pub write_git: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -529,6 +541,10 @@ pub enum ApprovalDecision {
     Approve {
         rejected_hunks: Vec<u32>,
         edited_content: Option<String>,
+        /// Commands: what the person allows it beyond the confinement (none when absent).
+        #[serde(default)]
+        #[ts(optional)]
+        grant: Option<CommandGrants>,
     },
     Reject {
         reason: String,
@@ -827,6 +843,7 @@ pub fn typescript_declarations() -> String {
         ToolCallView::decl(&cfg),
         ApprovalRequest::decl(&cfg),
         ApprovalDetail::decl(&cfg),
+        CommandGrants::decl(&cfg),
         DiffHunk::decl(&cfg),
         DiffLine::decl(&cfg),
         ApprovalDecision::decl(&cfg),

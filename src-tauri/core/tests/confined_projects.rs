@@ -105,6 +105,7 @@ impl Project {
             command: line.to_string(),
             cwd: ws.resolve(".").expect("root"),
             timeout: Duration::from_secs(600),
+            granted: Default::default(),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

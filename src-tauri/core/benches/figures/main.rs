@@ -155,6 +155,7 @@ fn prehook(root: &Path) -> Vec<Row> {
                         command: cmd.to_string(),
                         cwd: root_path.clone(),
                         timeout: Duration::from_secs(1),
+                        granted: Default::default(),
                     }),
                 )
             } else {
@@ -184,6 +185,7 @@ fn prehook(root: &Path) -> Vec<Row> {
                 approval,
                 policy: &policy,
                 ignore: &ignore,
+                confined: true,
             };
             let decision = engine.pre(&cx, kind, &action);
             times.push(t.elapsed());
@@ -296,7 +298,10 @@ fn governed_write(root: &Path) -> Vec<Row> {
         .expect("runtime");
     let gov = Arc::new(Governance::new(
         Workspace::new(&dir).expect("ws"),
-        &dir.join(".data"),
+        &mandate_core::settings::AppDirs {
+            config: dir.join(".config"),
+            data: dir.join(".data"),
+        },
     ));
     let store = Arc::new(TaskStore::new(&dir.join(".data"), gov.root()));
     let env = AgentEnv {

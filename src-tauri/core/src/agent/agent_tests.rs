@@ -89,7 +89,10 @@ fn fixture(decision: ApprovalDecision) -> Fixture {
     .expect("intents");
     let gov = Arc::new(Governance::new(
         Workspace::new(&root).expect("ws"),
-        &tmp.path().join("data"),
+        &crate::settings::AppDirs {
+            config: tmp.path().join("config"),
+            data: tmp.path().join("data"),
+        },
     ));
     let store = Arc::new(TaskStore::new(&tmp.path().join("data"), gov.root()));
     let person = Arc::new(Person {
@@ -136,6 +139,7 @@ async fn a_scope_expansion_is_shown_with_its_matches_and_the_persons_edit_is_wha
     let f = fixture(ApprovalDecision::Approve {
         rejected_hunks: vec![],
         edited_content: Some("src/db/pool.rs\n".into()),
+        grant: None,
     });
     let result = call(
         &f,

@@ -4,12 +4,13 @@
 use tokio_util::sync::CancellationToken;
 
 use super::orchestrator::Card;
-use crate::hooks::command_policy::CommandClass;
+use crate::hooks::command_policy::{CommandClass, CommandNeeds};
 use crate::hooks::{Action, AskReason, Denial, DenialCode, IntentChange, TaskGovernance};
 use crate::orchestration::intents::IntentsSnapshot;
 use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord};
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, TaskStatus, ToolCallStatus,
+    ApprovalDecision, ApprovalDetail, ApprovalRequest, CommandGrants, Event, TaskStatus,
+    ToolCallStatus,
 };
 
 /// The record of an action no one needed to approve.
@@ -33,6 +34,7 @@ fn detail(
     action: &Action,
     intents: &IntentsSnapshot,
     root: &std::path::Path,
+    confined: bool,
 ) -> Option<ApprovalDetail> {
     Some(match (reason, action) {
         (
@@ -76,6 +78,11 @@ fn detail(
             cwd: cmd.cwd.display().to_string(),
             destructive: class.class == CommandClass::Destructive,
             reasons: class.reasons.clone(),
+            needs: CommandGrants {
+                network: class.needs.network,
+                write_git: class.needs.write_git,
+            },
+            confined,
         },
         _ => return None,
     })
@@ -91,7 +98,8 @@ pub(super) async fn ask(
     cancel: &CancellationToken,
 ) -> Result<ApprovalRecord, Denial> {
     let root = card.env.gov.root().to_path_buf();
-    let Some(detail) = detail(&reason, action, intents, &root) else {
+    let confined = card.env.gov.confinement.is_confined();
+    let Some(detail) = detail(&reason, action, intents, &root, confined) else {
         return Err(Denial::new(
             DenialCode::HookFailure,
             "an approval was requested for an action that cannot be approved",
@@ -164,9 +172,30 @@ fn apply(
         ApprovalDecision::Approve {
             rejected_hunks,
             edited_content,
+            grant,
         } => {
             if let Action::Intents(change) = action {
                 return edit_intent_change(change, edited_content, by);
+            }
+            if let Action::Command(cmd) = action {
+                // Only what the person ticked on the card; never more than that.
+                let grant = grant.unwrap_or_default();
+                cmd.granted = CommandNeeds {
+                    network: grant.network,
+                    write_git: grant.write_git,
+                };
+                let mut granted = Vec::new();
+                if grant.network {
+                    granted.push("the network");
+                }
+                if grant.write_git {
+                    granted.push("writing .git/");
+                }
+                let outcome = match granted.is_empty() {
+                    true => "approved".to_string(),
+                    false => format!("approved with {}", granted.join(" and ")),
+                };
+                return (Ok(record(by, Vec::new(), Vec::new(), false)), outcome);
             }
             let Action::Write(w) = action else {
                 return (

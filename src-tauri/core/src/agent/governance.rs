@@ -2,12 +2,12 @@
 //! list (reloaded when their files change), the hook engine, and the journal that every governed
 //! write goes through. Opening it first finishes what an interrupted writer left.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use crate::checkpoint::CheckpointStore;
+use crate::checkpoint::{CheckpointStore, ScopeCache};
 use crate::hooks::command_policy::{CommandPolicy, PolicyError};
 use crate::hooks::ignore_list::{IgnoreError, IntentIgnore, INTENTIGNORE_FILE};
 use crate::hooks::HookEngine;
@@ -15,6 +15,8 @@ use crate::journal::{Journal, Recovered};
 use crate::orchestration::intent_map;
 use crate::orchestration::intents::IntentStore;
 use crate::orchestration::ledger::Ledger;
+use crate::sandbox::Confinement;
+use crate::settings::AppDirs;
 use crate::workspace::Workspace;
 
 /// Why a file the hooks depend on cannot be used now.
@@ -73,6 +75,12 @@ pub struct Governance {
     map_dirty: AtomicBool,
     /// What opening the workspace recovered from interrupted writes (said once to the user).
     pub recovered: Vec<Recovered>,
+    /// How commands are confined on this machine (found once).
+    pub confinement: Confinement,
+    /// Mandate's own directories, which commands may neither read for secrets nor write.
+    pub app_dirs: Vec<PathBuf>,
+    /// The owned files' stat cache for the images kept before each command.
+    pub scope_cache: ScopeCache,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -81,15 +89,18 @@ fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
 }
 
 impl Governance {
-    /// Opens a workspace; `data_dir` holds this user's checkpoints. Interrupted writes are
+    /// Opens a workspace; `dirs.data` holds this user's checkpoints. Interrupted writes are
     /// finished or rolled back first (see `journal`).
-    pub fn new(workspace: Workspace, data_dir: &Path) -> Self {
+    pub fn new(workspace: Workspace, dirs: &AppDirs) -> Self {
         let root = workspace.root().to_path_buf();
         let ledger = Arc::new(Ledger::new(&root));
         let recovered = crate::journal::recover(&root, &ledger);
         Self {
             intents: IntentStore::new(&root),
-            journal: Journal::new(&root, Arc::new(CheckpointStore::new(data_dir, &root))),
+            journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
+            confinement: Confinement::detect(),
+            app_dirs: vec![dirs.config.clone(), dirs.data.clone()],
+            scope_cache: ScopeCache::default(),
             ledger,
             hooks: HookEngine::standard(),
             policy: Reloading::new(),

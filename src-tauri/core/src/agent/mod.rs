@@ -8,7 +8,6 @@
 
 mod approval;
 mod budget;
-pub mod command;
 mod env;
 mod governance;
 mod orchestrator;

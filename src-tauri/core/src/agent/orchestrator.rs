@@ -192,6 +192,7 @@ fn pre_hooks(
         approval,
         policy: &policy,
         ignore: &ignore,
+        confined: gov.confinement.is_confined(),
     };
     gov.hooks.pre(&cx, kind, action)
 }

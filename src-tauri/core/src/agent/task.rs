@@ -57,6 +57,8 @@ pub struct TaskHandle {
     store: Arc<TaskStore>,
     cancel: Mutex<CancellationToken>,
     running: AtomicBool,
+    /// The task's private temporary directory for commands, made on first use, removed with it.
+    temp_dir: Mutex<Option<tempfile::TempDir>>,
 }
 
 impl TaskHandle {
@@ -67,6 +69,7 @@ impl TaskHandle {
             store,
             cancel: Mutex::new(CancellationToken::new()),
             running: AtomicBool::new(false),
+            temp_dir: Mutex::new(None),
         })
     }
 
@@ -340,6 +343,18 @@ impl TaskHandle {
             .await;
         self.set_status(sink, TaskStatus::Running);
         answer
+    }
+
+    /// The task's private temporary directory for commands (made on first use).
+    pub fn temp_dir(&self) -> std::io::Result<std::path::PathBuf> {
+        let mut dir = self.temp_dir.lock().unwrap_or_else(|p| p.into_inner());
+        if dir.is_none() {
+            *dir = Some(crate::sandbox::private_temp_dir()?);
+        }
+        Ok(dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default())
     }
 
     pub fn is_running(&self) -> bool {

@@ -63,6 +63,15 @@ pub enum ProviderArg {
     Anthropic,
 }
 
+/// A right an approved command may be given beyond its confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GrantArg {
+    /// Reach the network.
+    Network,
+    /// Write the repository's `.git/` (e.g. `git commit`).
+    Git,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApproveArg {
     Deny,
@@ -99,6 +108,10 @@ pub struct RunArgs {
     /// Ask before commands the policy classifies as safe, too.
     #[arg(long)]
     pub ask_safe_commands: bool,
+    /// With `--approve allow`: what approved commands may do beyond their confinement
+    /// (repeatable: `--grant network --grant git`). Without it they get neither.
+    #[arg(long, value_enum)]
+    pub grant: Vec<GrantArg>,
     /// Stop (exit 1) when the task has cost this many US dollars (as the provider reports it,
     /// or estimated from the model's price).
     #[arg(long, value_name = "USD")]

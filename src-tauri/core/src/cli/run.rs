@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ApproveArg, ProviderArg, RunArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{ApproveArg, GrantArg, ProviderArg, RunArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::agent::{
     run_task, AgentEnv, EventSink, Governance, Interaction, TaskEnd, TaskHandle, TaskStore,
 };
@@ -103,6 +103,8 @@ fn strip_tags(html: &str) -> String {
 /// `--approve` in place of a person.
 struct FlagInteraction {
     approve: ApproveArg,
+    /// What approved commands may do beyond their confinement (`--grant`).
+    grant: crate::protocol::CommandGrants,
     sink: Arc<dyn EventSink>,
 }
 
@@ -129,7 +131,13 @@ impl Interaction for FlagInteraction {
             };
         }
         match self.approve {
-            ApproveArg::Allow => ApprovalDecision::Approve { rejected_hunks: Vec::new(), edited_content: None },
+            // `--approve allow` approves the action, not more rights for it: a command still
+            // gets no network and no `.git/` unless `--grant` says so.
+            ApproveArg::Allow => ApprovalDecision::Approve {
+                rejected_hunks: Vec::new(),
+                edited_content: None,
+                grant: Some(self.grant),
+            },
             ApproveArg::Deny => ApprovalDecision::Reject {
                 reason: "this unattended run was started with --approve deny, so every action that needs approval is refused".into(),
             },
@@ -188,7 +196,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         None => key_from_keyring_or_env(kind).await,
     };
     let dirs = AppDirs::from_env();
-    let mut gov = Governance::new(workspace, &dirs.data);
+    let mut gov = Governance::new(workspace, &dirs);
     if let Some(var) = &args.api_key_env {
         gov.scrubbed_env.push(var.clone());
     }
@@ -214,6 +222,10 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         sink: sink.clone(),
         interaction: Arc::new(FlagInteraction {
             approve: args.approve,
+            grant: crate::protocol::CommandGrants {
+                network: args.grant.contains(&GrantArg::Network),
+                write_git: args.grant.contains(&GrantArg::Git),
+            },
             sink: sink.clone(),
         }),
         store: store.clone(),

@@ -68,7 +68,7 @@ pub async fn undo(root: &Path, args: UndoArgs) -> i32 {
         }
     };
     let dirs = AppDirs::from_env();
-    let gov = Governance::new(workspace, &dirs.data);
+    let gov = Governance::new(workspace, &dirs);
     let store = TaskStore::new(&dirs.data, gov.root());
     let resolved = match grain.resolve(&store) {
         Ok(r) => r,

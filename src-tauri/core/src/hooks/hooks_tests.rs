@@ -67,6 +67,7 @@ fn command(f: &Fixture, cmd: &str) -> Action {
         command: cmd.into(),
         cwd: f.ws.resolve(".").expect("root"),
         timeout: Duration::from_secs(5),
+        granted: Default::default(),
     })
 }
 
@@ -84,6 +85,7 @@ fn decide(
         approval,
         policy: &f.policy,
         ignore: &f.ignore,
+        confined: true,
     };
     HookEngine::standard().pre(&cx, kind, action)
 }
@@ -332,6 +334,7 @@ fn hooks_fail_closed_for_mutations_only() {
             approval: NO_ASK,
             policy: &f.policy,
             ignore: &f.ignore,
+            confined: true,
         };
         let Decision::Deny(d) = engine.pre(&cx, ToolKind::Mutate, &a) else {
             panic!("mode {mode} must deny")

@@ -22,7 +22,7 @@ use serde::Serialize;
 pub use gate::{broken_intents_file, IntentGate};
 pub use post::{
     CommandOutcome, Consequence, IntentMapHook, IntentStatusHook, LessonHook, PostContext,
-    PostEffect, PostHook, TraceHook,
+    PostEffect, PostHook,
 };
 pub use scope::ScopeGuard;
 pub use stale::StaleGuard;
@@ -135,6 +135,8 @@ pub struct CommandAction {
     pub command: String,
     pub cwd: ResolvedPath,
     pub timeout: Duration,
+    /// What the person granted on the approval card; nothing for a command no one approved.
+    pub granted: command_policy::CommandNeeds,
 }
 
 /// A change to the intents the agent asks for: only a person can make it.
@@ -190,6 +192,8 @@ pub struct HookContext<'a> {
     pub approval: ApprovalPolicy,
     pub policy: &'a CommandPolicy,
     pub ignore: &'a ignore_list::IntentIgnore,
+    /// Whether commands run confined by the kernel here.
+    pub confined: bool,
 }
 
 /// Per-task governance state: the intent it holds, what it has read, commands always allowed.
@@ -330,18 +334,26 @@ impl PreHook for CommandPolicyHook {
             return Ok(Decision::Allow);
         };
         let classification = cx.policy.classify(&cmd.command);
-        let lowered = cmd.command.to_ascii_lowercase();
-        if lowered.contains(".orchestration") && classification.class == CommandClass::Destructive {
+        // By the path a word resolves to (`.orch*`, `x/../.orchestration`, a symlink), not by
+        // its spelling. The kernel refuses such writes anyway; this tells the model why.
+        let target =
+            command_policy::protected_target(&cmd.command, cx.workspace.root(), &cmd.cwd.abs);
+        if let (Some(target), CommandClass::Destructive) = (target, classification.class) {
             return Ok(Decision::Deny(
                 Denial::new(
                     DenialCode::CommandBlocked,
-                    "Commands may not change `.orchestration/`: intents and the trace ledger are written only by Mandate.",
+                    format!(
+                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list and the trace ledger are changed only by the user, through Mandate.",
+                        target.name, target.word
+                    ),
                 )
                 .with_intent(cx.task.selected_intent.as_deref()),
             ));
         }
         let always = cx.task.always_allowed_commands.contains(cmd.command.trim());
         let ask = match classification.class {
+            // Without confinement by the kernel, nothing runs without a person.
+            _ if !cx.confined => true,
             CommandClass::Destructive => !always,
             CommandClass::Safe => cx.approval.ask_before_safe_commands && !always,
         };

@@ -6,10 +6,8 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::{json, Map};
-
 use crate::orchestration::intents::IntentStore;
-use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord, FileChange, Ledger, TraceEntry};
+use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord};
 use crate::orchestration::lessons;
 use crate::protocol::IntentStatus;
 
@@ -61,54 +59,6 @@ pub struct CommandOutcome {
     pub changed_out_of_scope: Vec<String>,
     pub output_tail: String,
     pub approval: ApprovalRecord,
-}
-
-/// Appends the Agent Trace record.
-pub struct TraceHook<'a> {
-    pub ledger: &'a Ledger,
-}
-
-impl TraceHook<'_> {
-    /// Commands change files the host did not write; they are recorded without line ranges.
-    pub fn after_command(&self, o: &CommandOutcome) -> Result<(), HookError> {
-        if o.changed_in_scope.is_empty() && o.changed_out_of_scope.is_empty() {
-            return Ok(());
-        }
-        let mut extra = Map::new();
-        extra.insert(
-            "command".into(),
-            json!({
-                "command": o.command, "cwd": o.cwd, "exit_code": o.exit_code, "timed_out": o.timed_out,
-                "changed_in_scope": o.changed_in_scope, "changed_out_of_scope": o.changed_out_of_scope,
-            }),
-        );
-        let files = o
-            .changed_in_scope
-            .iter()
-            .chain(&o.changed_out_of_scope)
-            .map(|p| FileChange {
-                path: p.clone(),
-                ranges: Vec::new(),
-            })
-            .collect();
-        let entry = TraceEntry {
-            task_id: o.task_id.clone(),
-            intent_id: o.intent_id.clone(),
-            model_id: o.model_id.clone(),
-            tool: "execute_command".into(),
-            tool_call_id: o.call_id.clone(),
-            contributor: "ai".into(),
-            mutation_declared: String::new(),
-            mutation_computed: crate::mutation::INTENT_EVOLUTION.into(),
-            approval: o.approval.clone(),
-            files,
-            extra,
-        };
-        self.ledger
-            .append(&entry)
-            .map(|_| ())
-            .map_err(|e| HookError(e.to_string()))
-    }
 }
 
 /// NOT_STARTED -> IN_PROGRESS on the first accepted change.

@@ -66,7 +66,7 @@ impl Host {
         let (settings, warning) = Settings::load(&dirs);
         let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
         let host = Arc::new(Host {
-            gov: Arc::new(Governance::new(workspace, &dirs.data)),
+            gov: Arc::new(Governance::new(workspace, &dirs)),
             dirs,
             secrets,
             sink,

@@ -40,7 +40,6 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use plan::SandboxRequest;
-pub(crate) use run::drive;
 pub use run::{run_confined, run_governed, CommandContext, CommandRun, GovernedRun};
 pub use scope::{scope_grants, Grant, GrantKind};
 pub use spawn::{bash, ConfinedCommand};

@@ -399,3 +399,59 @@ fn governed_run_is_send(action: &crate::hooks::CommandAction, cx: &CommandContex
     let cancel = tokio_util::sync::CancellationToken::new();
     send(run_governed(action, cx, &cancel, |_| {}));
 }
+
+fn action(s: &Scratch, command: &str, timeout: std::time::Duration) -> crate::hooks::CommandAction {
+    let ws = crate::workspace::Workspace::new(&s.root).expect("ws");
+    crate::hooks::CommandAction {
+        command: command.into(),
+        cwd: ws.resolve(".").expect("root"),
+        timeout,
+        granted: Default::default(),
+    }
+}
+
+#[tokio::test]
+async fn output_streams_as_it_comes_and_the_exit_code_is_reported() {
+    let s = scratch();
+    let sb = sandbox(&s, &["src/auth/**"], false);
+    let mut chunks = String::new();
+    let run = run_confined(
+        &action(
+            &s,
+            "echo out; echo err >&2; exit 3",
+            std::time::Duration::from_secs(10),
+        ),
+        &sb,
+        &Confinement::detect(),
+        &Redactor::new(),
+        &tokio_util::sync::CancellationToken::new(),
+        |c| chunks.push_str(c),
+    )
+    .await;
+    assert_eq!(run.exit_code, Some(3), "{}", run.output);
+    assert!(run.output.contains("out") && run.output.contains("err"));
+    assert_eq!(chunks, run.output);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_everything_the_command_started() {
+    let s = scratch();
+    let sb = sandbox(&s, &["src/auth/**"], false);
+    let marker = s.root.join("src/auth/survived");
+    let line = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+    let started = std::time::Instant::now();
+    let run = run_confined(
+        &action(&s, &line, std::time::Duration::from_millis(300)),
+        &sb,
+        &Confinement::detect(),
+        &Redactor::new(),
+        &tokio_util::sync::CancellationToken::new(),
+        |_| {},
+    )
+    .await;
+    assert!(run.timed_out);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // Long enough for the orphan to have fired, had it survived.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(!marker.exists(), "a child of the command outlived the kill");
+}

@@ -10,14 +10,17 @@ use super::{
     blocking, resolve, AgentTool, Consequence, Plan, RunCx, ToolCx, ToolError, ToolOutput,
     DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT,
 };
-use crate::agent::command;
-use crate::hooks::{Action, CommandAction, CommandOutcome, TraceHook};
+use crate::checkpoint::ScopeImages;
+use crate::hooks::{Action, CommandAction, CommandOutcome};
 use crate::protocol::{Event, NoticeLevel, ToolKind};
-use crate::workspace::protected_reason;
+use crate::redact::Redactor;
+use crate::sandbox::{run_governed, scope_grants, CommandContext, GovernedRun, GrantKind};
 
-/// Run a shell command (`sh -c`) in the workspace. Output is streamed to the user and truncated
-/// for you. Destructive commands wait for the user's approval. The whole process group is
-/// killed on timeout.
+/// Run a shell command (`bash -c`) in the workspace, confined by the operating system: it can
+/// write only inside your intent's owned scope (plus build output and a private temporary
+/// directory), has no network unless the user grants it, and gets no secrets. Output is streamed
+/// to the user and truncated for you. Destructive commands wait for the user's approval. The
+/// whole process group is killed on timeout.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
@@ -71,6 +74,7 @@ impl AgentTool for ExecuteCommand {
                 command,
                 cwd,
                 timeout,
+                granted: Default::default(),
             }),
             work: (),
         })
@@ -88,79 +92,113 @@ impl AgentTool for ExecuteCommand {
 
 async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
     let root = cx.gov.root().to_path_buf();
-    let snapshot_root = root.clone();
-    let before = blocking("looking at the workspace", move || {
-        Ok(command::snapshot(&snapshot_root))
-    })
-    .await?;
+    let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
+    let intent = cx.gov.intents.snapshot().doc.get(&intent_id).cloned();
+    let owned_scope = intent
+        .as_ref()
+        .map(|i| i.owned_scope.clone())
+        .unwrap_or_default();
+    let before = keep_owned_files(cx, intent.clone(), &owned_scope).await?;
+    let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
+    let (policy, ignore) = (
+        cx.gov
+            .policy()
+            .map_err(|e| ToolError::Failed(e.to_string()))?,
+        cx.gov
+            .ignore()
+            .map_err(|e| ToolError::Failed(e.to_string()))?,
+    );
+    let temp_dir = cx.task.temp_dir().map_err(|e| {
+        ToolError::Failed(format!(
+            "could not make the command's temporary directory: {e}"
+        ))
+    })?;
     let (task_id, call_id) = (cx.task.id.clone(), cx.call_id.to_string());
     let events = cx.events;
-    let run = command::run(&cmd, &cx.gov.scrubbed_env, cx.cancel, |chunk| {
+    let context = CommandContext {
+        workspace: &root,
+        owned_scope: &owned_scope,
+        owns: &owns,
+        ignore: &ignore,
+        policy: &policy,
+        confinement: &cx.gov.confinement,
+        temp_dir: &temp_dir,
+        granted: cmd.granted,
+        app_dirs: &cx.gov.app_dirs,
+        redactor: Redactor::global(),
+    };
+    let governed = run_governed(&cmd, &context, cx.cancel, |chunk| {
         events.emit(Event::ToolCallOutput {
             task_id: task_id.clone(),
             call_id: call_id.clone(),
             chunk: chunk.to_string(),
         })
     })
-    .await;
-    if let Some(e) = run.spawn_error {
-        return Err(ToolError::Failed(e));
+    .await
+    .map_err(|e| ToolError::Failed(format!("the command did not run: {e}")))?;
+    if let Some(e) = &governed.run.spawn_error {
+        return Err(ToolError::Failed(e.clone()));
     }
-    let after = blocking("looking at the workspace", move || {
-        Ok(command::snapshot(&root))
-    })
-    .await?;
-    let changed = command::changed_files(&before, &after);
-    let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
-    let snapshot = cx.gov.intents.snapshot();
-    let (in_scope, out_of_scope): (Vec<String>, Vec<String>) =
-        changed.into_iter().partition(|rel| {
-            protected_reason(rel).is_none()
-                && snapshot.doc.get(&intent_id).is_some_and(|i| i.owns(rel))
-        });
-    let outcome = CommandOutcome {
-        task_id: cx.task.id.clone(),
-        intent_id: intent_id.clone(),
-        model_id: cx.model_id.to_string(),
-        call_id: cx.call_id.to_string(),
-        command: cmd.command.clone(),
-        cwd: cmd.cwd.rel.clone(),
-        exit_code: run.exit_code,
-        timed_out: run.timed_out,
-        cancelled: run.cancelled,
-        changed_in_scope: in_scope.clone(),
-        changed_out_of_scope: out_of_scope.clone(),
-        output_tail: crate::text::last_chars(&run.output, 4000).to_string(),
-        approval: cx.approval.clone(),
+    let recorded = super::command_record::record(cx, &cmd, &governed, &before).await;
+    let in_scope = match recorded {
+        Ok(paths) => paths,
+        Err(e) => {
+            notice(cx, e.to_string());
+            Vec::new()
+        }
     };
-    let ledger = cx.gov.ledger.clone();
-    let to_record = outcome.clone();
-    let recorded = blocking("recording the command", move || {
-        TraceHook { ledger: &ledger }
-            .after_command(&to_record)
-            .map_err(|e| ToolError::Failed(e.to_string()))
+    Ok(output(
+        cx,
+        &cmd,
+        &governed,
+        in_scope,
+        &intent_id,
+        &owned_scope,
+    ))
+}
+
+/// What the intent owns is kept in the checkpoint store before the command, so what it changes
+/// can be diffed and taken back.
+async fn keep_owned_files(
+    cx: &RunCx<'_>,
+    intent: Option<crate::orchestration::intents::Intent>,
+    owned_scope: &[String],
+) -> Result<ScopeImages, ToolError> {
+    let policy = cx
+        .gov
+        .policy()
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    let root = cx.gov.root().to_path_buf();
+    let dirs: Vec<String> = scope_grants(&root, owned_scope)
+        .into_iter()
+        .filter_map(|g| {
+            let dir = match g.kind {
+                GrantKind::Directory => g.path,
+                GrantKind::File => g.path.parent()?.to_path_buf(),
+            };
+            dir.strip_prefix(&root).ok()?.to_str().map(str::to_string)
+        })
+        .collect();
+    let mut skip: Vec<String> = policy
+        .confinement()
+        .build_output_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    skip.push(".git".into());
+    let gov = cx.gov.clone();
+    blocking("keeping the intent's files", move || {
+        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+        let owns = |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
+        Ok(gov
+            .scope_cache
+            .capture(gov.root(), &dirs, &owns, &skip, &gov.journal.checkpoints))
     })
-    .await;
-    if let Err(e) = recorded {
-        notice(
-            cx,
-            format!(
-                "The trace ledger could not record the files changed by `{}`: {e}",
-                cmd.command
-            ),
-        );
-    }
-    if !out_of_scope.is_empty() {
-        notice(
-            cx,
-            format!(
-                "`{}` changed files outside the scope of {intent_id}: {}",
-                cmd.command,
-                out_of_scope.join(", ")
-            ),
-        );
-    }
-    let status = if run.cancelled {
+    .await
+}
+
+fn status_line(cmd: &CommandAction, run: &crate::sandbox::CommandRun) -> String {
+    if run.cancelled {
         "was stopped by the user".to_string()
     } else if run.timed_out {
         format!("timed out after {} s and was killed", cmd.timeout.as_secs())
@@ -169,32 +207,112 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
             Some(code) => format!("exited with code {code}"),
             None => "was killed by a signal".to_string(),
         }
-    };
+    }
+}
+
+/// What the model reads, what the card shows, and what the post-hooks hear.
+fn output(
+    cx: &RunCx<'_>,
+    cmd: &CommandAction,
+    governed: &GovernedRun,
+    in_scope: Vec<String>,
+    intent_id: &str,
+    owned_scope: &[String],
+) -> ToolOutput {
+    let run = &governed.run;
+    let status = status_line(cmd, run);
+    let redactor = Redactor::global();
+    let shown_command = redactor.redact(&cmd.command).into_owned();
     let mut content = format!(
         "The command {status}.\nOutput:\n{}",
         crate::text::head_and_tail(&run.output, 2_000, 8_000)
     );
     if !in_scope.is_empty() {
-        content.push_str(&format!("\nFiles it changed: {}.", in_scope.join(", ")));
-    }
-    if !out_of_scope.is_empty() {
         content.push_str(&format!(
-            "\nWarning: it changed files outside the scope of {intent_id}: {}. This was reported to the user and recorded in the ledger.",
-            out_of_scope.join(", ")
+            "\nFiles it changed (recorded in the trace ledger under {intent_id}): {}.",
+            in_scope.join(", ")
         ));
     }
+    if !governed.changes.permitted.is_empty() {
+        let permitted: Vec<&str> = governed
+            .changes
+            .permitted
+            .iter()
+            .take(20)
+            .map(|(c, _)| c.path.as_str())
+            .collect();
+        content.push_str(&format!(
+            "\nIt also wrote build output or approved `.git/` changes (not recorded): {}{}.",
+            permitted.join(", "),
+            if governed.changes.permitted.len() > 20 {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !governed.unreadable.is_empty() {
+        content.push_str(&format!(
+            "\nNote: these directories could not be read to find changes: {}.",
+            governed.unreadable.join(", ")
+        ));
+    }
+    let out_of_scope = governed.changes.out_of_scope_paths();
+    let mut failed = run.cancelled || run.timed_out || run.exit_code != Some(0);
+    if !out_of_scope.is_empty() {
+        let described: Vec<String> = governed
+            .restored
+            .iter()
+            .map(|r| match &r.result {
+                Ok(_) => format!("{} (undone)", r.path),
+                Err(why) => format!("{} (could not be undone: {why})", r.path),
+            })
+            .collect();
+        let message = format!(
+            "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+            if owned_scope.is_empty() { "nothing".to_string() } else { owned_scope.join(", ") },
+            described.join(", ")
+        );
+        notice(cx, message.clone());
+        content = serde_json::json!({"error": {
+            "code": "SCOPE_VIOLATION",
+            "message": message,
+            "intent_id": intent_id,
+            "paths": out_of_scope,
+            "owned_scope": owned_scope,
+        }, "result": content})
+        .to_string();
+        failed = true;
+    }
+    let outcome = CommandOutcome {
+        task_id: cx.task.id.clone(),
+        intent_id: intent_id.to_string(),
+        model_id: cx.model_id.to_string(),
+        call_id: cx.call_id.to_string(),
+        command: shown_command,
+        cwd: cmd.cwd.rel.clone(),
+        exit_code: run.exit_code,
+        timed_out: run.timed_out,
+        cancelled: run.cancelled,
+        changed_in_scope: in_scope.clone(),
+        changed_out_of_scope: out_of_scope.iter().map(|p| p.to_string()).collect(),
+        output_tail: crate::text::last_chars(&run.output, 4000).to_string(),
+        approval: cx.approval.clone(),
+    };
     let mut consequences = vec![Consequence::CommandFinished(outcome)];
     if !in_scope.is_empty() {
-        consequences.push(Consequence::Changed { intent_id });
+        consequences.push(Consequence::Changed {
+            intent_id: intent_id.to_string(),
+        });
     }
-    Ok(ToolOutput {
+    ToolOutput {
         content,
         summary: status,
-        display: run.output,
-        failed: run.cancelled || run.timed_out || run.exit_code != Some(0),
+        display: run.output.clone(),
+        failed,
         completed: None,
         consequences,
-    })
+    }
 }
 
 fn notice(cx: &RunCx<'_>, message: String) {

@@ -333,6 +333,7 @@ impl Template {
             command: line.clone(),
             cwd: workspace.resolve(".").expect("root"),
             timeout: Duration::from_secs(20),
+            granted: Default::default(),
         };
         if timing {
             println!("prepared in {:?}", t0.elapsed());

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 
 use crate::fsutil::sha256_hex;
 
+mod scope;
+pub use scope::{Kept, ScopeCache, ScopeImages};
+
 pub struct CheckpointStore {
     objects: PathBuf,
 }
