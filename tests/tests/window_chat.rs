@@ -300,6 +300,12 @@ async fn stop_cancels_the_request() {
     let (app, _ws, _dirs) = launch("chat-stop", &server).await;
     app.send("this will hang").await.expect("send");
     app.wait_until("document.querySelector('.task-panel [data-action=\"stop\"]') && !document.querySelector('.task-panel [data-action=\"stop\"]').disabled").await.expect("stop enabled");
+    // The provider holds the request: Stop must cancel a request that hangs, not one that has
+    // not reached it yet (which would leave the hanging reply for the next message).
+    server
+        .wait_for_requests(1, Duration::from_secs(20))
+        .await
+        .expect("the provider has the request");
     app.click(".task-panel [data-action=\"stop\"]")
         .await
         .expect("stop");

@@ -2,7 +2,7 @@
 
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
-import { emit, listen, removeTask, store, upsertTask, upsertTaskIfNewer } from './store.js';
+import { emit, listen, removeTask, store, taskEventMark, upsertTask, upsertTaskFromReply } from './store.js';
 import { initTaskList, renderTabs, renderTaskList } from './tasks.js';
 import { TaskPanel } from './panel.js';
 import { pendingQuestions } from './transcript.js';
@@ -180,9 +180,10 @@ export async function openTask(id, options = {}) {
   buffers.set(id, []); // what arrives from now on; the detail covers the rest
   activate(id);
   try {
+    const mark = taskEventMark();
     const reply = await ask({ type: 'open_task', task_id: id }, 'task_detail');
     if (panels.get(id) !== panel) return; // closed meanwhile
-    upsertTaskIfNewer(reply.task);
+    upsertTaskFromReply(reply.task, mark);
     const latest = store.tasks.get(id);
     if (latest) panel.update(latest);
     panel.transcript.load(reply.messages);
@@ -365,12 +366,14 @@ async function send() {
       starting += 1;
       /** @type {TaskSummary} */
       let task;
+      // The task starts running at once: its events may come in before this reply.
+      const mark = taskEventMark();
       try {
         task = (await ask({ type: 'start_task', text }, 'task')).task;
       } finally {
         starting -= 1;
       }
-      upsertTaskIfNewer(task);
+      upsertTaskFromReply(task, mark);
       if (input.value === text) input.value = '';
       drafts.delete('');
       sending = false;
