@@ -17,11 +17,11 @@ use tauri::State;
 #[derive(Default)]
 pub struct ChannelSink {
     channels: Mutex<Vec<Channel<Event>>>,
-    trace: Option<IpcTrace>,
+    trace: Option<Arc<IpcTrace>>,
 }
 
 impl ChannelSink {
-    pub fn new(trace: Option<IpcTrace>) -> Self {
+    pub fn new(trace: Option<Arc<IpcTrace>>) -> Self {
         Self {
             channels: Mutex::default(),
             trace,
@@ -48,7 +48,8 @@ impl EventSink for ChannelSink {
 }
 
 /// With `MANDATE_IPC_TRACE=FILE`, every payload the host sends to the page is appended to FILE
-/// as a JSON line (for tests that check what crosses the boundary).
+/// as a JSON line (for tests that check what crosses the boundary), and so is every navigation
+/// the window refuses (so a test can wait for the decision instead of guessing its time).
 pub struct IpcTrace {
     file: Mutex<std::fs::File>,
 }
@@ -64,6 +65,10 @@ impl IpcTrace {
         Some(Self {
             file: Mutex::new(file),
         })
+    }
+
+    pub fn refused_navigation(&self, url: &str) {
+        self.record("navigation_refused", &url);
     }
 
     fn record<T: serde::Serialize>(&self, direction: &str, payload: &T) {

@@ -50,7 +50,8 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
     tauri::Builder::default()
         .invoke_handler(tauri::generate_handler![ipc::request, ipc::subscribe])
         .setup(move |app| {
-            let sink = Arc::new(ipc::ChannelSink::new(ipc::IpcTrace::from_env()));
+            let trace = ipc::IpcTrace::from_env().map(Arc::new);
+            let sink = Arc::new(ipc::ChannelSink::new(trace.clone()));
             let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
                 tauri::async_runtime::handle();
             let host = Host::new(
@@ -66,7 +67,13 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                 .title(format!("Mandate — {}", root.display()))
                 .inner_size(1280.0, 820.0)
                 .min_inner_size(720.0, 480.0)
-                .on_navigation(is_app_url)
+                .on_navigation(move |url| {
+                    let allowed = is_app_url(url);
+                    if let (false, Some(trace)) = (allowed, &trace) {
+                        trace.refused_navigation(url.as_str());
+                    }
+                    allowed
+                })
                 .build()?;
             Ok(())
         })

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mandate_tests::app::{workspace, App, UserDirs};
+use mandate_tests::app::{until_file_contains, workspace, App, UserDirs};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::sse::openai;
 use serde_json::{json, Value};
@@ -84,8 +84,10 @@ async fn script_injected_at_run_time_is_blocked_by_the_csp() {
              const d = document.createElement('div');\
              d.setAttribute('onclick', 'window.__clicked = true');\
              document.body.appendChild(d); d.click();\
-             setTimeout(() => done({ran: window.__injected === true, clicked: window.__clicked === true, seen,\
-                                     frozen: Object.isFrozen(Object.prototype)}), 500);",
+             const report = () => done({ran: window.__injected === true, clicked: window.__clicked === true, seen,\
+                                        frozen: Object.isFrozen(Object.prototype)});\
+             const check = () => seen.length >= 2 ? report() : setTimeout(check, 20);\
+             check();",
             vec![],
         )
         .await
@@ -95,8 +97,8 @@ async fn script_injected_at_run_time_is_blocked_by_the_csp() {
     assert_eq!(result["frozen"], true, "freezePrototype is on");
     let seen: Vec<String> = serde_json::from_value(result["seen"].clone()).expect("list");
     assert!(
-        seen.iter().any(|d| d.starts_with("script-src")),
-        "a CSP violation was raised: {seen:?}"
+        seen.iter().all(|d| d.starts_with("script-src")),
+        "the script and the handler each raised a CSP violation: {seen:?}"
     );
     app.close().await.expect("close");
 }
@@ -226,21 +228,16 @@ async fn links_open_outside_and_the_window_never_navigates() {
     app.click(".message[data-role=\"assistant\"] .content a")
         .await
         .expect("click link");
-    for _ in 0..50 {
-        if opened.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        std::fs::read_to_string(&opened).expect("opened").trim(),
-        "https://example.org/docs?q=1"
-    );
+    let opened = until_file_contains(&opened, "\n").await.expect("opened");
+    assert_eq!(opened.trim(), "https://example.org/docs?q=1");
     let before = app.eval("return location.href").await.expect("href");
     let _ = app
         .eval("location.href = 'https://example.org/'; return null")
         .await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The shell records each navigation it refuses: wait for that, then look where the page is.
+    until_file_contains(&app.ipc_trace, "\"navigation_refused\"")
+        .await
+        .expect("the navigation was decided");
     let after = app.eval("return location.href").await.expect("href");
     assert_eq!(before, after, "navigation away from the app is refused");
     app.close().await.expect("close");
@@ -342,18 +339,10 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
         .expect("toggle");
     app.click("#settings-save").await.expect("save");
     let path = dirs.config().join("settings.json");
-    for _ in 0..50 {
-        if std::fs::read_to_string(&path)
-            .unwrap_or_default()
-            .contains("gpt-test-small")
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("settings file"))
-            .expect("json");
+    let saved = until_file_contains(&path, "gpt-test-small")
+        .await
+        .expect("settings saved");
+    let saved: Value = serde_json::from_str(&saved).expect("json");
     assert_eq!(saved["model"], "gpt-test-small");
     assert_eq!(saved["custom_instructions"], "Prefer small diffs.");
     assert_eq!(saved["approval"]["ask_before_safe_commands"], true);
