@@ -13,7 +13,8 @@ use mandate_core::protocol::{Event, IpcError, IpcErrorCode, Reply};
 use tauri::ipc::{Channel, InvokeBody};
 use tauri::State;
 
-/// Events fan out to every subscribed channel (one per page load).
+/// Events go to the channel of the page on screen: a page subscribes once per load, and a
+/// reload (after switching workspaces) replaces the previous page's channel.
 #[derive(Default)]
 pub struct ChannelSink {
     channels: Mutex<Vec<Channel<Event>>>,
@@ -28,11 +29,8 @@ impl ChannelSink {
         }
     }
 
-    fn add(&self, channel: Channel<Event>) {
-        self.channels
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(channel);
+    fn replace(&self, channel: Channel<Event>) {
+        *self.channels.lock().unwrap_or_else(|p| p.into_inner()) = vec![channel];
     }
 }
 
@@ -126,7 +124,7 @@ pub async fn request(
 #[tauri::command]
 pub fn subscribe(state: State<'_, Shell>, channel: Channel<Event>) -> Result<(), IpcError> {
     mark_first_paint();
-    state.sink.add(channel);
+    state.sink.replace(channel);
     state.host.start_watching();
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `mandate-window`: the desktop window. Started by `mandate` (no subcommand), which keeps the
 //! command line free of GTK and WebKit so headless use starts fast and runs without them.
 
+mod desktop;
 mod ipc;
 
 use std::path::PathBuf;
@@ -54,17 +55,20 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             let sink = Arc::new(ipc::ChannelSink::new(trace.clone()));
             let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
                 tauri::async_runtime::handle();
+            let desktop = Arc::new(desktop::WindowDesktop {
+                app: app.handle().clone(),
+            });
             let host = Host::new(
                 &root,
                 AppDirs::from_env(),
                 Arc::new(KeyringStore),
                 sink.clone(),
+                desktop,
                 runtime,
-            )
-            .map_err(anyhow::Error::msg)?;
+            )?;
             app.manage(ipc::Shell { host, sink });
             WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
-                .title(format!("Mandate — {}", root.display()))
+                .title(desktop::title(&root))
                 .inner_size(1280.0, 820.0)
                 .min_inner_size(720.0, 480.0)
                 .on_navigation(move |url| {

@@ -75,6 +75,62 @@ pub fn workspace(intents_yaml: Option<&str>, files: &[(&str, &str)]) -> tempfile
     dir
 }
 
+/// Stand-ins for desktop programs (editors, terminals): each records its name and arguments, one
+/// line per call, in a file the test reads. Put their directory first on the app's PATH.
+pub struct FakePrograms {
+    dir: tempfile::TempDir,
+    record: PathBuf,
+}
+
+impl FakePrograms {
+    pub fn new(names: &[&str]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("mandate-bin-")
+            .tempdir()
+            .expect("tempdir");
+        let record = dir.path().join("calls.txt");
+        for name in names {
+            let path = dir.path().join(name);
+            // One argument per line after the name, so paths with spaces stay whole.
+            let script = format!(
+                "#!/bin/sh\n{{ printf '%s' \"{name}\"; for a in \"$@\"; do printf ' [%s]' \"$a\"; done; echo; }} >> '{}'\n",
+                record.display()
+            );
+            std::fs::write(&path, script).expect("write program");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod");
+        }
+        Self { dir, record }
+    }
+
+    /// A PATH with these programs first.
+    pub fn path_env(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// Every call so far: `name [arg] [arg]…`.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Waits for call number `n` (1-based) and returns it.
+    pub async fn wait_for_call(&self, n: usize) -> anyhow::Result<String> {
+        until(&format!("call {n} of a fake program"), || {
+            self.calls().len() >= n
+        })
+        .await?;
+        Ok(self.calls()[n - 1].clone())
+    }
+}
+
 /// Per-app user directories (config for settings, data for task history).
 pub struct UserDirs {
     pub home: tempfile::TempDir,

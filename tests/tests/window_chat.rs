@@ -200,7 +200,7 @@ async fn only_the_granted_commands_reach_the_host() {
 #[tokio::test]
 async fn links_open_outside_and_the_window_never_navigates() {
     let server = ScriptedServer::start(vec![openai::turn()
-        .text("See [the docs](https://example.org/docs?q=1).")
+        .text("See [the docs](https://example.org/docs?q=1), https://example.org/bare_url_here. or [write](mailto:dev@example.org?attach=/etc/passwd).")
         .reply()])
     .await;
     let ws = workspace(Some(INTENTS), &[]);
@@ -225,11 +225,27 @@ async fn links_open_outside_and_the_window_never_navigates() {
     .await
     .expect("launch");
     app.send("where are the docs").await.expect("send");
-    app.click(".message[data-role=\"assistant\"] .content a")
+    // A link, a bare URL (made a link by the host), and a mail link that opens with the address
+    // alone (a link must not attach files).
+    for (n, expected) in [
+        "https://example.org/docs?q=1",
+        "https://example.org/bare_url_here",
+        "mailto:dev@example.org",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        app.click(&format!(
+            ".message[data-role=\"assistant\"] .content a:nth-of-type({})",
+            n + 1
+        ))
         .await
         .expect("click link");
-    let opened = until_file_contains(&opened, "\n").await.expect("opened");
-    assert_eq!(opened.trim(), "https://example.org/docs?q=1");
+        let text = until_file_contains(&opened, expected)
+            .await
+            .expect("opened");
+        assert_eq!(text.lines().nth(n), Some(expected), "{text}");
+    }
     let before = app.eval("return location.href").await.expect("href");
     let _ = app
         .eval("location.href = 'https://example.org/'; return null")

@@ -10,6 +10,8 @@ import { initApprovals, onApprovalRequested, onApprovalResolved } from './approv
 import { initIntents } from './intents.js';
 import { initTrace } from './trace.js';
 import { applySettings, initSettings } from './settings.js';
+import { initEditorLinks } from './editor.js';
+import { initWorkspaceMenu } from './workspace.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -38,6 +40,8 @@ function wireShell() {
   initIntents();
   initTrace();
   initSettings();
+  initEditorLinks();
+  initWorkspaceMenu();
 
   document.querySelector('nav.app-nav')?.addEventListener('click', (ev) => {
     const view = closest(ev.target, 'button[data-view]')?.dataset.view;

@@ -24,7 +24,7 @@ impl Host {
         self: &Arc<Self>,
         request: Request,
     ) -> Result<Reply, IpcError> {
-        let gov = self.gov.clone();
+        let gov = self.governance();
         let root = gov.root().to_path_buf();
         let blocking = |f: Box<dyn FnOnce() -> Result<Reply, IpcError> + Send>| async move {
             tokio::task::spawn_blocking(f)
@@ -235,7 +235,7 @@ impl Host {
     ) -> Result<(), IpcError> {
         let task = self.task(task_id)?;
         if let Some(id) = &intent_id {
-            let snapshot = self.gov.intents.snapshot();
+            let snapshot = self.governance().intents.snapshot();
             match snapshot.doc.get(id) {
                 None => {
                     return Err(err(
@@ -301,23 +301,32 @@ fn preview_scope(root: &std::path::Path, globs: &[String]) -> Result<Reply, IpcE
     Ok(Reply::ScopePreview { globs: previews })
 }
 
-/// Only http(s) links leave the app, and only to the system browser.
+/// Only http(s) links leave the app, to the system browser, and `mailto:` links, to the mail
+/// client with the address alone.
 fn open_external(url: &str) -> Result<(), IpcError> {
     let parsed = reqwest::Url::parse(url.trim())
         .map_err(|_| err(IpcErrorCode::InvalidInput, format!("`{url}` is not a link")))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(err(
-            IpcErrorCode::InvalidInput,
-            format!(
-                "only http and https links are opened, not `{}:`",
-                parsed.scheme()
-            ),
-        ));
-    }
+    let target = match parsed.scheme() {
+        "http" | "https" if parsed.host_str().is_some() => parsed.as_str().to_string(),
+        "mailto" => mail_address(parsed.path())
+            .map(|a| format!("mailto:{a}"))
+            .ok_or_else(|| {
+                err(
+                    IpcErrorCode::InvalidInput,
+                    format!("`{url}` is not one plain email address"),
+                )
+            })?,
+        other => {
+            return Err(err(
+                IpcErrorCode::InvalidInput,
+                format!("only http, https and mailto links are opened, not `{other}:`"),
+            ))
+        }
+    };
     // MANDATE_OPENER lets tests observe the call instead of starting a browser.
     let opener = std::env::var("MANDATE_OPENER").unwrap_or_else(|_| "xdg-open".into());
     std::process::Command::new(opener)
-        .arg(parsed.as_str())
+        .arg(&target)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -327,4 +336,58 @@ fn open_external(url: &str) -> Result<(), IpcError> {
             std::thread::spawn(move || child.wait());
         })
         .map_err(|e| err(IpcErrorCode::Io, format!("could not open the browser: {e}")))
+}
+
+/// One address, `local@domain`, in plain characters. A subject, a body, more recipients and above
+/// all attachments (`?attach=…`, which some mail clients honour) are never passed on.
+fn mail_address(path: &str) -> Option<&str> {
+    let (local, domain) = path.split_once('@')?;
+    let local_ok = !local.is_empty()
+        && local.len() <= 64
+        && !local.starts_with(['.', '-'])
+        && local
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    let domain_ok = domain.contains('.')
+        && domain.len() <= 253
+        && !domain.starts_with(['.', '-'])
+        && domain
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-".contains(&b));
+    (local_ok && domain_ok).then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mail_address;
+
+    #[test]
+    fn a_mailto_link_opens_with_the_address_alone() {
+        let address = |url: &str| {
+            reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| mail_address(u.path()).map(str::to_string))
+        };
+        assert_eq!(
+            address("mailto:dev@example.org").as_deref(),
+            Some("dev@example.org")
+        );
+        assert_eq!(
+            address("mailto:dev@example.org?attach=/home/u/.ssh/id_rsa").as_deref(),
+            Some("dev@example.org"),
+            "the query is dropped"
+        );
+        for bad in [
+            "mailto:a@b.c,evil@x.y",
+            "mailto:?to=a@b.c",
+            "mailto:a%40b@c.d",
+            "mailto:-oProxyCommand@x.y",
+            "mailto:a@-x.y",
+            "mailto:a@localhost",
+            "mailto:a b@c.d",
+            "mailto:@c.d",
+        ] {
+            assert_eq!(address(bad), None, "{bad}");
+        }
+    }
 }
