@@ -67,6 +67,7 @@ export function initChat() {
   });
 
   listen('tasks', renderChrome);
+  listen('settings', updateComposer);
   listen('approvals', renderChrome);
   listen('intents', () => {
     for (const p of panels.values()) p.refreshIntents();
@@ -313,6 +314,8 @@ function renderChrome() {
 /** @param {TaskSummary | undefined} task */
 function blockedReason(task) {
   if (sending) return 'Sending…';
+  // A first message would only fail against a provider that was never set up.
+  if (!task && store.settings?.needs_key) return 'Connect a model first (above): a server on this machine, or a provider with an API key.';
   if (!task) return null;
   if (task.status === 'running') return 'The agent is working on this task. You can write your next message; send it when the agent stops, or press Stop.';
   if (task.status === 'waiting_for_approval') return 'The agent is waiting for your decision in the Approvals panel.';

@@ -2,7 +2,7 @@
 
 import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
-import { store } from './store.js';
+import { emit, store } from './store.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -77,6 +77,7 @@ export function initSettings() {
  */
 export function applySettings(s, force = false) {
   store.settings = s;
+  emit('settings');
   byId('settings-key-status').textContent = keyStatus(s);
   byId('settings-key-status').dataset.set = String(s.api_key_set);
   setMessage(byId('settings-keyring-error'), s.keyring_error ? `The system keyring cannot be used: ${s.keyring_error}` : null);
