@@ -3,6 +3,7 @@
 
 mod desktop;
 mod ipc;
+mod lean;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,18 +68,22 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                 runtime,
             )?;
             app.manage(ipc::Shell { host, sink });
-            WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
-                .title(desktop::title(&root))
-                .inner_size(1280.0, 820.0)
-                .min_inner_size(720.0, 480.0)
-                .on_navigation(move |url| {
-                    let allowed = is_app_url(url);
-                    if let (false, Some(trace)) = (allowed, &trace) {
-                        trace.refused_navigation(url.as_str());
-                    }
-                    allowed
-                })
-                .build()?;
+            lean::before_first_webview();
+            let window =
+                WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+                    .title(desktop::title(&root))
+                    .inner_size(1280.0, 820.0)
+                    .min_inner_size(720.0, 480.0)
+                    .on_navigation(move |url| {
+                        let allowed = is_app_url(url);
+                        if let (false, Some(trace)) = (allowed, &trace) {
+                            trace.refused_navigation(url.as_str());
+                        }
+                        allowed
+                    })
+                    .build()?;
+            #[cfg(target_os = "linux")]
+            window.with_webview(|webview| lean::tune(&webview.inner()))?;
             Ok(())
         })
         .run(tauri::generate_context!())?;

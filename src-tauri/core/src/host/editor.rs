@@ -118,6 +118,8 @@ const TERMINALS: &[(&str, &[&str])] = &[
 pub enum EditorError {
     #[error("no editor was found: install VS Code, Zed, a JetBrains IDE or Sublime Text, or set $VISUAL or $EDITOR, then choose it in Settings")]
     NoneFound,
+    #[error("the editor `{0}` in the settings is not one Mandate knows; choose one in Settings")]
+    Unknown(String),
     #[error("{0} was not found on the PATH; choose another editor in Settings")]
     NotFound(String),
     #[error("$VISUAL and $EDITOR are not set, so there is no editor to run in a terminal")]
@@ -241,7 +243,7 @@ pub fn launch_for(
         EDITORS
             .iter()
             .find(|s| s.id == choice)
-            .ok_or(EditorError::NoneFound)?
+            .ok_or_else(|| EditorError::Unknown(choice.to_string()))?
     };
     let at_line = || {
         let mut arg = file.as_os_str().to_os_string();

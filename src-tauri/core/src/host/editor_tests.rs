@@ -77,6 +77,10 @@ fn names_that_are_not_plain_programs_are_never_looked_up() {
     assert!(env.find("sub/code").is_none());
     assert_eq!(env.find("code"), Some(dir.path().join("code")));
     assert!(!is_known("sh") && !is_known("../code") && is_known("zed"));
+    assert_eq!(
+        launch_for("/bin/sh", Path::new(FILE), 1, &env),
+        Err(EditorError::Unknown("/bin/sh".into()))
+    );
 }
 
 #[test]
