@@ -17,15 +17,17 @@ pub fn title(root: &Path) -> String {
 
 #[async_trait]
 impl Desktop for WindowDesktop {
-    async fn pick_folder(&self) -> Option<PathBuf> {
+    async fn pick_folder(&self, near: &Path) -> Option<PathBuf> {
         // Window tests cannot drive a native dialog; they name the folder it would return.
         if let Some(folder) = std::env::var_os("MANDATE_TEST_PICK_FOLDER") {
             return Some(PathBuf::from(folder));
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let window = self.app.get_webview_window("main");
+        // People mostly switch to a project beside this one.
+        let start = near.parent().unwrap_or(near).to_path_buf();
         let shown = self.app.run_on_main_thread(move || {
-            let _ = tx.send(run_picker(window));
+            let _ = tx.send(run_picker(window, &start));
         });
         if shown.is_err() {
             return None;
@@ -41,7 +43,7 @@ impl Desktop for WindowDesktop {
 }
 
 #[cfg(target_os = "linux")]
-fn run_picker(window: Option<tauri::WebviewWindow>) -> Option<PathBuf> {
+fn run_picker(window: Option<tauri::WebviewWindow>, start: &Path) -> Option<PathBuf> {
     use gtk::prelude::*;
     let parent = window.and_then(|w| w.gtk_window().ok());
     let dialog = gtk::FileChooserNative::new(
@@ -52,6 +54,7 @@ fn run_picker(window: Option<tauri::WebviewWindow>) -> Option<PathBuf> {
         Some("Cancel"),
     );
     dialog.set_modal(true);
+    dialog.set_current_folder(start);
     // A nested main loop until the person answers; the window keeps drawing meanwhile.
     let answer = dialog.run();
     let folder = (answer == gtk::ResponseType::Accept)
@@ -62,6 +65,6 @@ fn run_picker(window: Option<tauri::WebviewWindow>) -> Option<PathBuf> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run_picker(_window: Option<tauri::WebviewWindow>) -> Option<PathBuf> {
+fn run_picker(_window: Option<tauri::WebviewWindow>, _start: &Path) -> Option<PathBuf> {
     None
 }

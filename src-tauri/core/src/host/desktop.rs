@@ -12,8 +12,9 @@ use crate::protocol::{IpcError, IpcErrorCode, Reply};
 
 #[async_trait]
 pub trait Desktop: Send + Sync {
-    /// Asks the person for a folder; None when they cancel.
-    async fn pick_folder(&self) -> Option<PathBuf>;
+    /// Asks the person for a folder, starting beside `near` (the workspace open now); None when
+    /// they cancel.
+    async fn pick_folder(&self, near: &Path) -> Option<PathBuf>;
     /// Shows which workspace is open (the window title).
     fn workspace_opened(&self, root: &Path);
 }
@@ -23,7 +24,7 @@ pub struct NoDesktop;
 
 #[async_trait]
 impl Desktop for NoDesktop {
-    async fn pick_folder(&self) -> Option<PathBuf> {
+    async fn pick_folder(&self, _near: &Path) -> Option<PathBuf> {
         None
     }
     fn workspace_opened(&self, _root: &Path) {}
@@ -92,7 +93,7 @@ impl Host {
                 }
                 PathBuf::from(p)
             }
-            None => match self.desktop.pick_folder().await {
+            None => match self.desktop.pick_folder(self.governance().root()).await {
                 Some(p) => p,
                 None => return Ok(Reply::Ok),
             },
