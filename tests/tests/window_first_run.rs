@@ -115,9 +115,12 @@ async fn a_fresh_start_reaches_a_first_governed_change_in_under_a_minute() {
         .await
         .expect("approve");
     let trace = ws.path().join(".orchestration/agent_trace.jsonl");
-    until("the change in the ledger", || trace.exists())
-        .await
-        .expect("ledger");
+    // A whole record: the file exists (created empty) before its first line is appended.
+    until("the change in the ledger", || {
+        std::fs::read_to_string(&trace).is_ok_and(|t| t.ends_with('\n'))
+    })
+    .await
+    .expect("ledger");
     let elapsed = started.elapsed();
     let records = ledger(ws.path());
     assert_eq!(records.len(), 1);
