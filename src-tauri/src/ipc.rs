@@ -13,26 +13,24 @@ use mandate_core::protocol::{Event, IpcError, IpcErrorCode, Reply};
 use tauri::ipc::{Channel, InvokeBody};
 use tauri::State;
 
-/// Events fan out to every subscribed channel (one per page load).
+/// Events go to the channel of the page on screen: a page subscribes once per load, and a
+/// reload (after switching workspaces) replaces the previous page's channel.
 #[derive(Default)]
 pub struct ChannelSink {
     channels: Mutex<Vec<Channel<Event>>>,
-    trace: Option<IpcTrace>,
+    trace: Option<Arc<IpcTrace>>,
 }
 
 impl ChannelSink {
-    pub fn new(trace: Option<IpcTrace>) -> Self {
+    pub fn new(trace: Option<Arc<IpcTrace>>) -> Self {
         Self {
             channels: Mutex::default(),
             trace,
         }
     }
 
-    fn add(&self, channel: Channel<Event>) {
-        self.channels
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(channel);
+    fn replace(&self, channel: Channel<Event>) {
+        *self.channels.lock().unwrap_or_else(|p| p.into_inner()) = vec![channel];
     }
 }
 
@@ -48,7 +46,8 @@ impl EventSink for ChannelSink {
 }
 
 /// With `MANDATE_IPC_TRACE=FILE`, every payload the host sends to the page is appended to FILE
-/// as a JSON line (for tests that check what crosses the boundary).
+/// as a JSON line (for tests that check what crosses the boundary), and so is every navigation
+/// the window refuses (so a test can wait for the decision instead of guessing its time).
 pub struct IpcTrace {
     file: Mutex<std::fs::File>,
 }
@@ -64,6 +63,10 @@ impl IpcTrace {
         Some(Self {
             file: Mutex::new(file),
         })
+    }
+
+    pub fn refused_navigation(&self, url: &str) {
+        self.record("navigation_refused", &url);
     }
 
     fn record<T: serde::Serialize>(&self, direction: &str, payload: &T) {
@@ -121,7 +124,7 @@ pub async fn request(
 #[tauri::command]
 pub fn subscribe(state: State<'_, Shell>, channel: Channel<Event>) -> Result<(), IpcError> {
     mark_first_paint();
-    state.sink.add(channel);
+    state.sink.replace(channel);
     state.host.start_watching();
     Ok(())
 }

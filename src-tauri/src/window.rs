@@ -1,7 +1,9 @@
 //! `mandate-window`: the desktop window. Started by `mandate` (no subcommand), which keeps the
 //! command line free of GTK and WebKit so headless use starts fast and runs without them.
 
+mod desktop;
 mod ipc;
+mod lean;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,24 +65,38 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
     tauri::Builder::default()
         .invoke_handler(tauri::generate_handler![ipc::request, ipc::subscribe])
         .setup(move |app| {
-            let sink = Arc::new(ipc::ChannelSink::new(ipc::IpcTrace::from_env()));
+            let trace = ipc::IpcTrace::from_env().map(Arc::new);
+            let sink = Arc::new(ipc::ChannelSink::new(trace.clone()));
             let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
                 tauri::async_runtime::handle();
+            let desktop = Arc::new(desktop::WindowDesktop {
+                app: app.handle().clone(),
+            });
             let host = Host::new(
                 &root,
                 AppDirs::from_env(),
                 Arc::new(KeyringStore),
                 sink.clone(),
+                desktop,
                 runtime,
-            )
-            .map_err(anyhow::Error::msg)?;
+            )?;
             app.manage(ipc::Shell { host, sink });
-            WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
-                .title(format!("Mandate — {}", root.display()))
-                .inner_size(1280.0, 820.0)
-                .min_inner_size(720.0, 480.0)
-                .on_navigation(is_app_url)
-                .build()?;
+            lean::before_first_webview();
+            let window =
+                WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+                    .title(desktop::title(&root))
+                    .inner_size(1280.0, 820.0)
+                    .min_inner_size(720.0, 480.0)
+                    .on_navigation(move |url| {
+                        let allowed = is_app_url(url);
+                        if let (false, Some(trace)) = (allowed, &trace) {
+                            trace.refused_navigation(url.as_str());
+                        }
+                        allowed
+                    })
+                    .build()?;
+            #[cfg(target_os = "linux")]
+            window.with_webview(|webview| lean::tune(&webview.inner()))?;
             Ok(())
         })
         .run(tauri::generate_context!())?;

@@ -24,6 +24,29 @@ pub fn mandate_bin() -> PathBuf {
     dir.join("mandate")
 }
 
+/// Waits until `condition` holds (checked every 50 ms, for up to 20 s: a busy machine is slow,
+/// never wrong), for conditions outside the page such as files the app writes.
+pub async fn until(what: &str, mut condition: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !condition() {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "waited 20 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Waits until the file at `path` exists and its text contains `needle`; returns the text.
+pub async fn until_file_contains(path: &Path, needle: &str) -> anyhow::Result<String> {
+    until(&format!("{} to contain {needle:?}", path.display()), || {
+        std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle))
+    })
+    .await?;
+    Ok(std::fs::read_to_string(path)?)
+}
+
 /// `<repo>/test-artifacts/<sub>`: screenshots and logs of the run.
 pub fn artifacts(sub: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,6 +73,62 @@ pub fn workspace(intents_yaml: Option<&str>, files: &[(&str, &str)]) -> tempfile
         std::fs::write(p, content).expect("write file");
     }
     dir
+}
+
+/// Stand-ins for desktop programs (editors, terminals): each records its name and arguments, one
+/// line per call, in a file the test reads. Put their directory first on the app's PATH.
+pub struct FakePrograms {
+    dir: tempfile::TempDir,
+    record: PathBuf,
+}
+
+impl FakePrograms {
+    pub fn new(names: &[&str]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("mandate-bin-")
+            .tempdir()
+            .expect("tempdir");
+        let record = dir.path().join("calls.txt");
+        for name in names {
+            let path = dir.path().join(name);
+            // One argument per line after the name, so paths with spaces stay whole.
+            let script = format!(
+                "#!/bin/sh\n{{ printf '%s' \"{name}\"; for a in \"$@\"; do printf ' [%s]' \"$a\"; done; echo; }} >> '{}'\n",
+                record.display()
+            );
+            std::fs::write(&path, script).expect("write program");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod");
+        }
+        Self { dir, record }
+    }
+
+    /// A PATH with these programs first.
+    pub fn path_env(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// Every call so far: `name [arg] [arg]…`.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Waits for call number `n` (1-based) and returns it.
+    pub async fn wait_for_call(&self, n: usize) -> anyhow::Result<String> {
+        until(&format!("call {n} of a fake program"), || {
+            self.calls().len() >= n
+        })
+        .await?;
+        Ok(self.calls()[n - 1].clone())
+    }
 }
 
 /// Per-app user directories (config for settings, data for task history).
@@ -227,9 +306,13 @@ impl App {
         self.session.send_keys(&el, text).await
     }
 
-    /// Types a message into the composer and sends it, as a user does.
+    /// Types a message into the composer and sends it, as a user does: once the composer takes
+    /// messages (not while the agent is still busy with the task, or a message is being sent).
     pub async fn send(&self, text: &str) -> anyhow::Result<()> {
         self.type_into("#composer-input", text).await?;
+        self.wait_until("!document.querySelector('#composer-send').hasAttribute('aria-disabled')")
+            .await
+            .context("the composer takes messages")?;
         self.click("#composer-send").await
     }
 
@@ -275,8 +358,15 @@ impl App {
     /// captured instead.)
     pub async fn screenshot(&self, name: &str) -> anyhow::Result<PathBuf> {
         let path = artifacts("screenshots").join(format!("{name}.png"));
-        // Let the last paint land.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The frame after next has painted everything changed before this call.
+        self.session
+            .execute_async(
+                "const done = arguments[arguments.length - 1];\
+                 requestAnimationFrame(() => requestAnimationFrame(() => done(null)));",
+                vec![],
+            )
+            .await
+            .context("wait for the page to paint")?;
         let status = tokio::process::Command::new("import")
             .args(["-display", &self.display.name, "-window", "root"])
             .arg(&path)

@@ -176,3 +176,20 @@ fn the_window_is_granted_exactly_the_two_mandate_commands() {
         "exactly one request command and one subscription"
     );
 }
+
+/// Every module is preloaded with the page (a missing one costs a round trip at start-up).
+#[test]
+fn every_module_is_preloaded() {
+    let html = std::fs::read_to_string(repo().join("ui/index.html")).expect("index.html");
+    let mut missing = Vec::new();
+    for file in ui_files("js") {
+        let name = file.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if name == "main.js" {
+            continue;
+        }
+        if !html.contains(&format!("<link rel=\"modulepreload\" href=\"js/{name}\">")) {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "not preloaded: {missing:?}");
+}

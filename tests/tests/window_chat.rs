@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mandate_tests::app::{workspace, App, UserDirs};
+use mandate_tests::app::{until_file_contains, workspace, App, UserDirs};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::sse::openai;
 use serde_json::{json, Value};
@@ -84,8 +84,10 @@ async fn script_injected_at_run_time_is_blocked_by_the_csp() {
              const d = document.createElement('div');\
              d.setAttribute('onclick', 'window.__clicked = true');\
              document.body.appendChild(d); d.click();\
-             setTimeout(() => done({ran: window.__injected === true, clicked: window.__clicked === true, seen,\
-                                     frozen: Object.isFrozen(Object.prototype)}), 500);",
+             const report = () => done({ran: window.__injected === true, clicked: window.__clicked === true, seen,\
+                                        frozen: Object.isFrozen(Object.prototype)});\
+             const check = () => seen.length >= 2 ? report() : setTimeout(check, 20);\
+             check();",
             vec![],
         )
         .await
@@ -95,8 +97,8 @@ async fn script_injected_at_run_time_is_blocked_by_the_csp() {
     assert_eq!(result["frozen"], true, "freezePrototype is on");
     let seen: Vec<String> = serde_json::from_value(result["seen"].clone()).expect("list");
     assert!(
-        seen.iter().any(|d| d.starts_with("script-src")),
-        "a CSP violation was raised: {seen:?}"
+        seen.iter().all(|d| d.starts_with("script-src")),
+        "the script and the handler each raised a CSP violation: {seen:?}"
     );
     app.close().await.expect("close");
 }
@@ -198,7 +200,7 @@ async fn only_the_granted_commands_reach_the_host() {
 #[tokio::test]
 async fn links_open_outside_and_the_window_never_navigates() {
     let server = ScriptedServer::start(vec![openai::turn()
-        .text("See [the docs](https://example.org/docs?q=1).")
+        .text("See [the docs](https://example.org/docs?q=1), https://example.org/bare_url_here. or [write](mailto:dev@example.org?attach=/etc/passwd).")
         .reply()])
     .await;
     let ws = workspace(Some(INTENTS), &[]);
@@ -223,24 +225,35 @@ async fn links_open_outside_and_the_window_never_navigates() {
     .await
     .expect("launch");
     app.send("where are the docs").await.expect("send");
-    app.click(".message[data-role=\"assistant\"] .content a")
+    // A link, a bare URL (made a link by the host), and a mail link that opens with the address
+    // alone (a link must not attach files).
+    for (n, expected) in [
+        "https://example.org/docs?q=1",
+        "https://example.org/bare_url_here",
+        "mailto:dev@example.org",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        app.click(&format!(
+            ".message[data-role=\"assistant\"] .content a:nth-of-type({})",
+            n + 1
+        ))
         .await
         .expect("click link");
-    for _ in 0..50 {
-        if opened.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let text = until_file_contains(&opened, expected)
+            .await
+            .expect("opened");
+        assert_eq!(text.lines().nth(n), Some(expected), "{text}");
     }
-    assert_eq!(
-        std::fs::read_to_string(&opened).expect("opened").trim(),
-        "https://example.org/docs?q=1"
-    );
     let before = app.eval("return location.href").await.expect("href");
     let _ = app
         .eval("location.href = 'https://example.org/'; return null")
         .await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The shell records each navigation it refuses: wait for that, then look where the page is.
+    until_file_contains(&app.ipc_trace, "\"navigation_refused\"")
+        .await
+        .expect("the navigation was decided");
     let after = app.eval("return location.href").await.expect("href");
     assert_eq!(before, after, "navigation away from the app is refused");
     app.close().await.expect("close");
@@ -300,6 +313,12 @@ async fn stop_cancels_the_request() {
     let (app, _ws, _dirs) = launch("chat-stop", &server).await;
     app.send("this will hang").await.expect("send");
     app.wait_until("document.querySelector('.task-panel [data-action=\"stop\"]') && !document.querySelector('.task-panel [data-action=\"stop\"]').disabled").await.expect("stop enabled");
+    // The provider holds the request: Stop must cancel a request that hangs, not one that has
+    // not reached it yet (which would leave the hanging reply for the next message).
+    server
+        .wait_for_requests(1, Duration::from_secs(20))
+        .await
+        .expect("the provider has the request");
     app.click(".task-panel [data-action=\"stop\"]")
         .await
         .expect("stop");
@@ -336,18 +355,10 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
         .expect("toggle");
     app.click("#settings-save").await.expect("save");
     let path = dirs.config().join("settings.json");
-    for _ in 0..50 {
-        if std::fs::read_to_string(&path)
-            .unwrap_or_default()
-            .contains("gpt-test-small")
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("settings file"))
-            .expect("json");
+    let saved = until_file_contains(&path, "gpt-test-small")
+        .await
+        .expect("settings saved");
+    let saved: Value = serde_json::from_str(&saved).expect("json");
     assert_eq!(saved["model"], "gpt-test-small");
     assert_eq!(saved["custom_instructions"], "Prefer small diffs.");
     assert_eq!(saved["approval"]["ask_before_safe_commands"], true);

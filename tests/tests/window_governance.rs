@@ -373,7 +373,8 @@ async fn blame_and_verify_after_tampering_in_the_trace_explorer() {
     app.find("#trace-changes .trace-change")
         .await
         .expect("change row");
-    app.click("#trace-changes .trace-change td")
+    // The row opens the diff (its path opens the file in the editor).
+    app.click("#trace-changes .trace-change td:nth-child(2)")
         .await
         .expect("open diff");
     app.wait_until("(document.querySelector('#trace-diff')?.textContent ?? '').includes('TWO')")

@@ -4,7 +4,8 @@
 import { request } from './ipc.js';
 import { byId, closest, errorText, find, h, setMessage } from './dom.js';
 import { emit, intentById, listen, store } from './store.js';
-import { renderDiff } from './diffview.js';
+import { firstChangedLine, renderDiff } from './diffview.js';
+import { pathLink } from './editor.js';
 
 /** @typedef {import('./protocol').ApprovalRequest} ApprovalRequest */
 /** @typedef {import('./protocol').ApprovalDecision} ApprovalDecision */
@@ -215,7 +216,9 @@ function buildEntry(taskId, req) {
   const d = req.detail;
   const n = ++seq;
   const title = d.kind === 'write'
-    ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }), h('code', { class: 'approval-path', text: d.path }))
+    ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }),
+      // A file that does not exist yet has nothing to open.
+      d.new_file ? h('code', { class: 'approval-path', text: d.path }) : pathLink(d.path, firstChangedLine(d.hunks), { className: 'approval-path' }))
     : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : 'Keep going?' });
   const el = h('article', {
     class: 'approval',

@@ -2,7 +2,7 @@
 
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
-import { emit, listen, removeTask, store, upsertTask, upsertTaskIfNewer } from './store.js';
+import { emit, listen, removeTask, store, taskEventMark, upsertTask, upsertTaskFromReply } from './store.js';
 import { initTaskList, renderTabs, renderTaskList } from './tasks.js';
 import { TaskPanel } from './panel.js';
 import { pendingQuestions } from './transcript.js';
@@ -67,6 +67,7 @@ export function initChat() {
   });
 
   listen('tasks', renderChrome);
+  listen('settings', updateComposer);
   listen('approvals', renderChrome);
   listen('intents', () => {
     for (const p of panels.values()) p.refreshIntents();
@@ -180,9 +181,10 @@ export async function openTask(id, options = {}) {
   buffers.set(id, []); // what arrives from now on; the detail covers the rest
   activate(id);
   try {
+    const mark = taskEventMark();
     const reply = await ask({ type: 'open_task', task_id: id }, 'task_detail');
     if (panels.get(id) !== panel) return; // closed meanwhile
-    upsertTaskIfNewer(reply.task);
+    upsertTaskFromReply(reply.task, mark);
     const latest = store.tasks.get(id);
     if (latest) panel.update(latest);
     panel.transcript.load(reply.messages);
@@ -312,6 +314,8 @@ function renderChrome() {
 /** @param {TaskSummary | undefined} task */
 function blockedReason(task) {
   if (sending) return 'Sending…';
+  // A first message would only fail against a provider that was never set up.
+  if (!task && store.settings?.needs_key) return 'Connect a model first (above): a server on this machine, or a provider with an API key.';
   if (!task) return null;
   if (task.status === 'running') return 'The agent is working on this task. You can write your next message; send it when the agent stops, or press Stop.';
   if (task.status === 'waiting_for_approval') return 'The agent is waiting for your decision in the Approvals panel.';
@@ -365,12 +369,14 @@ async function send() {
       starting += 1;
       /** @type {TaskSummary} */
       let task;
+      // The task starts running at once: its events may come in before this reply.
+      const mark = taskEventMark();
       try {
         task = (await ask({ type: 'start_task', text }, 'task')).task;
       } finally {
         starting -= 1;
       }
-      upsertTaskIfNewer(task);
+      upsertTaskFromReply(task, mark);
       if (input.value === text) input.value = '';
       drafts.delete('');
       sending = false;

@@ -100,6 +100,22 @@ function fillBody(body, hunk, mode, language) {
 const kindOf = (tag) => (tag === '+' ? 'add' : tag === '-' ? 'del' : 'ctx');
 
 /**
+ * The line of the new text where the first change is (where an editor should open).
+ * @param {import('./protocol').DiffHunk[]} hunks
+ * @returns {number | null}
+ */
+export function firstChangedLine(hunks) {
+  const hunk = hunks[0];
+  if (!hunk) return null;
+  let line = hunk.new_start;
+  for (const l of hunk.lines) {
+    if (kindOf(l.tag) !== 'ctx') return Math.max(1, line);
+    line += 1;
+  }
+  return Math.max(1, hunk.new_start);
+}
+
+/**
  * @param {DocumentFragment} frag
  * @param {DiffHunk} hunk
  * @param {string} language

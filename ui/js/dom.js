@@ -161,10 +161,29 @@ export function formatCost(usd) {
   return `≈$${usd > 0 && usd < 0.01 ? usd.toFixed(3) : usd.toFixed(2)}`;
 }
 
-const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
-const dayFmt = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short' });
-const yearFmt = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', year: 'numeric' });
-const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+/**
+ * Date formats, made on first use: the first one loads the locale's date data (megabytes the
+ * window does not need until it shows a time).
+ * @type {Map<string, Intl.DateTimeFormat>}
+ */
+const formats = new Map();
+
+/** @param {'time' | 'day' | 'year' | 'full'} kind */
+function fmt(kind) {
+  let f = formats.get(kind);
+  if (!f) {
+    /** @type {Record<string, Intl.DateTimeFormatOptions>} */
+    const options = {
+      time: { hour: '2-digit', minute: '2-digit' },
+      day: { day: 'numeric', month: 'short' },
+      year: { day: 'numeric', month: 'short', year: 'numeric' },
+      full: { dateStyle: 'medium', timeStyle: 'short' },
+    };
+    f = new Intl.DateTimeFormat(undefined, options[kind]);
+    formats.set(kind, f);
+  }
+  return f;
+}
 
 /**
  * A short time for lists: the hour today, the day this year, the date otherwise.
@@ -174,15 +193,15 @@ export function formatTime(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
   const now = new Date();
-  if (date.toDateString() === now.toDateString()) return timeFmt.format(date);
-  if (date.getFullYear() === now.getFullYear()) return dayFmt.format(date);
-  return yearFmt.format(date);
+  if (date.toDateString() === now.toDateString()) return fmt('time').format(date);
+  if (date.getFullYear() === now.getFullYear()) return fmt('day').format(date);
+  return fmt('year').format(date);
 }
 
 /** @param {string} iso */
 export function formatFullTime(iso) {
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : fullFmt.format(date);
+  return Number.isNaN(date.getTime()) ? iso : fmt('full').format(date);
 }
 
 /**

@@ -23,6 +23,8 @@ const editor = {
 /** @type {ListEditor} */ let constraints;
 /** @type {ListEditor} */ let criteria;
 let previewSeq = 0;
+/** The form was opened by the first-run guide: after saving, offer the way back to the chat. */
+let fromGuide = false;
 
 export function initIntents() {
   const markDirty = () => {
@@ -68,8 +70,26 @@ export function initIntents() {
     if (await mayDiscard()) load(find(id) ?? null);
   });
 
+  byId('intent-back-to-chat').addEventListener('click', () => {
+    fromGuide = false;
+    byId('intent-back-to-chat').hidden = true;
+    document.dispatchEvent(new CustomEvent('mandate:show-view', { detail: 'chat' }));
+  });
+
   listen('intents', onIntentsChanged);
   load(null);
+}
+
+/** Opens the editor on a new intent with a first id filled in (from the chat's first-run guide). */
+export async function startFirstIntent() {
+  if (!(await mayDiscard())) return;
+  load(null);
+  fromGuide = true;
+  const taken = new Set(store.intents.intents.map((i) => i.id));
+  let n = 1;
+  while (taken.has(`INT-${String(n).padStart(3, '0')}`)) n += 1;
+  byId('intent-id', HTMLInputElement).value = `INT-${String(n).padStart(3, '0')}`;
+  byId('intent-name').focus();
 }
 
 /** @param {string} id */
@@ -143,6 +163,7 @@ async function save() {
     setIntents(reply.intents);
     load(find(d.id) ?? null);
     setMessage(byId('intent-saved'), `Saved ${d.id}.`);
+    byId('intent-back-to-chat').hidden = !fromGuide;
   } catch (e) {
     setMessage(error, errorText(e));
   } finally {

@@ -10,6 +10,9 @@ import { initApprovals, onApprovalRequested, onApprovalResolved } from './approv
 import { initIntents } from './intents.js';
 import { initTrace } from './trace.js';
 import { applySettings, initSettings } from './settings.js';
+import { initEditorLinks } from './editor.js';
+import { initWorkspaceMenu } from './workspace.js';
+import { initGuide } from './guide.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -38,6 +41,13 @@ function wireShell() {
   initIntents();
   initTrace();
   initSettings();
+  initEditorLinks();
+  initWorkspaceMenu();
+  initGuide({ showView });
+  document.addEventListener('mandate:show-view', (ev) => {
+    const view = ev instanceof CustomEvent ? ev.detail : null;
+    if (VIEWS.includes(view)) showView(view);
+  });
 
   document.querySelector('nav.app-nav')?.addEventListener('click', (ev) => {
     const view = closest(ev.target, 'button[data-view]')?.dataset.view;

@@ -2,7 +2,7 @@
 
 import { request } from './ipc.js';
 import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
-import { canRetry, intentById, isBusy, statusLabel, store, upsertTask } from './store.js';
+import { canRetry, intentById, isBusy, statusLabel, store, taskEventMark, upsertTaskFromReply } from './store.js';
 import { domId } from './tasks.js';
 import { Transcript } from './transcript.js';
 
@@ -66,8 +66,9 @@ export class TaskPanel {
     setMessage(this.error, null);
     button.disabled = true;
     try {
+      const mark = taskEventMark();
       const reply = await request(req);
-      if (reply.type === 'task') upsertTask(reply.task);
+      if (reply.type === 'task') upsertTaskFromReply(reply.task, mark);
     } catch (e) {
       setMessage(this.error, errorText(e));
     } finally {
@@ -81,8 +82,9 @@ export class TaskPanel {
     setMessage(this.error, null);
     this.select.disabled = true;
     try {
+      const mark = taskEventMark();
       const reply = await request({ type: 'select_intent', task_id: this.id, intent_id: value === '' ? null : value });
-      if (reply.type === 'task') upsertTask(reply.task);
+      if (reply.type === 'task') upsertTaskFromReply(reply.task, mark);
     } catch (e) {
       setMessage(this.error, errorText(e));
       // Show what is really in force again.

@@ -1,8 +1,8 @@
 // Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, };
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" };
 
-export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, };
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
@@ -30,9 +30,41 @@ api_key_source: string, custom_instructions: string, approval: ApprovalPolicy,
 /**
  * Why the keyring cannot be used, when it cannot.
  */
-keyring_error: string | null, };
+keyring_error: string | null, 
+/**
+ * The provider needs an API key and none is set (a server on this machine needs none).
+ */
+needs_key: boolean, 
+/**
+ * The editor file paths open in: `auto` (the first detected) or one of `editors`.
+ */
+editor: string, editors: Array<EditorOption>, 
+/**
+ * Workspaces opened before, most recent first (existing folders only).
+ */
+recent_workspaces: Array<string>, };
 
-export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, };
+export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
+/**
+ * `auto` or the id of one of `SettingsView::editors`.
+ */
+editor: string, };
+
+export type EditorOption = { id: string, label: string, 
+/**
+ * Found on this machine (its program is on the PATH).
+ */
+detected: boolean, };
+
+export type LocalServer = { 
+/**
+ * The settings preset it matches: `ollama`, `lmstudio` or `llamacpp`.
+ */
+preset: string, label: string, 
+/**
+ * OpenAI-compatible base URL, up to and including `/v1`.
+ */
+base_url: string, models: Array<string>, };
 
 export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled" | "paused";
 

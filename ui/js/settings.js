@@ -2,7 +2,7 @@
 
 import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
-import { store } from './store.js';
+import { emit, store } from './store.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -14,6 +14,7 @@ const PRESETS = {
   openrouter: { provider: 'openai', base_url: 'https://openrouter.ai/api/v1' },
   ollama: { provider: 'openai', base_url: 'http://localhost:11434/v1' },
   lmstudio: { provider: 'openai', base_url: 'http://localhost:1234/v1' },
+  llamacpp: { provider: 'openai', base_url: 'http://localhost:8080/v1' },
 };
 
 let dirty = false;
@@ -76,6 +77,7 @@ export function initSettings() {
  */
 export function applySettings(s, force = false) {
   store.settings = s;
+  emit('settings');
   byId('settings-key-status').textContent = keyStatus(s);
   byId('settings-key-status').dataset.set = String(s.api_key_set);
   setMessage(byId('settings-keyring-error'), s.keyring_error ? `The system keyring cannot be used: ${s.keyring_error}` : null);
@@ -87,9 +89,25 @@ export function applySettings(s, force = false) {
   select('settings-provider').value = s.provider;
   input('settings-base-url').value = s.base_url;
   input('settings-model').value = s.model;
+  fillEditors(s);
   input('settings-ask-writes').checked = s.approval.ask_before_writes;
   input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
   byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
+}
+
+/**
+ * The editor choice: automatic (the first one found) or one editor, each marked found or not.
+ * @param {SettingsView} s
+ */
+function fillEditors(s) {
+  const first = s.editors.find((e) => e.detected);
+  const options = [h('option', { value: 'auto', text: first ? `Automatic (${first.label}, detected)` : 'Automatic (no editor detected)' })];
+  for (const e of s.editors) {
+    options.push(h('option', { value: e.id, 'data-detected': String(e.detected), text: `${e.label}${e.detected ? ' (detected)' : ' (not found)'}` }));
+  }
+  const editor = select('settings-editor');
+  editor.replaceChildren(...options);
+  editor.value = s.editor;
 }
 
 /** @param {SettingsView} s */
@@ -132,6 +150,7 @@ async function save() {
         base_url: baseUrl,
         model: input('settings-model').value.trim(),
         custom_instructions: byId('settings-custom-instructions', HTMLTextAreaElement).value,
+        editor: select('settings-editor').value || 'auto',
         approval: {
           ask_before_writes: input('settings-ask-writes').checked,
           ask_before_safe_commands: input('settings-ask-safe-commands').checked,

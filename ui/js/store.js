@@ -49,26 +49,46 @@ export function emit(topic) {
   });
 }
 
-/** @param {TaskSummary} task */
+/**
+ * Task summaries reach the window two ways: events, which the host sends in order on one channel,
+ * and replies, which travel apart from them and can arrive before or after events sent later.
+ * Events are the truth; a reply's summary is kept only if no event about that task came in
+ * since its request was sent (such an event is as new as the reply or newer).
+ */
+let taskEvents = 0;
+/** The count of task events when the last one about each task arrived. @type {Map<string, number>} */
+const lastTaskEvent = new Map();
+
+/** A mark to take before sending a request whose reply carries a task summary. */
+export function taskEventMark() {
+  return taskEvents;
+}
+
+/**
+ * A summary from an event.
+ * @param {TaskSummary} task
+ */
 export function upsertTask(task) {
+  lastTaskEvent.set(task.id, ++taskEvents);
   store.tasks.set(task.id, task);
   emit('tasks');
 }
 
 /**
- * For summaries that came in a reply: events may already have brought a newer one (the task
- * started running before the reply to start_task arrived), which must not be rolled back.
+ * A summary from the reply to a request sent at `mark` (see taskEventMark).
  * @param {TaskSummary} task
+ * @param {number} mark
  */
-export function upsertTaskIfNewer(task) {
-  const known = store.tasks.get(task.id);
-  if (known && Date.parse(known.updated_at) > Date.parse(task.updated_at)) return;
-  upsertTask(task);
+export function upsertTaskFromReply(task, mark) {
+  if ((lastTaskEvent.get(task.id) ?? -1) > mark) return;
+  store.tasks.set(task.id, task);
+  emit('tasks');
 }
 
 /** @param {string} id */
 export function removeTask(id) {
   store.tasks.delete(id);
+  lastTaskEvent.delete(id);
   emit('tasks');
 }
 

@@ -3,8 +3,9 @@
 import { ask } from './ipc.js';
 import { byId, closest, errorText, formatFullTime, h, setMessage, timeEl } from './dom.js';
 import { listen, store } from './store.js';
-import { renderDiff } from './diffview.js';
+import { firstChangedLine, renderDiff } from './diffview.js';
 import { highlightLine } from './highlight.js';
+import { pathLink } from './editor.js';
 
 /** @typedef {import('./protocol').TraceChange} TraceChange */
 /** @typedef {import('./protocol').LineRange} LineRange */
@@ -97,7 +98,7 @@ async function loadChanges() {
     changes.clear();
     for (const c of reply.changes) changes.set(c.record_id, c);
     body.replaceChildren(...reply.changes.map((c) => h('tr', { class: 'trace-change', 'data-record-id': c.record_id, tabindex: '0', title: 'Show this change' },
-      h('td', null, h('code', { text: c.path })),
+      h('td', null, pathLink(c.path, c.ranges[0]?.start_line ?? null)),
       h('td', { text: formatRanges(c.ranges) }),
       h('td', null, timeEl(c.timestamp)),
       h('td', { text: c.model }),
@@ -132,7 +133,7 @@ async function showDiff(recordId) {
     const { diff } = await ask({ type: 'change_diff', record_id: recordId, path: change.path }, 'diff');
     if (seq !== diffSeq) return;
     const head = h('div', { class: 'diff-toolbar' },
-      h('h3', { class: 'diff-title' }, h('code', { text: diff.path })),
+      h('h3', { class: 'diff-title' }, pathLink(diff.path, firstChangedLine(diff.hunks) ?? change.ranges[0]?.start_line ?? null)),
       h('span', { class: 'muted small', text: `${formatFullTime(change.timestamp)} · ${change.model} · ${change.approval}` }),
       h('span', { class: 'spacer' }));
     const blame = h('button', { type: 'button', class: 'quiet', 'data-action': 'blame-file', 'data-path': diff.path, text: 'Who wrote each line' });
@@ -197,7 +198,7 @@ async function runBlame() {
         'data-record-id': o?.record_id ?? null,
         title: o ? `${o.intent_id} · ${o.model} · ${o.contributor} · approved by ${o.approval} · ${formatFullTime(o.timestamp)}` : 'No recorded change covers this line',
       },
-      h('td', { class: 'ln', text: String(line.line) }),
+      h('td', { class: 'ln' }, pathLink(blame.path, line.line, { label: String(line.line) })),
       h('td', { class: 'meta', text: o ? o.intent_id : 'not recorded' }),
       h('td', { class: 'meta', text: o ? o.model : '' }),
       h('td', { class: 'meta', text: o ? o.approval : '' }),
@@ -248,14 +249,13 @@ async function verify() {
     const { report } = await ask({ type: 'verify_trace' }, 'verify');
     out.dataset.chainOk = String(report.chain_ok);
     const items = report.findings.map((f) => {
-      const where = [
-        `ledger line ${f.ledger_line}`,
-        f.path ? `${f.path}${f.range ? `:${formatRanges([f.range])}` : ''}` : null,
-      ].filter(Boolean).join(' · ');
+      const place = f.path ? `${f.path}${f.range ? `:${formatRanges([f.range])}` : ''}` : null;
       return h('li', { class: 'finding', 'data-kind': f.kind },
         h('div', { class: 'finding-head' },
           h('span', { class: 'chip', 'data-kind': f.kind, text: FINDINGS[f.kind]?.label ?? f.kind }),
-          h('span', { class: 'muted small', text: where })),
+          h('span', { class: 'muted small', text: `ledger line ${f.ledger_line}` }),
+          // A missing file cannot be opened; the others open where the range starts.
+          f.path && place ? (f.kind === 'missing' ? h('span', { class: 'muted small', text: place }) : pathLink(f.path, f.range?.start_line ?? null, { label: place, className: 'small' })) : null),
         h('p', { class: 'finding-explain', text: FINDINGS[f.kind]?.explain ?? '' }),
         f.detail ? h('p', { class: 'finding-detail small', text: f.detail }) : null);
     });

@@ -3,6 +3,7 @@
 import { request } from './ipc.js';
 import { errorText, find, h, quote, setSafeHtml } from './dom.js';
 import { highlightCodeIn } from './highlight.js';
+import { pathLink, targetsAFile } from './editor.js';
 
 /** @typedef {import('./protocol').UiMessage} UiMessage */
 /** @typedef {import('./protocol').ToolCallView} ToolCallView */
@@ -330,7 +331,8 @@ function toolCard(call) {
     h('span', { class: 'tool-target' }),
     h('span', { class: 'tool-state' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), h('span', { class: 'tool-state-text' })));
   const card = h('div', { class: 'tool-card', 'data-call-id': call.call_id, 'data-message-id': call.call_id },
-    head,
+    // The open button sits beside the head: a button cannot hold another one.
+    h('div', { class: 'tool-head-row' }, head, h('span', { class: 'tool-open' })),
     h('p', { class: 'tool-summary-line' }),
     h('button', { type: 'button', class: 'tool-review quiet', 'data-action': 'review', hidden: true, text: 'Review in Approvals' }),
     h('div', { class: 'tool-body', id: bodyId, hidden: true },
@@ -364,6 +366,11 @@ function updateCard(card, call) {
   set('.tool-name', call.tool);
   set('.tool-target', call.target);
   find(card, '.tool-target', HTMLElement)?.setAttribute('title', call.target);
+  const open = find(card, '.tool-open', HTMLElement);
+  if (open && open.dataset.path !== call.target) {
+    open.dataset.path = call.target;
+    open.replaceChildren(targetsAFile(call.tool) && call.target ? pathLink(call.target, null, { label: 'Open', className: 'quiet-link' }) : '');
+  }
   set('.tool-state-text', TOOL_STATUS[call.status] ?? call.status);
   // An open card always says something, even before there is a result.
   set('.tool-summary', call.summary || (call.status === 'waiting_for_approval'

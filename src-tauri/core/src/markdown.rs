@@ -17,14 +17,18 @@
 //! the URL when the alt text is empty), so the user can still open it on
 //! purpose. Inside a link, or with a URL that is not http(s), only the alt
 //! text remains.
+//!
+//! Bare `http(s)://` URLs in text become links (GitHub's "extended autolink" rules: trailing
+//! punctuation and unbalanced parentheses stay outside), except in code and inside links.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::iter::Peekable;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ammonia::{Builder, UrlRelative};
-use pulldown_cmark::{html, Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 /// The only URL schemes a link may use. Everything else (`javascript:`,
 /// `data:`, `vbscript:`, `file:`, relative URLs) loses its link.
@@ -50,7 +54,8 @@ pub fn render(markdown: &str) -> String {
     let events = Neutralize {
         inner: Parser::new_ext(markdown, options()).peekable(),
         anchors: Vec::new(),
-        pending: None,
+        pending: VecDeque::new(),
+        in_code_block: false,
     };
     let mut unsafe_html = String::with_capacity(markdown.len() + markdown.len() / 2);
     html::push_html(&mut unsafe_html, events);
@@ -61,30 +66,54 @@ pub fn render(markdown: &str) -> String {
 /// - raw HTML (block or inline) becomes text, so it is shown escaped;
 /// - links whose URL is not http/https/mailto lose the link but keep the text;
 /// - images become links (see the module docs);
-/// - no link is opened inside another, since nested `<a>` is invalid HTML.
+/// - no link is opened inside another, since nested `<a>` is invalid HTML;
+/// - bare http(s) URLs in text become links.
 struct Neutralize<'a, I: Iterator<Item = Event<'a>>> {
     inner: Peekable<I>,
     /// Open Link/Image tags, innermost last: whether each one emitted an `<a>`.
     anchors: Vec<bool>,
-    /// An event to emit before pulling the next one from `inner`.
-    pending: Option<Event<'a>>,
+    /// Events to emit before pulling the next one from `inner`.
+    pending: VecDeque<Event<'a>>,
+    in_code_block: bool,
 }
 
 impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Neutralize<'a, I> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
-        if let Some(event) = self.pending.take() {
+        if let Some(event) = self.pending.pop_front() {
             return Some(event);
         }
         loop {
             let event = match self.inner.next()? {
+                Event::Text(text) if !self.in_code_block && self.anchors.is_empty() => {
+                    // The parser splits a run of text at characters that might be emphasis
+                    // (`_` in a URL): join the run before looking for URLs.
+                    let mut run = text.into_string();
+                    while let Some(Event::Text(more)) = self.inner.peek() {
+                        run.push_str(more);
+                        self.inner.next();
+                    }
+                    self.pending.extend(linkify(run));
+                    match self.pending.pop_front() {
+                        Some(first) => first,
+                        None => continue,
+                    }
+                }
+                event @ Event::Start(Tag::CodeBlock(_)) => {
+                    self.in_code_block = true;
+                    event
+                }
+                event @ Event::End(TagEnd::CodeBlock) => {
+                    self.in_code_block = false;
+                    event
+                }
                 // An HTML block is shown as a paragraph of text, line by line.
                 Event::Start(Tag::HtmlBlock) => Event::Start(Tag::Paragraph),
                 Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
                 Event::Html(raw) | Event::InlineHtml(raw) => {
                     if matches!(self.inner.peek(), Some(Event::Html(_))) {
-                        self.pending = Some(Event::HardBreak);
+                        self.pending.push_back(Event::HardBreak);
                     }
                     Event::Text(raw.trim_end_matches('\n').to_string().into())
                 }
@@ -103,7 +132,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Neutralize<'a, I> {
                     };
                     // An empty link would be invisible: label it with its URL.
                     if matches!(self.inner.peek(), Some(Event::End(TagEnd::Image))) {
-                        self.pending = Some(Event::Text(dest_url.clone()));
+                        self.pending.push_back(Event::Text(dest_url.clone()));
                     }
                     Event::Start(Tag::Link {
                         link_type: LinkType::Inline,
@@ -138,6 +167,106 @@ impl<'a, I: Iterator<Item = Event<'a>>> Neutralize<'a, I> {
         let keep = allowed && !self.anchors.contains(&true);
         self.anchors.push(keep);
         keep
+    }
+}
+
+/// Text with its bare URLs turned into links.
+fn linkify<'a>(text: String) -> Vec<Event<'a>> {
+    let urls = find_urls(&text);
+    if urls.is_empty() {
+        return vec![Event::Text(CowStr::from(text))];
+    }
+    let mut events = Vec::with_capacity(urls.len() * 4 + 1);
+    let mut at = 0;
+    for range in urls {
+        if range.start > at {
+            events.push(Event::Text(CowStr::from(text[at..range.start].to_string())));
+        }
+        let url = text[range.clone()].to_string();
+        events.push(Event::Start(Tag::Link {
+            link_type: LinkType::Autolink,
+            dest_url: CowStr::from(url.clone()),
+            title: CowStr::from(""),
+            id: CowStr::from(""),
+        }));
+        events.push(Event::Text(CowStr::from(url)));
+        events.push(Event::End(TagEnd::Link));
+        at = range.end;
+    }
+    if at < text.len() {
+        events.push(Event::Text(CowStr::from(text[at..].to_string())));
+    }
+    events
+}
+
+/// Byte ranges of bare `http://` / `https://` URLs, by GitHub's extended autolink rules: after
+/// the start of the text, a space or `*_~(`; up to a space or `<`; without trailing `?!.,:*_~'"`,
+/// an unbalanced `)` or an entity-like `&name;`; with a host of letters, digits, `.` and `-`.
+fn find_urls(text: &str) -> Vec<std::ops::Range<usize>> {
+    let lower = text.to_ascii_lowercase();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = lower[from..].find("http") {
+        let start = from + offset;
+        from = start + 4;
+        let rest = &lower[start..];
+        let scheme = if rest.starts_with("https://") {
+            8
+        } else if rest.starts_with("http://") {
+            7
+        } else {
+            continue;
+        };
+        let before = text[..start].chars().next_back();
+        if before.is_some_and(|c| !(c.is_whitespace() || "*_~(".contains(c))) {
+            continue;
+        }
+        let len = text[start..]
+            .find(|c: char| c.is_whitespace() || c == '<' || c.is_control())
+            .unwrap_or(text.len() - start);
+        let mut url = &text[start..start + len];
+        loop {
+            let trimmed = url.trim_end_matches(|c: char| "?!.,:*_~'\"".contains(c));
+            let trimmed = match trimmed.strip_suffix(')') {
+                Some(inner) if trimmed.matches(')').count() > trimmed.matches('(').count() => inner,
+                _ => trimmed,
+            };
+            let trimmed = strip_entity(trimmed);
+            if trimmed.len() == url.len() {
+                break;
+            }
+            url = trimmed;
+        }
+        let host = url[scheme..]
+            .split(['/', '?', '#', ':'])
+            .next()
+            .unwrap_or("");
+        let host_ok = !host.is_empty()
+            && !host.starts_with(['.', '-'])
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+        if host_ok {
+            found.push(start..start + url.len());
+            from = start + url.len();
+        }
+    }
+    found
+}
+
+/// `url` without a trailing `&name;` (it reads as an entity, not as part of the URL).
+fn strip_entity(url: &str) -> &str {
+    let Some(body) = url.strip_suffix(';') else {
+        return url;
+    };
+    match body.rfind('&') {
+        Some(amp)
+            if amp + 1 < body.len()
+                && body[amp + 1..].bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            &url[..amp]
+        }
+        _ => url,
     }
 }
 

@@ -109,6 +109,19 @@ pub enum Request {
         preview_id: String,
         files: Vec<UndoFileChoice>,
     },
+    /// Opens a workspace file in the editor chosen in Settings, at `line` (1-based). The host
+    /// picks the program; files outside the workspace are refused.
+    OpenInEditor {
+        path: String,
+        line: Option<u32>,
+    },
+    /// Switches the window to another workspace: `None` asks the person with a folder picker,
+    /// `Some` must be one of the settings' `recent_workspaces`. Refused while a task runs.
+    OpenWorkspace {
+        path: Option<String>,
+    },
+    /// Model servers running on this machine (Ollama, LM Studio, llama.cpp), with their models.
+    DiscoverLocalServers,
 }
 
 /// The answer to one [`Request`].
@@ -161,6 +174,9 @@ pub enum Reply {
     },
     UndoApplied {
         result: UndoResult,
+    },
+    LocalServers {
+        servers: Vec<LocalServer>,
     },
 }
 
@@ -343,6 +359,33 @@ pub struct SettingsView {
     pub approval: ApprovalPolicy,
     /// Why the keyring cannot be used, when it cannot.
     pub keyring_error: Option<String>,
+    /// The provider needs an API key and none is set (a server on this machine needs none).
+    pub needs_key: bool,
+    /// The editor file paths open in: `auto` (the first detected) or one of `editors`.
+    pub editor: String,
+    pub editors: Vec<EditorOption>,
+    /// Workspaces opened before, most recent first (existing folders only).
+    pub recent_workspaces: Vec<String>,
+}
+
+/// An editor Mandate can open files in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct EditorOption {
+    pub id: String,
+    pub label: String,
+    /// Found on this machine (its program is on the PATH).
+    pub detected: bool,
+}
+
+/// A model server found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct LocalServer {
+    /// The settings preset it matches: `ollama`, `lmstudio` or `llamacpp`.
+    pub preset: String,
+    pub label: String,
+    /// OpenAI-compatible base URL, up to and including `/v1`.
+    pub base_url: String,
+    pub models: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -354,6 +397,8 @@ pub struct SettingsUpdate {
     pub model: String,
     pub custom_instructions: String,
     pub approval: ApprovalPolicy,
+    /// `auto` or the id of one of `SettingsView::editors`.
+    pub editor: String,
 }
 
 // ---- tasks and messages ---------------------------------------------------------------------
@@ -833,6 +878,8 @@ pub fn typescript_declarations() -> String {
         ApprovalPolicy::decl(&cfg),
         SettingsView::decl(&cfg),
         SettingsUpdate::decl(&cfg),
+        EditorOption::decl(&cfg),
+        LocalServer::decl(&cfg),
         TaskStatus::decl(&cfg),
         Usage::decl(&cfg),
         Budget::decl(&cfg),
@@ -902,7 +949,9 @@ mod tests {
             r#"{"type":"start_task","text":"hi","extra":1}"#,
             r#"{"type":"launch_missiles"}"#,
             r#"{"text":"hi"}"#,
-            r#"{"type":"save_settings","settings":{"provider":"openai","preset":"x","base_url":"u","model":"m","custom_instructions":"","approval":{"ask_before_writes":true,"ask_before_safe_commands":false},"api_key":"k"}}"#,
+            r#"{"type":"save_settings","settings":{"provider":"openai","preset":"x","base_url":"u","model":"m","custom_instructions":"","approval":{"ask_before_writes":true,"ask_before_safe_commands":false},"editor":"auto","api_key":"k"}}"#,
+            r#"{"type":"open_in_editor","path":"a.rs","line":-1}"#,
+            r#"{"type":"open_in_editor","path":"a.rs","line":1,"program":"sh"}"#,
             r#"{"type":"decide_approval","task_id":"t","approval_id":"a","decision":{"decision":"reject","reason":"no","x":1}}"#,
         ] {
             assert!(

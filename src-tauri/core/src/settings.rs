@@ -42,7 +42,14 @@ pub struct Settings {
     pub model: String,
     pub custom_instructions: String,
     pub approval: ApprovalPolicy,
+    /// `auto` or an editor id (see `host::editor`).
+    pub editor: String,
+    /// Absolute paths of workspaces opened in the window, most recent first.
+    pub recent_workspaces: Vec<String>,
 }
+
+/// How many recent workspaces are remembered.
+pub const RECENT_WORKSPACES: usize = 10;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -53,6 +60,8 @@ impl Default for Settings {
             model: "gpt-4.1-mini".into(),
             custom_instructions: String::new(),
             approval: ApprovalPolicy::default(),
+            editor: "auto".into(),
+            recent_workspaces: Vec::new(),
         }
     }
 }
@@ -74,6 +83,7 @@ pub const PRESETS: &[&str] = &[
     "openrouter",
     "ollama",
     "lmstudio",
+    "llamacpp",
     "custom",
 ];
 
@@ -124,8 +134,9 @@ impl Settings {
         })
     }
 
-    /// Checks an update from the UI and turns it into settings.
-    pub fn from_update(update: SettingsUpdate) -> Result<Settings, SettingsError> {
+    /// Checks an update from the UI and applies it; what the UI does not edit (the recent
+    /// workspaces) is kept.
+    pub fn with_update(&self, update: SettingsUpdate) -> Result<Settings, SettingsError> {
         let base_url = update.base_url.trim().trim_end_matches('/').to_string();
         validate_base_url(&base_url)?;
         let model = update.model.trim().to_string();
@@ -146,6 +157,12 @@ impl Settings {
                 "custom instructions are limited to 20,000 characters".into(),
             ));
         }
+        if update.editor != "auto" && !crate::host::editor::is_known(&update.editor) {
+            return Err(SettingsError::Invalid(format!(
+                "unknown editor `{}`",
+                update.editor
+            )));
+        }
         Ok(Settings {
             provider: update.provider,
             preset: update.preset,
@@ -153,7 +170,20 @@ impl Settings {
             model,
             custom_instructions: update.custom_instructions,
             approval: update.approval,
+            editor: update.editor,
+            recent_workspaces: self.recent_workspaces.clone(),
         })
+    }
+
+    /// Puts `root` first in the recent workspaces; false when it was first already.
+    pub fn remember_workspace(&mut self, root: &str) -> bool {
+        if self.recent_workspaces.first().map(String::as_str) == Some(root) {
+            return false;
+        }
+        self.recent_workspaces.retain(|r| r != root);
+        self.recent_workspaces.insert(0, root.to_string());
+        self.recent_workspaces.truncate(RECENT_WORKSPACES);
+        true
     }
 }
 
@@ -212,10 +242,45 @@ mod tests {
             model: model.into(),
             custom_instructions: String::new(),
             approval: ApprovalPolicy::default(),
+            editor: "auto".into(),
         };
-        assert!(Settings::from_update(update("http://127.0.0.1:9/v1/", "m")).is_ok());
-        assert!(Settings::from_update(update("file:///etc/passwd", "m")).is_err());
-        assert!(Settings::from_update(update("javascript:alert(1)", "m")).is_err());
-        assert!(Settings::from_update(update("http://x/v1", "")).is_err());
+        let old = Settings {
+            recent_workspaces: vec!["/w".into()],
+            ..Settings::default()
+        };
+        let new = old
+            .with_update(update("http://127.0.0.1:9/v1/", "m"))
+            .expect("valid");
+        assert_eq!(new.recent_workspaces, ["/w"], "kept");
+        assert!(old.with_update(update("file:///etc/passwd", "m")).is_err());
+        assert!(old.with_update(update("javascript:alert(1)", "m")).is_err());
+        assert!(old.with_update(update("http://x/v1", "")).is_err());
+        for editor in ["sh", "/bin/sh", "", "auto "] {
+            let bad = SettingsUpdate {
+                editor: editor.into(),
+                ..update("http://x/v1", "m")
+            };
+            assert!(old.with_update(bad).is_err(), "{editor:?}");
+        }
+        let zed = SettingsUpdate {
+            editor: "zed".into(),
+            ..update("http://x/v1", "m")
+        };
+        assert_eq!(old.with_update(zed).expect("zed").editor, "zed");
+    }
+
+    #[test]
+    fn recent_workspaces_are_most_recent_first_and_bounded() {
+        let mut s = Settings::default();
+        assert!(s.remember_workspace("/a"));
+        assert!(!s.remember_workspace("/a"), "already first");
+        assert!(s.remember_workspace("/b"));
+        assert!(s.remember_workspace("/a"));
+        assert_eq!(s.recent_workspaces, ["/a", "/b"]);
+        for n in 0..20 {
+            s.remember_workspace(&format!("/w{n}"));
+        }
+        assert_eq!(s.recent_workspaces.len(), RECENT_WORKSPACES);
+        assert_eq!(s.recent_workspaces[0], "/w19");
     }
 }

@@ -32,7 +32,7 @@ impl Host {
         &self,
         change: impl FnOnce(&mut IntentsDoc) -> Result<(), IntentError> + Send + 'static,
     ) -> Result<Reply, IpcError> {
-        let gov = self.gov.clone();
+        let gov = self.governance().clone();
         let snapshot =
             Self::blocking(move || gov.intents.update(change).map_err(intent_error)).await?;
         let view = snapshot.view();
@@ -43,7 +43,7 @@ impl Host {
     }
 
     pub(super) async fn list_intents(&self) -> Result<Reply, IpcError> {
-        let gov = self.gov.clone();
+        let gov = self.governance().clone();
         Self::blocking(move || {
             Ok(Reply::Intents {
                 intents: gov.intents.snapshot().view(),
@@ -142,12 +142,12 @@ impl Host {
     }
 
     pub(super) async fn preview_scope(&self, globs: Vec<String>) -> Result<Reply, IpcError> {
-        let root = self.gov.root().to_path_buf();
+        let root = self.governance().root().to_path_buf();
         Self::blocking(move || preview_scope(&root, &globs)).await
     }
 
     pub(super) async fn intent_trace(&self, intent_id: String) -> Result<Reply, IpcError> {
-        let root = self.gov.root().to_path_buf();
+        let root = self.governance().root().to_path_buf();
         Self::blocking(move || {
             trace::intent_changes(&root, &intent_id)
                 .map(|changes| Reply::IntentTrace { changes })
@@ -163,11 +163,11 @@ impl Host {
 
     pub(super) async fn blame(&self, path: String) -> Result<Reply, IpcError> {
         let resolved = self
-            .gov
+            .governance()
             .workspace
             .resolve(&path)
             .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
-        let root = self.gov.root().to_path_buf();
+        let root = self.governance().root().to_path_buf();
         Self::blocking(move || {
             trace::blame(&root, &resolved.rel)
                 .map(|blame| Reply::Blame { blame })
@@ -182,7 +182,7 @@ impl Host {
     }
 
     pub(super) async fn verify_trace(&self) -> Result<Reply, IpcError> {
-        let root = self.gov.root().to_path_buf();
+        let root = self.governance().root().to_path_buf();
         Self::blocking(move || {
             trace::verify(&root)
                 .map(|report| Reply::Verify { report })
@@ -201,7 +201,7 @@ impl Host {
         record_id: String,
         path: String,
     ) -> Result<Reply, IpcError> {
-        let root = self.gov.root().to_path_buf();
+        let root = self.governance().root().to_path_buf();
         Self::blocking(move || {
             trace::change_diff(&root, &record_id, &path)
                 .map(|diff| Reply::Diff { diff })
@@ -211,7 +211,7 @@ impl Host {
     }
 
     pub(super) async fn check_command(&self, command: String) -> Result<Reply, IpcError> {
-        let gov = self.gov.clone();
+        let gov = self.governance().clone();
         Self::blocking(move || {
             let file = format!(
                 "{}/{}",
@@ -262,7 +262,7 @@ impl Host {
         let task = self.task(task_id)?;
         match &intent_id {
             Some(id) => {
-                let snapshot = self.gov.intents.snapshot();
+                let snapshot = self.governance().intents.snapshot();
                 task.select_intent(&snapshot, id).map_err(|e| {
                     let code = match e {
                         crate::agent::SelectError::Unknown { .. } => IpcErrorCode::NotFound,
@@ -291,23 +291,32 @@ fn preview_scope(root: &std::path::Path, globs: &[String]) -> Result<Reply, IpcE
     })
 }
 
-/// Only http(s) links leave the app, and only to the system browser.
+/// Only http(s) links leave the app, to the system browser, and `mailto:` links, to the mail
+/// client with the address alone.
 pub(super) fn open_external(url: &str) -> Result<(), IpcError> {
     let parsed = reqwest::Url::parse(url.trim())
         .map_err(|_| err(IpcErrorCode::InvalidInput, format!("`{url}` is not a link")))?;
-    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(err(
-            IpcErrorCode::InvalidInput,
-            format!(
-                "only http and https links are opened, not `{}:`",
-                parsed.scheme()
-            ),
-        ));
-    }
+    let target = match parsed.scheme() {
+        "http" | "https" if parsed.host_str().is_some() => parsed.as_str().to_string(),
+        "mailto" => mail_address(parsed.path())
+            .map(|a| format!("mailto:{a}"))
+            .ok_or_else(|| {
+                err(
+                    IpcErrorCode::InvalidInput,
+                    format!("`{url}` is not one plain email address"),
+                )
+            })?,
+        other => {
+            return Err(err(
+                IpcErrorCode::InvalidInput,
+                format!("only http, https and mailto links are opened, not `{other}:`"),
+            ))
+        }
+    };
     // MANDATE_OPENER lets tests observe the call instead of starting a browser.
     let opener = std::env::var("MANDATE_OPENER").unwrap_or_else(|_| "xdg-open".into());
     std::process::Command::new(opener)
-        .arg(parsed.as_str())
+        .arg(&target)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -317,4 +326,58 @@ pub(super) fn open_external(url: &str) -> Result<(), IpcError> {
             std::thread::spawn(move || child.wait());
         })
         .map_err(|e| err(IpcErrorCode::Io, format!("could not open the browser: {e}")))
+}
+
+/// One address, `local@domain`, in plain characters. A subject, a body, more recipients and above
+/// all attachments (`?attach=…`, which some mail clients honour) are never passed on.
+fn mail_address(path: &str) -> Option<&str> {
+    let (local, domain) = path.split_once('@')?;
+    let local_ok = !local.is_empty()
+        && local.len() <= 64
+        && !local.starts_with(['.', '-'])
+        && local
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    let domain_ok = domain.contains('.')
+        && domain.len() <= 253
+        && !domain.starts_with(['.', '-'])
+        && domain
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-".contains(&b));
+    (local_ok && domain_ok).then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mail_address;
+
+    #[test]
+    fn a_mailto_link_opens_with_the_address_alone() {
+        let address = |url: &str| {
+            reqwest::Url::parse(url)
+                .ok()
+                .and_then(|u| mail_address(u.path()).map(str::to_string))
+        };
+        assert_eq!(
+            address("mailto:dev@example.org").as_deref(),
+            Some("dev@example.org")
+        );
+        assert_eq!(
+            address("mailto:dev@example.org?attach=/home/u/.ssh/id_rsa").as_deref(),
+            Some("dev@example.org"),
+            "the query is dropped"
+        );
+        for bad in [
+            "mailto:a@b.c,evil@x.y",
+            "mailto:?to=a@b.c",
+            "mailto:a%40b@c.d",
+            "mailto:-oProxyCommand@x.y",
+            "mailto:a@-x.y",
+            "mailto:a@localhost",
+            "mailto:a b@c.d",
+            "mailto:@c.d",
+        ] {
+            assert_eq!(address(bad), None, "{bad}");
+        }
+    }
 }

@@ -1,15 +1,19 @@
 //! The extension host as the window sees it: one entry point that takes a [`Request`] (as raw
 //! JSON from the untrusted UI), validates it, and answers with a [`Reply`] or an [`IpcError`].
 
+mod desktop;
+mod discovery;
+pub mod editor;
 mod intents;
 mod interaction;
 mod undo;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+pub use desktop::{Desktop, NoDesktop};
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
@@ -28,23 +32,52 @@ fn err(code: IpcErrorCode, message: impl Into<String>) -> IpcError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("cannot open workspace {path}: {source}")]
+    #[error("cannot open the workspace {path}: {source}")]
     Workspace {
         path: String,
         source: std::io::Error,
     },
+    #[error("the workspace {0} is not a directory")]
+    NotADirectory(String),
+}
+
+/// One open workspace: its governance, its task history and the tasks in memory.
+struct Opened {
+    gov: Arc<Governance>,
+    store: Arc<TaskStore>,
+    tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+}
+
+impl Opened {
+    fn open(root: &Path, dirs: &AppDirs) -> Result<Opened, HostError> {
+        if !root.is_dir() {
+            return Err(HostError::NotADirectory(root.display().to_string()));
+        }
+        let workspace = Workspace::new(root).map_err(|source| HostError::Workspace {
+            path: root.display().to_string(),
+            source,
+        })?;
+        Ok(Opened {
+            store: Arc::new(TaskStore::new(&dirs.data, workspace.root())),
+            gov: Arc::new(Governance::new(workspace, dirs)),
+            tasks: Mutex::default(),
+        })
+    }
 }
 
 pub struct Host {
-    gov: Arc<Governance>,
+    /// Replaced whole when the person opens another folder.
+    opened: RwLock<Arc<Opened>>,
+    /// Every run of a task holds it shared: a workspace is switched only when none runs.
+    runs: Arc<tokio::sync::RwLock<()>>,
     dirs: AppDirs,
     secrets: Arc<dyn SecretStore>,
     sink: Arc<dyn EventSink>,
+    desktop: Arc<dyn Desktop>,
     settings: Mutex<Settings>,
-    store: Arc<TaskStore>,
-    tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
     pending: Arc<Pending>,
     tools: Arc<Vec<Box<dyn crate::tools::Tool>>>,
+    editors: editor::Launcher,
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
     previews: undo::Previews,
@@ -57,24 +90,22 @@ impl Host {
         dirs: AppDirs,
         secrets: Arc<dyn SecretStore>,
         sink: Arc<dyn EventSink>,
+        desktop: Arc<dyn Desktop>,
         runtime: tokio::runtime::Handle,
     ) -> Result<Arc<Host>, HostError> {
-        let workspace = Workspace::new(workspace_root).map_err(|source| HostError::Workspace {
-            path: workspace_root.display().to_string(),
-            source,
-        })?;
+        let opened = Opened::open(workspace_root, &dirs)?;
         let (settings, warning) = Settings::load(&dirs);
-        let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
         let host = Arc::new(Host {
-            gov: Arc::new(Governance::new(workspace, &dirs)),
+            opened: RwLock::new(Arc::new(opened)),
+            runs: Arc::default(),
             dirs,
             secrets,
             sink,
+            desktop,
             settings: Mutex::new(settings),
-            store,
-            tasks: Mutex::default(),
             pending: Arc::default(),
             tools: Arc::new(crate::tools::registry()),
+            editors: editor::Launcher::default(),
             runtime,
             watching: Default::default(),
             previews: Default::default(),
@@ -82,6 +113,7 @@ impl Host {
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
         }
+        host.remember_workspace();
         host.prune_checkpoints();
         Ok(host)
     }
@@ -89,7 +121,8 @@ impl Host {
     /// Keeps the checkpoint store within its cap, in the background; what a task in the history
     /// can still undo is kept.
     fn prune_checkpoints(&self) {
-        let (gov, store) = (self.gov.clone(), self.store.clone());
+        let opened = self.opened();
+        let (gov, store) = (opened.gov.clone(), opened.store.clone());
         self.runtime.spawn_blocking(move || {
             let open = store.list().into_iter().map(|t| t.id).collect();
             match crate::undo::prune(
@@ -110,8 +143,16 @@ impl Host {
         });
     }
 
-    pub fn governance(&self) -> &Arc<Governance> {
-        &self.gov
+    fn opened(&self) -> Arc<Opened> {
+        self.opened
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The governance of the workspace open now.
+    pub fn governance(&self) -> Arc<Governance> {
+        self.opened().gov.clone()
     }
 
     fn notice(&self, level: crate::protocol::NoticeLevel, message: String) {
@@ -139,7 +180,7 @@ impl Host {
             loop {
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { break };
-                let gov = host.gov.clone();
+                let gov = host.governance();
                 let Ok((snapshot, changed)) =
                     tokio::task::spawn_blocking(move || gov.intents.refresh()).await
                 else {
@@ -171,7 +212,9 @@ impl Host {
                 state: self.state().await,
             }),
             Request::SaveSettings { settings } => {
-                let new = Settings::from_update(settings)
+                let new = self
+                    .settings()
+                    .with_update(settings)
                     .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
                 new.save(&self.dirs)
                     .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
@@ -276,10 +319,13 @@ impl Host {
                         "the task is running; stop it first",
                     ));
                 }
-                self.store
+                let opened = self.opened();
+                opened
+                    .store
                     .delete(&task_id)
                     .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-                self.tasks
+                opened
+                    .tasks
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&task_id);
@@ -290,6 +336,14 @@ impl Host {
                 self.select_intent(&task_id, intent_id).await?;
                 Ok(Reply::Ok)
             }
+            Request::OpenInEditor { path, line } => {
+                self.open_in_editor(&path, line).await?;
+                Ok(Reply::Ok)
+            }
+            Request::OpenWorkspace { path } => self.open_workspace(path).await,
+            Request::DiscoverLocalServers => Ok(Reply::LocalServers {
+                servers: discovery::discover(&discovery::Probes::from_env()).await,
+            }),
             Request::ListIntents => self.list_intents().await,
             Request::SaveIntent {
                 original_id,
@@ -314,12 +368,13 @@ impl Host {
     }
 
     async fn state(&self) -> AppState {
+        let gov = self.governance();
         AppState {
-            workspace: self.gov.root().display().to_string(),
+            workspace: gov.root().display().to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             settings: self.settings_view().await,
             tasks: self.task_list(),
-            intents: self.gov.intents.snapshot().view(),
+            intents: gov.intents.snapshot().view(),
         }
     }
 
@@ -335,8 +390,21 @@ impl Host {
     pub async fn settings_view(&self) -> SettingsView {
         let settings = self.settings();
         let (key, source, keyring_error) = self.api_key(settings.provider).await;
+        let recent = settings.recent_workspaces.clone();
+        // Both look at the disk (PATH directories, folders): off the async workers.
+        let (editors, recent_workspaces) = tokio::task::spawn_blocking(move || {
+            let editors = editor::options(&editor::EditorEnv::from_process());
+            let recent: Vec<String> = recent
+                .into_iter()
+                .filter(|r| Path::new(r).is_dir())
+                .collect();
+            (editors, recent)
+        })
+        .await
+        .unwrap_or_default();
         SettingsView {
             provider: settings.provider,
+            needs_key: key.is_none() && !discovery::is_on_this_machine(&settings.base_url),
             preset: settings.preset,
             base_url: settings.base_url,
             model: settings.model,
@@ -345,6 +413,9 @@ impl Host {
             custom_instructions: settings.custom_instructions,
             approval: settings.approval,
             keyring_error,
+            editor: settings.editor,
+            editors,
+            recent_workspaces,
         }
     }
 
@@ -389,18 +460,18 @@ impl Host {
         })
     }
 
-    async fn env(&self) -> Result<Arc<AgentEnv>, IpcError> {
+    async fn env(&self, opened: &Opened) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
         let provider = provider_for(self.provider_config().await?);
         Ok(Arc::new(AgentEnv {
-            gov: self.gov.clone(),
+            gov: opened.gov.clone(),
             provider: Arc::from(provider),
             sink: self.sink.clone(),
             interaction: Arc::new(GuiInteraction {
                 pending: self.pending.clone(),
                 sink: self.sink.clone(),
             }),
-            store: self.store.clone(),
+            store: opened.store.clone(),
             tools: self.tools.clone(),
             approval: settings.approval,
             custom_instructions: settings.custom_instructions,
@@ -414,14 +485,18 @@ impl Host {
 
     async fn start_task(self: &Arc<Self>, text: String) -> Result<Reply, IpcError> {
         let text = non_empty(text)?;
-        let env = self.env().await?;
+        // Held until the run ends, so the workspace cannot change under it.
+        let run = self.runs.clone().read_owned().await;
+        let opened = self.opened();
+        let env = self.env(&opened).await?;
         let task = TaskHandle::create(
-            self.store.clone(),
-            &self.gov.root().display().to_string(),
+            opened.store.clone(),
+            &opened.gov.root().display().to_string(),
             &text,
             &env.provider.model_id(),
         );
-        self.tasks
+        opened
+            .tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(task.id.clone(), task.clone());
@@ -429,7 +504,10 @@ impl Host {
         self.sink.emit(Event::TaskUpdated {
             task: summary.clone(),
         });
-        self.runtime.spawn(run_task(env, task, Some(text)));
+        self.runtime.spawn(async move {
+            let _run = run;
+            run_task(env, task, Some(text)).await
+        });
         Ok(Reply::Task { task: summary })
     }
 
@@ -444,29 +522,35 @@ impl Host {
                 "the task is still running; wait for it or stop it first",
             ));
         }
-        let env = self.env().await?;
-        self.runtime.spawn(run_task(env, task, text));
+        let run = self.runs.clone().read_owned().await;
+        let env = self.env(&self.opened()).await?;
+        self.runtime.spawn(async move {
+            let _run = run;
+            run_task(env, task, text).await
+        });
         Ok(())
     }
 
     /// A task in memory, or loaded from history.
     fn task(&self, id: &str) -> Result<Arc<TaskHandle>, IpcError> {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = self.opened();
+        let mut tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = tasks.get(id) {
             return Ok(t.clone());
         }
-        let record = self
+        let record = opened
             .store
             .load(id)
             .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))?;
-        let task = TaskHandle::new(record, self.store.clone());
+        let task = TaskHandle::new(record, opened.store.clone());
         tasks.insert(id.to_string(), task.clone());
         Ok(task)
     }
 
     fn task_list(&self) -> Vec<TaskSummary> {
-        let mut list = self.store.list();
-        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = self.opened();
+        let mut list = opened.store.list();
+        let tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
         for summary in list.iter_mut() {
             if let Some(t) = tasks.get(&summary.id) {
                 *summary = t.summary();

@@ -70,7 +70,8 @@ fn view(file: &undo::FilePlan) -> UndoFileView {
 impl Host {
     /// A task that is running cannot have its changes taken back under it.
     fn refuse_if_running(&self, scope: &UndoScope) -> Result<(), IpcError> {
-        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = self.opened();
+        let tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
         let busy = match scope {
             UndoScope::Call { task_id, .. }
             | UndoScope::Turn { task_id, .. }
@@ -90,7 +91,8 @@ impl Host {
 
     pub(super) async fn preview_undo(&self, scope: UndoScope) -> Result<Reply, IpcError> {
         self.refuse_if_running(&scope)?;
-        let (gov, store) = (self.gov.clone(), self.store.clone());
+        let opened = self.opened();
+        let (gov, store) = (opened.gov.clone(), opened.store.clone());
         let rewinds = matches!(scope, UndoScope::Turn { .. });
         let (plan, resolved) = Self::blocking(move || {
             let resolved = grain(scope)
@@ -155,7 +157,7 @@ impl Host {
                 scope: &resolved.label,
                 undo_id: &undo_id,
             };
-            let gov = &self.gov;
+            let gov = &self.governance();
             let applied = undo::apply(
                 &gov.workspace,
                 &gov.journal,
@@ -181,7 +183,7 @@ impl Host {
                 })
                 .collect();
             let touched: Vec<String> = plan.files.iter().flat_map(|f| f.intents.clone()).collect();
-            let gov = self.gov.clone();
+            let gov = self.governance();
             let followed = Self::blocking(move || {
                 undo::follow_intent_status(gov.root(), &gov.intents, &touched)
                     .map_err(|e| err(IpcErrorCode::Io, e.to_string()))
@@ -189,7 +191,7 @@ impl Host {
             .await;
             match followed {
                 Ok(true) => self.sink.emit(Event::IntentsChanged {
-                    intents: self.gov.intents.snapshot().view(),
+                    intents: self.governance().intents.snapshot().view(),
                 }),
                 Ok(false) => {}
                 Err(e) => self.notice(
