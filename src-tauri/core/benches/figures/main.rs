@@ -250,6 +250,7 @@ impl Interaction for Unattended {
         ApprovalDecision::Approve {
             rejected_hunks: vec![],
             edited_content: None,
+            grant: None,
         }
     }
     async fn ask(
