@@ -12,6 +12,16 @@ fn main() {
     // WebKitWebDriver starts the app with `--automation` (the window tests); it is the window's.
     let cli = Cli::parse_from(std::env::args_os().filter(|a| a != "--automation"));
     if let Some(command) = cli.command {
+        // Before any thread: keys given through the environment leave it (and
+        // /proc/self/environ), and no process of this user may read this one's memory or
+        // environment. (The window, started below otherwise, does the same for itself.)
+        let mut key_vars = vec![mandate_core::secrets::API_KEY_ENV.to_string()];
+        if let mandate_core::cli::Command::Run(args) = &command {
+            key_vars.extend(args.api_key_env.clone());
+        }
+        let key_vars: Vec<&str> = key_vars.iter().map(String::as_str).collect();
+        mandate_core::secrets::take_from_environment(&key_vars);
+        mandate_core::sandbox::protect_this_process();
         let data = mandate_core::settings::AppDirs::from_env().data;
         // Logging is a help, never a reason not to run: a failure is said once.
         let _logs = match mandate_core::logging::init(&data, cli.log_level.as_deref()) {

@@ -825,3 +825,103 @@ async fn a_task_pauses_at_its_budget_and_the_runner_exits_1_saying_so() {
     .await;
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
+
+/// Every way a key could leave: what a command prints (raw, encoded, the app's own environment),
+/// a command line that carries it, a failed command's lesson. None of it reaches the model, the
+/// task history, the lessons, the ledger, the notices or the log.
+#[tokio::test]
+async fn a_key_never_leaves_through_any_path() {
+    const KEY: &str = "sk-live-7f3a9c2e41d8b6a0";
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let leak = format!(
+        "cat /proc/$PPID/environ | tr '\\\\0' '\\\\n'; env; printenv TEST_KEY MANDATE_API_KEY; echo {KEY} | base64; echo {KEY}; exit 3"
+    );
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .reply(),
+        openai::turn()
+            .tool_call("c1", "execute_command", json!({"command": leak}))
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "l",
+                "record_lesson",
+                json!({"lesson": format!("the key is {KEY}")}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call("done", "attempt_completion", json!({"result": "done"}))
+            .reply(),
+    ])
+    .await;
+    let ws_arg = ws.path().display().to_string();
+    let base = format!("{}/v1", server.base_url());
+    let out = mandate(
+        &[
+            "run",
+            "--workspace",
+            &ws_arg,
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--model",
+            "test-model",
+            "--api-key-env",
+            "TEST_KEY",
+            "--approve",
+            "allow",
+            "--json",
+            "go",
+        ],
+        &dirs,
+        &[("TEST_KEY", KEY), ("MANDATE_API_KEY", KEY)],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let encoded = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("{KEY}\n"),
+    );
+    let c1 = openai_tool_result(&server, 2, "c1");
+    assert!(c1.contains("[REDACTED]"), "the command did print it: {c1}");
+    let everything = |what: &str, text: &str| {
+        assert!(!text.contains(KEY), "the key is in {what}");
+        assert!(
+            !text.contains(encoded.trim()),
+            "the key (base64) is in {what}"
+        );
+    };
+    // Sent to the model: every request after the first carries the tool results.
+    for (n, request) in server.requests().iter().enumerate() {
+        let body = request.body.clone();
+        everything(&format!("request {n} to the model"), &body);
+    }
+    everything("the events (notices, tool cards)", &out.stdout);
+    let history: String = walk_text(&dirs.data().join("tasks"));
+    everything("the task history", &history);
+    everything("the logs", &walk_text(&dirs.data().join("logs")));
+    let orchestration = walk_text(&ws.path().join(".orchestration"));
+    everything("the lessons and the ledger", &orchestration);
+    assert!(
+        orchestration.contains("exited with status 3"),
+        "the failed command's lesson was kept"
+    );
+}
+
+fn walk_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.push_str(&walk_text(&p));
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                out.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    out
+}

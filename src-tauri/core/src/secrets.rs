@@ -34,6 +34,42 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// Keys given through the environment, taken out of it at start-up (see
+/// [`take_from_environment`]): commands and `/proc/<pid>/environ` never see them.
+static FROM_ENVIRONMENT: Mutex<Vec<(String, Secret)>> = Mutex::new(Vec::new());
+
+/// Takes `names` out of the process environment (and out of the block `/proc/self/environ`
+/// shows), registers their values with the redactor, and keeps them for
+/// [`from_environment`]. Call it first thing in `main`, before any thread starts.
+pub fn take_from_environment(names: &[&str]) {
+    let found = crate::redact::scrub_environment(names);
+    let mut kept = FROM_ENVIRONMENT.lock().unwrap_or_else(|p| p.into_inner());
+    for (name, secret) in found {
+        kept.retain(|(n, _)| n != &name);
+        kept.push((name, secret));
+    }
+}
+
+/// A key that was in the environment at start-up (taken out by [`take_from_environment`]), or
+/// still is (tests and embedders that never called it).
+pub fn from_environment(name: &str) -> Option<Secret> {
+    let kept = FROM_ENVIRONMENT.lock().unwrap_or_else(|p| p.into_inner());
+    let found = kept
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, s)| s.clone())
+        .or_else(|| std::env::var(name).ok().map(Secret::new));
+    found
+        .filter(|s| !s.expose().trim().is_empty())
+        .map(|s| Secret::new(s.expose().trim()))
+}
+
+/// Every key Mandate holds is registered with the redactor, so it is cut out of anything stored
+/// or sent to a model.
+pub fn remember(secret: &Secret) {
+    crate::redact::Redactor::global().add(secret.expose());
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
     #[error("the system keyring is not available ({0}). Start a Secret Service provider such as gnome-keyring, or set {API_KEY_ENV} for this session.")]

@@ -74,7 +74,9 @@ fn detail(
             }
         }
         (AskReason::Command(class), Action::Command(cmd)) => ApprovalDetail::Command {
-            command: cmd.command.clone(),
+            command: crate::redact::Redactor::global()
+                .redact(&cmd.command)
+                .into_owned(),
             cwd: cmd.cwd.display().to_string(),
             destructive: class.class == CommandClass::Destructive,
             reasons: class.reasons.clone(),

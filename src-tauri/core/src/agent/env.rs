@@ -31,7 +31,9 @@ impl AgentEnv {
     pub fn notice(&self, message: String) {
         self.sink.emit(Event::Notice {
             level: NoticeLevel::Warning,
-            message,
+            message: crate::redact::Redactor::global()
+                .redact(&message)
+                .into_owned(),
         });
     }
 

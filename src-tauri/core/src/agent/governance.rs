@@ -70,8 +70,6 @@ pub struct Governance {
     pub journal: Journal,
     policy: Mutex<Reloading<CommandPolicy>>,
     ignore: Mutex<Reloading<IntentIgnore>>,
-    /// Environment variables removed from commands the agent runs (API keys).
-    pub scrubbed_env: Vec<String>,
     map_dirty: AtomicBool,
     /// What opening the workspace recovered from interrupted writes (said once to the user).
     pub recovered: Vec<Recovered>,
@@ -105,7 +103,6 @@ impl Governance {
             hooks: HookEngine::standard(),
             policy: Reloading::new(),
             ignore: Reloading::new(),
-            scrubbed_env: vec![crate::secrets::API_KEY_ENV.to_string()],
             map_dirty: AtomicBool::new(false),
             recovered,
             workspace,

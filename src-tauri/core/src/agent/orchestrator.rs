@@ -263,11 +263,20 @@ impl<'a> Card<'a> {
     }
 
     fn started(&mut self, target: &str) {
-        self.view.target = target.to_string();
+        self.view.target = crate::redact::Redactor::global()
+            .redact(target)
+            .into_owned();
         self.emit();
     }
 
     fn finish(mut self, status: ToolCallStatus, summary: String, content: String) -> CallResult {
+        // Whatever a tool returns, no secret Mandate holds reaches the model or the transcript.
+        let redactor = crate::redact::Redactor::global();
+        let (summary, content) = (
+            redactor.redact(&summary).into_owned(),
+            redactor.redact(&content).into_owned(),
+        );
+        self.view.output = redactor.redact(&self.view.output).into_owned();
         if !self.announced {
             // Refused before it was planned: the card still appears once, then finishes.
             self.emit();

@@ -122,6 +122,12 @@ impl TaskStore {
             id: id.clone(),
             source: std::io::Error::other(e),
         })?;
+        // A last net: no secret Mandate holds is kept in the history, whatever carried it here.
+        let text = String::from_utf8_lossy(&bytes);
+        let bytes = crate::redact::Redactor::global()
+            .redact(&text)
+            .into_owned()
+            .into_bytes();
         write_atomic(&path, &bytes).map_err(|source| StoreError::Save { id, source })
     }
 

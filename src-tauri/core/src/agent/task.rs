@@ -51,6 +51,40 @@ pub fn check_selectable(intents: &IntentsSnapshot, id: &str) -> Result<(), Selec
     }
 }
 
+/// The conversation never holds a secret Mandate knows: it is stored and sent to the model.
+/// (A call already made with the original arguments is not affected.)
+fn redacted(message: ChatMessage) -> ChatMessage {
+    let r = crate::redact::Redactor::global();
+    let clean = |s: String| match r.redact(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(o) => o,
+    };
+    match message {
+        ChatMessage::User { text } => ChatMessage::User { text: clean(text) },
+        ChatMessage::Assistant { text, tool_calls } => ChatMessage::Assistant {
+            text: clean(text),
+            tool_calls: tool_calls
+                .into_iter()
+                .map(|mut c| {
+                    c.arguments = clean(c.arguments);
+                    c
+                })
+                .collect(),
+        },
+        ChatMessage::ToolResult {
+            call_id,
+            name,
+            content,
+            is_error,
+        } => ChatMessage::ToolResult {
+            call_id,
+            name,
+            content: clean(content),
+            is_error,
+        },
+    }
+}
+
 pub struct TaskHandle {
     pub id: String,
     record: Mutex<TaskRecord>,
@@ -59,6 +93,8 @@ pub struct TaskHandle {
     running: AtomicBool,
     /// The task's private temporary directory for commands, made on first use, removed with it.
     temp_dir: Mutex<Option<tempfile::TempDir>>,
+    /// Whether the person was told this task's commands are not confined.
+    told_unconfined: AtomicBool,
 }
 
 impl TaskHandle {
@@ -70,6 +106,7 @@ impl TaskHandle {
             cancel: Mutex::new(CancellationToken::new()),
             running: AtomicBool::new(false),
             temp_dir: Mutex::new(None),
+            told_unconfined: AtomicBool::new(false),
         })
     }
 
@@ -244,6 +281,7 @@ impl TaskHandle {
     }
 
     pub fn push_conversation(&self, message: ChatMessage) {
+        let message = redacted(message);
         self.update(|r| r.conversation.push(message));
     }
 
@@ -253,10 +291,10 @@ impl TaskHandle {
             if let Some(message) = shown {
                 r.messages.push(message);
             }
-            r.conversation.push(ChatMessage::Assistant {
+            r.conversation.push(redacted(ChatMessage::Assistant {
                 text: turn.text.clone(),
                 tool_calls: turn.tool_calls.clone(),
-            });
+            }));
             r.summary.usage.input_tokens += turn.usage.input_tokens;
             r.summary.usage.output_tokens += turn.usage.output_tokens;
             if let Some(cost) = turn.usage.cost_usd {
@@ -355,6 +393,11 @@ impl TaskHandle {
             .as_ref()
             .map(|d| d.path().to_path_buf())
             .unwrap_or_default())
+    }
+
+    /// True the first time only (per task and process): say once that commands are unconfined.
+    pub fn first_unconfined_notice(&self) -> bool {
+        !self.told_unconfined.swap(true, Ordering::SeqCst)
     }
 
     pub fn is_running(&self) -> bool {

@@ -76,6 +76,16 @@ async fn run_task_inner(
     task.mark_running(env.provider.model_id());
     task.emit_summary(env.sink.as_ref());
     say_what_is_broken(&env);
+    let confinement = &env.gov.confinement;
+    if !confinement.is_confined() && task.first_unconfined_notice() {
+        env.sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "Commands are not confined on this system ({}): every command waits for your approval.",
+                confinement.gaps.first().map(String::as_str).unwrap_or("no Landlock")
+            ),
+        });
+    }
     task.checkpoint(env.sink.as_ref()).await;
 
     let end = turn_loop(&env, &task, &cancel).await;
@@ -102,6 +112,14 @@ async fn run_task_inner(
         )),
     }
     end
+}
+
+/// The window never shows a secret Mandate holds, even one the model wrote out.
+fn redact(html: String) -> String {
+    match crate::redact::Redactor::global().redact(&html) {
+        std::borrow::Cow::Borrowed(_) => html,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
 }
 
 /// A damaged intents file is said out loud at the start of every run, not found out later.
@@ -377,8 +395,8 @@ async fn model_turn(
                 env.sink.emit(Event::MessageDelta {
                     task_id: task.id.clone(),
                     message_id: message_id.clone(),
-                    stable_safe_html: update.stable_html,
-                    safe_html: update.tail_html,
+                    stable_safe_html: redact(update.stable_html),
+                    safe_html: redact(update.tail_html),
                     reset: update.reset,
                 });
             }
@@ -387,7 +405,7 @@ async fn model_turn(
         .map_err(|f| f.error),
         Err(e) => Err(e),
     };
-    let html = renderer.finish();
+    let html = redact(renderer.finish());
     match collected {
         Ok(turn) => {
             env.sink.emit(Event::MessageFinished {

@@ -185,9 +185,9 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         Err(e) => return usage(&format!("cannot open {}: {e}", root.display())),
     };
     let api_key = match &args.api_key_env {
-        Some(var) => match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Some(Secret::new(v.trim())),
-            _ => {
+        Some(var) => match crate::secrets::from_environment(var) {
+            Some(key) => Some(key),
+            None => {
                 return usage(&format!(
                     "--api-key-env {var}: that environment variable is not set"
                 ))
@@ -195,12 +195,11 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         },
         None => key_from_keyring_or_env(kind).await,
     };
-    let dirs = AppDirs::from_env();
-    let mut gov = Governance::new(workspace, &dirs);
-    if let Some(var) = &args.api_key_env {
-        gov.scrubbed_env.push(var.clone());
+    if let Some(key) = &api_key {
+        crate::secrets::remember(key);
     }
-    let gov = Arc::new(gov);
+    let dirs = AppDirs::from_env();
+    let gov = Arc::new(Governance::new(workspace, &dirs));
     for done in &gov.recovered {
         eprintln!("mandate: recovered: {done}.");
     }
@@ -295,10 +294,5 @@ async fn key_from_keyring_or_env(kind: ProviderKind) -> Option<Secret> {
         .ok()
         .and_then(|r| r.ok())
         .flatten();
-    from_keyring.or_else(|| {
-        std::env::var(API_KEY_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .map(|v| Secret::new(v.trim()))
-    })
+    from_keyring.or_else(|| crate::secrets::from_environment(API_KEY_ENV))
 }

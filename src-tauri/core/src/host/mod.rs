@@ -427,17 +427,19 @@ impl Host {
                 .await
                 .unwrap_or_else(|e| Err(crate::secrets::SecretError::Unavailable(e.to_string())));
         let (key, error) = match from_keyring {
-            Ok(Some(k)) => return (Some(k), "keyring".into(), None),
+            Ok(Some(k)) => {
+                crate::secrets::remember(&k);
+                return (Some(k), "keyring".into(), None);
+            }
             Ok(None) => (None, None),
             Err(e) => (None, Some(e.to_string())),
         };
-        match std::env::var(API_KEY_ENV) {
-            Ok(v) if !v.trim().is_empty() => (
-                Some(Secret::new(v.trim())),
-                format!("env:{API_KEY_ENV}"),
-                error,
-            ),
-            _ => (key, "none".into(), error),
+        match crate::secrets::from_environment(API_KEY_ENV) {
+            Some(k) => {
+                crate::secrets::remember(&k);
+                (Some(k), format!("env:{API_KEY_ENV}"), error)
+            }
+            None => (key, "none".into(), error),
         }
     }
 

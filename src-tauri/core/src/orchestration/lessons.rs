@@ -20,7 +20,10 @@ pub fn append(root: &Path, source: &str, lesson: &str) -> std::io::Result<()> {
     if file.metadata()?.len() == 0 {
         text.push_str(HEADER);
     }
-    let lesson = lesson.trim().replace('\r', "");
+    // The lessons file is read by every later task and may be committed: never a secret in it.
+    let lesson = crate::redact::Redactor::global()
+        .redact(lesson.trim())
+        .replace('\r', "");
     let when = super::ledger::now_rfc3339();
     text.push_str(&format!(
         "\n## {} ({source})\n\n",
