@@ -78,6 +78,17 @@ fn decide(
     action: &Action,
     approval: ApprovalPolicy,
 ) -> Decision {
+    decide_where(f, t, kind, action, approval, true)
+}
+
+fn decide_where(
+    f: &Fixture,
+    t: &TaskGovernance,
+    kind: ToolKind,
+    action: &Action,
+    approval: ApprovalPolicy,
+    confined: bool,
+) -> Decision {
     let cx = HookContext {
         workspace: &f.ws,
         intents: &f.intents,
@@ -85,7 +96,7 @@ fn decide(
         approval,
         policy: &f.policy,
         ignore: &f.ignore,
-        confined: true,
+        confined,
     };
     HookEngine::standard().pre(&cx, kind, action)
 }
@@ -249,6 +260,38 @@ fn stale_guard_refuses_unread_and_changed_files() {
         ),
         Decision::Allow
     );
+}
+
+#[test]
+fn without_confinement_every_command_asks_and_protected_paths_are_found_by_where_they_lead() {
+    let f = fixture();
+    let mut t = task(Some("INT-001"));
+    t.always_allowed_commands.insert("ls -la".into());
+    for line in ["ls -la", "cat README.md", "true"] {
+        assert!(
+            matches!(
+                decide_where(&f, &t, ToolKind::Command, &command(&f, line), ASK, false),
+                Decision::Ask(_)
+            ),
+            "{line} ran without confinement and without a person"
+        );
+    }
+    // Spellings a substring check misses: globs, `..`, a symlink to the directory.
+    std::os::unix::fs::symlink(f.ws.root().join(".orchestration"), f.ws.root().join("orch"))
+        .expect("symlink");
+    for line in [
+        "echo x > .orch*/agent_trace.jsonl",
+        "echo x > .orchestrat?on/agent_trace.jsonl",
+        "echo x > src/../.orchestration/agent_trace.jsonl",
+        "echo x > orch/agent_trace.jsonl",
+        "rm .intentignore",
+    ] {
+        assert_eq!(
+            denial_code(decide(&f, &t, ToolKind::Command, &command(&f, line), ASK)),
+            Some(DenialCode::CommandBlocked),
+            "{line}"
+        );
+    }
 }
 
 #[test]
