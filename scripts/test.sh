@@ -8,6 +8,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "formatting"
 cargo fmt --all -- --check
 
+step "lints: clippy on every target, warnings are errors"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 step "UI: type-check the JavaScript against the generated protocol types"
 if [ ! -x node_modules/.bin/tsc ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error

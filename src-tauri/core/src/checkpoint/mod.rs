@@ -172,7 +172,7 @@ mod tests {
         let store = CheckpointStore::new(tmp.path(), Path::new("/ws"));
         let hashes: Vec<String> = (0..6)
             .map(|i| {
-                let h = store.put(&vec![b'a' + i; 100]).expect("put");
+                let h = store.put(&[b'a' + i; 100]).expect("put");
                 // Distinct ages, oldest first.
                 let old = std::time::SystemTime::now()
                     - std::time::Duration::from_secs(600 - u64::from(i) * 60);

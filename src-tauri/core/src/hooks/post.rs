@@ -19,7 +19,7 @@ pub enum Consequence {
     /// An accepted change under this intent was recorded in the ledger.
     Changed { intent_id: String },
     /// A command ended.
-    CommandFinished(CommandOutcome),
+    CommandFinished(Box<CommandOutcome>),
 }
 
 /// What the post-hooks may touch.

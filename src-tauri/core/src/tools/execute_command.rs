@@ -299,7 +299,7 @@ fn output(
         output_tail: crate::text::last_chars(&run.output, 4000).to_string(),
         approval: cx.approval.clone(),
     };
-    let mut consequences = vec![Consequence::CommandFinished(outcome)];
+    let mut consequences = vec![Consequence::CommandFinished(Box::new(outcome))];
     if !in_scope.is_empty() {
         consequences.push(Consequence::Changed {
             intent_id: intent_id.to_string(),

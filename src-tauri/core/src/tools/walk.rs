@@ -284,6 +284,38 @@ pub fn search(
     Ok((out, total))
 }
 
+/// Which workspace files each glob of an owned scope matches now (the first 50 of each), for the
+/// scope editor and the scope-expansion card.
+pub fn glob_previews(root: &Path, globs: &[String]) -> Vec<crate::protocol::GlobPreview> {
+    let all = crate::workspace::Workspace::new(root)
+        .ok()
+        .and_then(|ws| ws.resolve(".").ok())
+        .and_then(|r| list(&r, true, 200_000).ok())
+        .map(|(files, _)| files)
+        .unwrap_or_default();
+    globs
+        .iter()
+        .map(|g| match crate::orchestration::intents::compile_glob(g) {
+            Err(e) => crate::protocol::GlobPreview {
+                glob: g.clone(),
+                error: Some(e.to_string()),
+                matches: Vec::new(),
+                total: 0,
+            },
+            Ok(glob) => {
+                let m = glob.compile_matcher();
+                let hits: Vec<&String> = all.iter().filter(|f| m.is_match(f.as_str())).collect();
+                crate::protocol::GlobPreview {
+                    glob: g.clone(),
+                    error: None,
+                    total: hits.len() as u32,
+                    matches: hits.into_iter().take(50).cloned().collect(),
+                }
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,36 +379,4 @@ mod tests {
         assert_eq!(n, 1);
         assert!(search(&root, "(", None, 0).is_err());
     }
-}
-
-/// Which workspace files each glob of an owned scope matches now (the first 50 of each), for the
-/// scope editor and the scope-expansion card.
-pub fn glob_previews(root: &Path, globs: &[String]) -> Vec<crate::protocol::GlobPreview> {
-    let all = crate::workspace::Workspace::new(root)
-        .ok()
-        .and_then(|ws| ws.resolve(".").ok())
-        .and_then(|r| list(&r, true, 200_000).ok())
-        .map(|(files, _)| files)
-        .unwrap_or_default();
-    globs
-        .iter()
-        .map(|g| match crate::orchestration::intents::compile_glob(g) {
-            Err(e) => crate::protocol::GlobPreview {
-                glob: g.clone(),
-                error: Some(e.to_string()),
-                matches: Vec::new(),
-                total: 0,
-            },
-            Ok(glob) => {
-                let m = glob.compile_matcher();
-                let hits: Vec<&String> = all.iter().filter(|f| m.is_match(f.as_str())).collect();
-                crate::protocol::GlobPreview {
-                    glob: g.clone(),
-                    error: None,
-                    total: hits.len() as u32,
-                    matches: hits.into_iter().take(50).cloned().collect(),
-                }
-            }
-        })
-        .collect()
 }

@@ -59,10 +59,9 @@ fn edits<'a>(base: &'a str, other: &'a str) -> Vec<Edit<'a>> {
 /// Two edits interfere when their base ranges overlap, or touch (an insertion at the boundary
 /// of the other's change: the order of the two is not known).
 fn interfere(a: &Edit<'_>, b: &Edit<'_>) -> bool {
-    a.start < b.end && b.start < a.end
-        || a.start == b.start
-        || (a.start == a.end && (a.start == b.start || a.start == b.end))
-        || (b.start == b.end && (b.start == a.start || b.start == a.end))
+    let overlap = a.start < b.end && b.start < a.end;
+    let insertion_at_edge = |x: &Edit<'_>, y: &Edit<'_>| x.start == x.end && x.start == y.end;
+    overlap || a.start == b.start || insertion_at_edge(a, b) || insertion_at_edge(b, a)
 }
 
 /// The merged text, or every overlap that stops it.

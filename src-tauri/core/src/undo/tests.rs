@@ -46,14 +46,17 @@ fn entry(call: &str) -> TraceEntry {
     }
 }
 
+/// What one agent call did: (file, bytes before, bytes after).
+type Call = (String, Option<Vec<u8>>, Option<Vec<u8>>);
+
 struct World {
     _tmp: tempfile::TempDir,
     ws: Workspace,
     ledger: Arc<Ledger>,
     journal: Journal,
     rt: tokio::runtime::Runtime,
-    /// What each agent call did: (file, bytes before, bytes after).
-    calls: BTreeMap<String, (String, Option<Vec<u8>>, Option<Vec<u8>>)>,
+    /// What each agent call did.
+    calls: BTreeMap<String, Call>,
     /// Calls whose change is taken back (or abandoned as a conflict) and the last change per file.
     undone: HashSet<String>,
     last_change: BTreeMap<String, String>,
