@@ -290,7 +290,7 @@ pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<
     })
 }
 
-pub use super::verify::verify;
+pub use super::verify::{verify, verify_with, Verification};
 
 #[cfg(test)]
 #[path = "trace_tests.rs"]
