@@ -166,6 +166,26 @@ fn merge_parents_at(line: &[u8]) -> Option<Vec<[u8; 32]>> {
     }
 }
 
+/// A record's `prev` and merge parents, without checking its digest (the merge driver keeps
+/// records as they are; verify judges their digests). None for a line that is not a record.
+pub fn parents_of(line: &[u8]) -> Option<([u8; 32], Vec<[u8; 32]>)> {
+    if line.starts_with(b"{\"files\":") {
+        let [prev_finder, _] = finders();
+        if let Some((_, prev)) = hex_at(line, prev_finder, PREV_KEY.len()) {
+            let parents = if line.starts_with(b"{\"files\":[],") {
+                merge_parents_at(line)
+            } else {
+                Some(Vec::new())
+            };
+            if let Some(parents) = parents {
+                return Some((prev, parents));
+            }
+        }
+    }
+    let l = parsed_link(line);
+    Some((l.prev?, l.merge_parents))
+}
+
 fn parsed_link(line: &[u8]) -> Link {
     let Ok(record) = serde_json::from_slice::<Value>(line) else {
         return Link::default();

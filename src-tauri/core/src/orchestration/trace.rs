@@ -134,24 +134,36 @@ fn json_key(key: &str, value: &str) -> String {
 }
 
 /// Where a block of `n` lines with `hash` is in `lines`: at `preferred` (0-based) if it is still
-/// there, else the first place it occurs.
+/// there, else the nearest place it occurs (so a block whose text repeats in the file is found
+/// where it moved to, not at the first copy). `skip` rules out places (already attributed).
 pub(crate) fn find_block(
     lines: &[&str],
     preferred: usize,
     n: usize,
     hash: &str,
-) -> Option<(usize, bool)> {
+    skip: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     if n == 0 || n > lines.len() {
         return None;
     }
-    if preferred + n <= lines.len() && content_hash_matches(&lines[preferred..preferred + n], hash)
-    {
-        return Some((preferred, false));
+    let last = lines.len() - n;
+    let fits = |s: usize| !skip(s) && content_hash_matches(&lines[s..s + n], hash);
+    let preferred = preferred.min(last);
+    if fits(preferred) {
+        return Some(preferred);
     }
-    (0..=lines.len() - n)
-        .filter(|&s| s != preferred)
-        .find(|&s| content_hash_matches(&lines[s..s + n], hash))
-        .map(|s| (s, true))
+    for d in 1..=last.max(preferred) {
+        if let Some(s) = preferred.checked_sub(d) {
+            if fits(s) {
+                return Some(s);
+            }
+        }
+        let s = preferred + d;
+        if s <= last && fits(s) {
+            return Some(s);
+        }
+    }
+    None
 }
 
 /// Which recorded change produced each line of `rel_path` now.
@@ -181,7 +193,9 @@ pub fn blame_records(
                     continue;
                 }
                 let n = (end - start + 1) as usize;
-                let Some((at, _moved)) = find_block(&lines, *start as usize - 1, n, hash) else {
+                // A block newer records already explain entirely is looked for elsewhere.
+                let claimed = |at: usize| origins[at..at + n].iter().all(Option::is_some);
+                let Some(at) = find_block(&lines, *start as usize - 1, n, hash, &claimed) else {
                     continue;
                 };
                 let origin = LineOrigin {

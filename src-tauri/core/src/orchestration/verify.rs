@@ -383,9 +383,10 @@ fn check_file(root: &Path, path: &str, ranges: &[Recorded<'_>]) -> ([u32; 6], Ve
             continue;
         }
         let len = end.saturating_sub(*start) as usize + 1;
-        match super::trace::find_block(&lines, start.saturating_sub(1) as usize, len, hash) {
-            Some((_, false)) => counts[1] += 1,
-            Some((at, true)) => {
+        let preferred = start.saturating_sub(1) as usize;
+        match super::trace::find_block(&lines, preferred, len, hash, &|_| false) {
+            Some(at) if at == preferred => counts[1] += 1,
+            Some(at) => {
                 counts[2] += 1;
                 push(
                     FindingKind::Moved,
