@@ -106,7 +106,8 @@ fn hex_at(
 /// back to a full parse, so a valid record in another layout is still judged on its content.
 pub fn link(line: &[u8]) -> Link {
     let hash: [u8; 32] = Sha256::digest(line).into();
-    if line.starts_with(b"{\"files\":") {
+    // A canonical record is one complete object; a torn one is judged by the full parse.
+    if line.starts_with(b"{\"files\":") && line.ends_with(b"}") {
         if let Some(mut l) = canonical_link(line) {
             l.hash = hash;
             return l;

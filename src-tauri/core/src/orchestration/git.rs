@@ -86,6 +86,20 @@ pub fn head_key(root: &Path) -> String {
     }
 }
 
+/// Size of the reflog of what HEAD names (`head_key`): it grows each time the branch moves
+/// (a commit, a reset, a rebase), so a head can tell whether the branch moved since.
+pub fn reflog_size(root: &Path, key: &str) -> Option<u64> {
+    let repo = discover(root)?;
+    let path = if key == "HEAD" {
+        repo.git_dir.join("logs/HEAD")
+    } else if key.starts_with("refs/") && !key.contains("..") {
+        repo.common_dir.join("logs").join(key)
+    } else {
+        return None;
+    };
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
 pub fn resolve_head(repo: &Repo) -> Option<String> {
     let head = std::fs::read_to_string(repo.git_dir.join("HEAD")).ok()?;
     let head = head.trim();

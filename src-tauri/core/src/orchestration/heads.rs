@@ -9,8 +9,11 @@
 //! The merge driver also notes the tips of the ledgers it produced, so a merge that has not
 //! been committed yet is not mistaken for a forgery.
 //!
-//! Every append updates the head under the ledger's OS lock, after the record is on disk. The
-//! head file is rewritten in place and its write-back started at once (`sync_file_range`), not
+//! Every append updates the head under the ledger's OS lock: before the write, the hash of the
+//! line about to be written is noted as *pending*; after the record is on disk, it becomes the
+//! branch's head. So a process killed between the two leaves a line the head still vouches for
+//! (its hash cannot be produced by anything but that very line). The head file is rewritten
+//! in place and its write-back started at once (`sync_file_range`), not
 //! waited for: a second fsync per append would double the cost of a governed write. The price
 //! is a window of milliseconds after an append in which a power cut (not a crash of Mandate:
 //! the page cache survives that) can leave the head one record behind the ledger, which
@@ -50,6 +53,9 @@ pub struct BranchHead {
     pub last: String,
     /// The commit checked out then (None outside git or on an unborn branch).
     pub commit: Option<String>,
+    /// Size of the branch's reflog then (it grows whenever the branch moves).
+    #[serde(default)]
+    pub reflog: Option<u64>,
     /// When (RFC 3339).
     pub at: String,
 }
@@ -65,18 +71,23 @@ pub struct Heads {
     /// Tips (hex) of ledgers the merge driver produced, newest last.
     #[serde(default)]
     pub merges: Vec<String>,
+    /// Per branch, the hash (hex) of the line an append is writing right now.
+    #[serde(default)]
+    pub pending: BTreeMap<String, String>,
 }
 
 impl Heads {
     pub fn is_empty(&self) -> bool {
-        self.branches.is_empty() && self.merges.is_empty()
+        self.branches.is_empty() && self.merges.is_empty() && self.pending.is_empty()
     }
 
-    /// Every tip Mandate vouches for: each branch's last line and each merge's result.
+    /// Every tip Mandate vouches for: each branch's last line, a line being appended, and
+    /// each merge's result.
     pub fn tips(&self) -> Vec<[u8; 32]> {
         self.branches
             .values()
             .map(|b| b.last.as_str())
+            .chain(self.pending.values().map(String::as_str))
             .chain(self.merges.iter().map(String::as_str))
             .filter_map(|h| super::ledger::unhex32(h.as_bytes()))
             .collect()
@@ -202,9 +213,18 @@ impl HeadStore {
         result
     }
 
+    /// Notes the hash of the line an append on `branch` is about to write.
+    pub fn record_pending(&self, branch: &str, line_hex: &str) -> Result<(), HeadError> {
+        self.update(|h| {
+            h.pending.insert(branch.to_string(), line_hex.to_string());
+        })
+        .map(|_| ())
+    }
+
     /// Records the head of `branch` after an append.
     pub fn record_append(&self, branch: &str, head: BranchHead) -> Result<(), HeadError> {
         self.update(|h| {
+            h.pending.remove(branch);
             h.branches.insert(branch.to_string(), head);
         })
         .map(|_| ())
@@ -288,6 +308,7 @@ mod tests {
             bytes: n * 10,
             last: "ab".repeat(32),
             commit: None,
+            reflog: None,
             at: "2026-01-01T00:00:00Z".into(),
         }
     }

@@ -49,7 +49,7 @@ pub const NO_HEAD_NOTE: &str = "no head of this ledger is known on this machine 
 /// What the caller already found line by line.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
-    /// 1-based lines with a problem of their own (malformed, edited, chain broken), sorted. The
+    /// 1-based lines with a problem of their own (edited, chain broken), sorted. The
     /// same tampering is not reported twice: a head that is gone because its record was
     /// edited is the edit, and which lines descend from a head means nothing once the chain
     /// is broken.
@@ -100,8 +100,11 @@ pub fn judge(
         .map(|(i, _)| i)
         .collect();
     if let Some(h) = current {
-        let want = unhex32(h.last.as_bytes());
-        let present = want.is_some_and(|w| tip_lines.iter().any(|&i| links[i].hash == w));
+        let pending = heads.pending.get(&key).and_then(|p| unhex32(p.as_bytes()));
+        let present = [unhex32(h.last.as_bytes()), pending]
+            .into_iter()
+            .flatten()
+            .any(|w| tip_lines.iter().any(|&i| links[i].hash == w));
         let explained_by_a_line = found.line_problems.first().is_some_and(|&l| l <= h.records);
         if !present && !explained_by_a_line {
             match git_explains_absence(root, &key, h) {
@@ -156,27 +159,34 @@ fn on_branch(key: &str) -> String {
     }
 }
 
-/// Why the head of `key` may legitimately be missing: the branch moved to a commit that does
-/// not contain the one Mandate appended on (a reset or a rewritten branch).
+/// Why the head of `key` may legitimately be missing: the branch moved since Mandate's last
+/// append on it (a reset, a rebase, an amended or dropped commit: its reflog grew) to a commit
+/// that does not descend from the one Mandate appended on, or back onto that very commit.
+/// Only a person moves branches: confined commands cannot write `.git/`.
 fn git_explains_absence(root: &Path, key: &str, head: &BranchHead) -> Option<String> {
     let then = head.commit.as_deref()?;
     let repo = git::discover(root)?;
     let now = git::resolve_head(&repo)?;
-    if now == then {
-        return None;
-    }
-    // An error here means git no longer knows the old commit: history was rewritten.
-    if git::is_ancestor(&repo, then, &now).unwrap_or(false) {
-        return None;
-    }
-    Some(format!(
-        "{}{} now points at {}, which does not contain commit {} where Mandate last appended: the branch was reset or rewritten, so the {} records Mandate had written then are not expected here",
-        if key.is_empty() { "HEAD" } else { "the branch" },
-        on_branch(key),
-        short(&now),
-        short(then),
-        head.records
-    ))
+    let moved = head.reflog.is_some() && git::reflog_size(root, key) != head.reflog;
+    let explained = if now == then {
+        moved
+    } else {
+        // An error here means git no longer knows the old commit: history was rewritten.
+        !git::is_ancestor(&repo, then, &now).unwrap_or(false)
+    };
+    explained.then(|| {
+        format!(
+            "{} has moved since Mandate last appended on it (at {}, on commit {}; now {}): it was reset or rewritten, so the {} records Mandate had written then are not expected here",
+            match key.strip_prefix("refs/heads/") {
+                Some(b) => format!("branch {b}"),
+                None => "HEAD".into(),
+            },
+            head.at,
+            short(then),
+            short(&now),
+            head.records
+        )
+    })
 }
 
 pub fn short(sha: &str) -> &str {

@@ -269,20 +269,30 @@ impl Ledger {
         let body = canonical_json(&record);
         line.push_str(&body);
         line.push('\n');
+        let hash = chain::link_hash(body.as_bytes());
+        let branch = git::head_key(&self.root);
+        // Killed after the write and before the head: the pending hash still vouches for it.
+        self.heads
+            .record_pending(&branch, &hex::encode(hash))
+            .map_err(|source| LedgerError::Head {
+                source,
+                rolled_back: true,
+            })?;
         self.write_durably(file, len, line.as_bytes())?;
         let new = Verified {
             len: len + line.len() as u64,
             lines: v.lines + 1,
-            last: chain::link_hash(body.as_bytes()),
+            last: hash,
         };
         let head = BranchHead {
             records: new.lines,
             bytes: new.len,
             last: hex::encode(new.last),
             commit: git::head_revision(&self.root),
+            reflog: git::reflog_size(&self.root, &branch),
             at: now_rfc3339(),
         };
-        if let Err(e) = self.record_head(head) {
+        if let Err(e) = self.record_head(&branch, head) {
             let undone = rollback(file, len);
             return Err(LedgerError::Head {
                 source: e,
@@ -293,7 +303,7 @@ impl Ledger {
         Ok(record)
     }
 
-    fn record_head(&self, head: BranchHead) -> Result<(), HeadError> {
+    fn record_head(&self, branch: &str, head: BranchHead) -> Result<(), HeadError> {
         #[cfg(test)]
         if let Some(Fault::HeadFails) = *self.fault.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(HeadError::Io {
@@ -301,7 +311,7 @@ impl Ledger {
                 source: std::io::Error::from_raw_os_error(libc::EROFS),
             });
         }
-        self.heads.record_append(&git::head_key(&self.root), head)
+        self.heads.record_append(branch, head)
     }
 
     /// Writes and fsyncs `line` at the end (`len`); on failure cuts the file back to `len`.
@@ -404,6 +414,8 @@ fn acceptance_record(line: u64, reason: &str) -> Value {
     })
 }
 
+const MALFORMED: &str = "this line is not a Mandate trace record (a torn write or a hand edit)";
+
 /// Judges the ledger `bytes`: its health, and the state of the file judged.
 fn judge_bytes(
     root: &Path,
@@ -431,7 +443,7 @@ fn judge_bytes(
     let mut problems: Vec<Problem> = Vec::new();
     for (i, l) in links.iter().enumerate() {
         let reason = if l.prev.is_none() {
-            "this line is not a Mandate trace record (a torn write or a hand edit)"
+            MALFORMED
         } else if !l.digest_ok {
             "this record was edited after it was written (its digest does not match)"
         } else {
@@ -455,7 +467,12 @@ fn judge_bytes(
     }
     problems.sort_by_key(|p| p.line);
     let found = integrity::Found {
-        line_problems: problems.iter().map(|p| p.line).collect(),
+        // A torn line does not explain a missing head; an edit or a broken chain does.
+        line_problems: problems
+            .iter()
+            .filter(|p| p.reason != MALFORMED)
+            .map(|p| p.line)
+            .collect(),
         accepted_upto,
     };
     let judgement = integrity::judge(root, bytes, &links, &chain_check, &heads, &found);

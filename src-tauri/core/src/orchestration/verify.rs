@@ -265,8 +265,9 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
             let mut line_problems: Vec<u64> = report
                 .findings
                 .iter()
+                // A torn line does not explain a missing head; an edit or a broken chain does.
                 .filter(|f| {
-                    f.kind == FindingKind::Malformed || !f.detail.starts_with("a person accepted")
+                    f.kind == FindingKind::Tampered && !f.detail.starts_with("a person accepted")
                 })
                 .map(|f| u64::from(f.ledger_line))
                 .collect();
