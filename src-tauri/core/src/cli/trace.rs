@@ -154,10 +154,12 @@ fn print_git(g: &GitVerification) {
             String::new()
         }
     );
-    for (line, what) in &g.chain_problems {
+    for c in &g.chain_problems {
         println!(
-            "  ledger at {} line {line}: TAMPERED: {what}",
-            &g.end[..g.end.len().min(12)]
+            "  ledger at {} line {}: TAMPERED: {}",
+            &g.end[..g.end.len().min(12)],
+            c.line,
+            c.detail
         );
     }
     for p in &g.problems {

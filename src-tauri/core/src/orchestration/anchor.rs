@@ -139,6 +139,13 @@ pub struct AnchorProblem {
     pub detail: String,
 }
 
+/// A line of the ledger at the range's end that breaks the chain.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ChainProblem {
+    pub line: usize,
+    pub detail: String,
+}
+
 /// What `verify --git` found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GitVerification {
@@ -152,8 +159,8 @@ pub struct GitVerification {
     pub unanchored: usize,
     /// Records in the ledger at the end.
     pub records: usize,
-    /// Lines of the ledger at the end where the chain is broken: (line, what is wrong).
-    pub chain_problems: Vec<(usize, String)>,
+    /// Lines of the ledger at the end where the chain is broken.
+    pub chain_problems: Vec<ChainProblem>,
     pub problems: Vec<AnchorProblem>,
 }
 
@@ -275,16 +282,22 @@ pub fn verify_git(root: &Path, range: Option<&str>) -> Result<GitVerification, A
     let bytes = ledger_at(&repo, &end, &rel)?;
     let lines = chain::split_lines(&bytes);
     let links = chain::links_of(&lines);
-    let mut chain_problems: Vec<(usize, String)> = Vec::new();
+    let mut chain_problems: Vec<ChainProblem> = Vec::new();
+    let mut problem = |line: usize, detail: &str| {
+        chain_problems.push(ChainProblem {
+            line,
+            detail: detail.to_string(),
+        })
+    };
     for (i, l) in links.iter().enumerate() {
         if l.prev.is_none() {
-            chain_problems.push((i + 1, "this line is not a Mandate trace record".into()));
+            problem(i + 1, "this line is not a Mandate trace record");
         } else if !l.digest_ok {
-            chain_problems.push((i + 1, "this record was edited after it was written".into()));
+            problem(i + 1, "this record was edited after it was written");
         }
     }
     for (i, b) in Chain::check(&links).breaks {
-        chain_problems.push((i + 1, b.explain().into()));
+        problem(i + 1, b.explain());
     }
     chain_problems.sort();
     let wanted: HashSet<[u8; 32]> = anchored
