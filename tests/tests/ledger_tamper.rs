@@ -142,7 +142,7 @@ fn a_forged_append_with_a_correct_chain_is_tampering() {
         "1",
     ])
     .env("MANDATE_DATA_DIR", forger.path());
-    assert!(cmd.status().expect("forge").success());
+    assert!(cmd.output().expect("forge").status.success());
     assert_tampered(
         &p,
         "line 6: TAMPERED: this line was not written by Mandate here",

@@ -3,6 +3,7 @@
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
 mod data;
+mod ledger;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -609,6 +610,9 @@ fn main() {
     }
     if wanted("trace") {
         rows.extend(verify_and_blame(&root));
+    }
+    if wanted("ledger") {
+        rows.extend(ledger::figures(&root));
     }
     if wanted("render") {
         rows.extend(streaming_render());

@@ -9,7 +9,7 @@ use super::inspect::{blame, print_json};
 use super::{ReportFormat, TraceAction, EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::orchestration::anchor::{self, AnchorError, GitVerification, TRAILER};
 use crate::orchestration::heads::HeadStore;
-use crate::orchestration::ledger::LEDGER_FILE;
+use crate::orchestration::ledger::{map_file, LEDGER_FILE};
 use crate::orchestration::{export, merge, report, trace, validate};
 use crate::protocol::{FindingKind, VerifyReport};
 use crate::settings::AppDirs;
@@ -175,30 +175,47 @@ fn print_git(g: &GitVerification) {
 /// Git runs this with the work tree's top level as the current directory; PATH (%P) says
 /// which ledger it is, so the merge's tip is vouched for in that workspace's heads.
 fn merge_driver(root: &Path, ours: &Path, theirs: &Path, path: Option<&str>) -> i32 {
-    let read = |p: &Path| {
-        std::fs::read(p).map_err(|e| {
-            eprintln!("mandate: cannot read {}: {e}", p.display());
-            EXIT_ERROR
-        })
+    let map = |p: &Path| {
+        std::fs::File::open(p)
+            .and_then(|f| map_file(&f, true))
+            .map_err(|e| {
+                eprintln!("mandate: cannot read {}: {e}", p.display());
+                EXIT_ERROR
+            })
     };
-    let (ours_bytes, theirs_bytes) = match (read(ours), read(theirs)) {
+    let (ours_map, theirs_map) = match (map(ours), map(theirs)) {
         (Ok(o), Ok(t)) => (o, t),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let merged = match merge::merge(&ours_bytes, &theirs_bytes) {
+    // OURS is mapped while the result is written: write beside it, then rename over it.
+    let name = ours
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = ours.with_file_name(format!(".{name}.mandate-merge-{}", std::process::id()));
+    let written = (|| {
+        let file = std::fs::File::create(&tmp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let summary = merge::merge_to(
+            ours_map.as_deref().unwrap_or(&[]),
+            theirs_map.as_deref().unwrap_or(&[]),
+            &mut out,
+        )?;
+        out.into_inner().map_err(|e| e.into_error())?;
+        std::fs::rename(&tmp, ours)?;
+        Ok::<_, merge::MergeWriteError>(summary)
+    })();
+    let merged = match written {
         Ok(m) => m,
         Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
             eprintln!("mandate: cannot merge {}: {e}", path.unwrap_or(LEDGER_FILE));
-            return EXIT_FAILED;
+            return match e {
+                merge::MergeWriteError::Merge(_) => EXIT_FAILED,
+                merge::MergeWriteError::Io(_) => EXIT_ERROR,
+            };
         }
     };
-    if let Err(e) = std::fs::write(ours, &merged.bytes) {
-        eprintln!(
-            "mandate: cannot write the merged ledger to {}: {e}",
-            ours.display()
-        );
-        return EXIT_ERROR;
-    }
     let workspace = match path.and_then(|p| p.strip_suffix(LEDGER_FILE)) {
         Some(dir) => root.join(dir),
         None => root.to_path_buf(),

@@ -65,6 +65,10 @@ pub struct Heads {
     /// The workspace these heads belong to (for people reading the file).
     #[serde(default)]
     pub workspace: String,
+    /// The identity (device and inode) of the workspace's directory: a directory deleted and
+    /// made again at the same path (a fresh clone) is another workspace.
+    #[serde(default)]
+    pub root_id: Option<String>,
     /// Keyed by what HEAD names: `refs/heads/NAME`, `HEAD` when detached, `""` outside git.
     #[serde(default)]
     pub branches: BTreeMap<String, BranchHead>,
@@ -107,6 +111,22 @@ struct HeadFile {
 pub struct HeadStore {
     dir: PathBuf,
     workspace: String,
+    root: PathBuf,
+}
+
+/// `device:inode` of a directory.
+pub fn dir_identity(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(format!("{}:{}", m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 impl HeadStore {
@@ -118,6 +138,7 @@ impl HeadStore {
                 .join("ledgers")
                 .join(crate::settings::workspace_key(&root)),
             workspace: root.to_string_lossy().into_owned(),
+            root,
         }
     }
 
@@ -158,8 +179,34 @@ impl HeadStore {
         }
     }
 
-    /// The heads as they are now (empty when none were ever written).
+    /// The heads as they are now (empty when none were ever written, or when they were
+    /// written for an earlier directory at this path: see [`HeadStore::recreated`]).
     pub fn read(&self) -> Result<Heads, HeadError> {
+        self.read_all().map(|h| {
+            if self.is_current(&h) {
+                h
+            } else {
+                Heads::default()
+            }
+        })
+    }
+
+    /// Whether heads exist for an earlier directory at this workspace's path (deleted and
+    /// made again, e.g. a fresh clone): they do not apply to this one.
+    pub fn recreated(&self) -> bool {
+        self.read_all()
+            .map(|h| !h.is_empty() && !self.is_current(&h))
+            .unwrap_or(false)
+    }
+
+    fn is_current(&self, heads: &Heads) -> bool {
+        match (&heads.root_id, dir_identity(&self.root)) {
+            (Some(then), Some(now)) => *then == now,
+            _ => true,
+        }
+    }
+
+    fn read_all(&self) -> Result<Heads, HeadError> {
         let Some(lock) = self.lock_file(false)? else {
             return Ok(Heads::default());
         };
@@ -198,9 +245,15 @@ impl HeadStore {
             .ok_or_else(|| self.io(std::io::ErrorKind::NotFound.into()))?;
         lock.lock().map_err(|e| self.io(e))?;
         let result = (|| {
-            // A damaged file is replaced: the update carries what is known now.
-            let mut heads = self.read_unlocked().unwrap_or_default();
+            // A damaged file, or heads of an earlier directory at this path, are replaced:
+            // the update carries what is known now.
+            let mut heads = self
+                .read_unlocked()
+                .ok()
+                .filter(|h| self.is_current(h))
+                .unwrap_or_default();
             heads.workspace = self.workspace.clone();
+            heads.root_id = dir_identity(&self.root);
             change(&mut heads);
             if heads.merges.len() > MERGE_TIPS {
                 let extra = heads.merges.len() - MERGE_TIPS;
@@ -338,5 +391,27 @@ mod tests {
         .expect("edit");
         let err = store.read().expect_err("damaged");
         assert!(err.to_string().contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn heads_of_a_directory_made_again_at_the_same_path_do_not_apply() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let store = HeadStore::new(&tmp.path().join("data"), &ws);
+        store.record_append("", head(3)).expect("w");
+        assert!(!store.read().expect("read").is_empty());
+        std::fs::remove_dir_all(&ws).expect("rm");
+        // Something else takes the old inode number first, so the new directory gets another.
+        let _keep = tempfile::tempdir_in(tmp.path()).expect("tmp");
+        std::fs::create_dir_all(&ws).expect("mkdir again");
+        if dir_identity(&ws) == store.read_all().expect("read").root_id {
+            return; // the file system gave the same inode back: nothing to tell apart
+        }
+        assert!(store.read().expect("read").is_empty());
+        assert!(store.recreated());
+        store.record_append("", head(1)).expect("w");
+        assert_eq!(store.read().expect("read").branches[""].records, 1);
+        assert!(!store.recreated());
     }
 }

@@ -44,7 +44,7 @@ pub struct Judgement {
     pub notes: Vec<String>,
 }
 
-pub const NO_HEAD_NOTE: &str = "no head of this ledger is known on this machine (first use here, another machine, or a moved workspace): only the chain was checked";
+pub const NO_HEAD_NOTE: &str = "no head of this ledger is known on this machine (first use here, another machine, a moved or re-created workspace): only the chain was checked";
 
 /// What the caller already found line by line.
 #[derive(Debug, Clone, Default)]

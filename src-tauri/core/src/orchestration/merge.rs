@@ -33,10 +33,9 @@ pub enum MergeError {
     },
 }
 
-/// The merged ledger and what went into it.
+/// What went into a merged ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Merged {
-    pub bytes: Vec<u8>,
+pub struct MergeSummary {
     /// Lines both sides shared.
     pub common: usize,
     /// New lines taken from ours and from theirs.
@@ -44,6 +43,24 @@ pub struct Merged {
     pub from_theirs: usize,
     /// Hash (hex) of the merge record, when one was needed.
     pub merge_tip: Option<String>,
+}
+
+/// The merged ledger and what went into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    pub bytes: Vec<u8>,
+    pub common: usize,
+    pub from_ours: usize,
+    pub from_theirs: usize,
+    pub merge_tip: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeWriteError {
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error("cannot write the merged ledger: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// One side's lines after the common prefix, with their hashes and parents.
@@ -63,6 +80,32 @@ impl Side<'_> {
 
 /// Merges the ledgers `ours` and `theirs` (the base is not needed: nothing is dropped).
 pub fn merge(ours: &[u8], theirs: &[u8]) -> Result<Merged, MergeError> {
+    let mut bytes = Vec::with_capacity(ours.len() + theirs.len());
+    let s = merge_to(ours, theirs, &mut bytes).map_err(|e| match e {
+        MergeWriteError::Merge(m) => m,
+        // Writing to memory does not fail.
+        MergeWriteError::Io(e) => MergeError::Broken {
+            side: "ours",
+            line: 0,
+            reason: e.to_string(),
+        },
+    })?;
+    Ok(Merged {
+        bytes,
+        common: s.common,
+        from_ours: s.from_ours,
+        from_theirs: s.from_theirs,
+        merge_tip: s.merge_tip,
+    })
+}
+
+/// Merges `ours` and `theirs` into `out`, writing slices of the inputs as they are (the
+/// driver maps both files and writes the result without copying it first).
+pub fn merge_to(
+    ours: &[u8],
+    theirs: &[u8],
+    out: &mut impl std::io::Write,
+) -> Result<MergeSummary, MergeWriteError> {
     for (name, bytes) in [("ours", ours), ("theirs", theirs)] {
         if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
             let line = memchr::memchr_iter(b'\n', bytes).count() + 1;
@@ -70,7 +113,8 @@ pub fn merge(ours: &[u8], theirs: &[u8]) -> Result<Merged, MergeError> {
                 side: name,
                 line,
                 reason: "its last line is torn (no end of line)".into(),
-            });
+            }
+            .into());
         }
     }
     let prefix = common_lines_prefix(ours, theirs);
@@ -82,68 +126,61 @@ pub fn merge(ours: &[u8], theirs: &[u8]) -> Result<Merged, MergeError> {
     for s in [&a, &b] {
         check_side(s, before, common_bytes)?;
     }
+    let summary = |from_ours, from_theirs, merge_tip| MergeSummary {
+        common,
+        from_ours,
+        from_theirs,
+        merge_tip,
+    };
     let in_a: HashSet<[u8; 32], ByPrefix> = a.hashes.iter().copied().collect();
     if b.hashes.iter().all(|h| in_a.contains(h)) {
-        return Ok(unchanged(ours, common, a.lines.len(), 0));
+        out.write_all(ours)?;
+        return Ok(summary(a.lines.len(), 0, None));
     }
     let in_b: HashSet<[u8; 32], ByPrefix> = b.hashes.iter().copied().collect();
     if a.hashes.iter().all(|h| in_b.contains(h)) {
-        return Ok(unchanged(theirs, common, 0, b.lines.len()));
+        out.write_all(theirs)?;
+        return Ok(summary(0, b.lines.len(), None));
     }
     // Deterministic order: the side with the smaller tip first.
-    let (first, second) = if a.tip() <= b.tip() {
-        (&a, &b)
+    let (first, second, first_rest) = if a.tip() <= b.tip() {
+        (&a, &b, &ours[prefix..])
     } else {
-        (&b, &a)
+        (&b, &a, &theirs[prefix..])
     };
     let in_first = if first.name == "ours" { &in_a } else { &in_b };
-    let mut out = Vec::with_capacity(ours.len() + theirs.len() - prefix + 1024);
-    out.extend_from_slice(common_bytes);
-    for line in &first.lines {
-        out.extend_from_slice(line);
-        out.push(b'\n');
-    }
+    out.write_all(common_bytes)?;
+    out.write_all(first_rest)?;
     let mut taken = 0;
     for (line, hash) in second.lines.iter().zip(&second.hashes) {
         if !in_first.contains(hash) {
-            out.extend_from_slice(line);
-            out.push(b'\n');
+            out.write_all(line)?;
+            out.write_all(b"\n")?;
             taken += 1;
         }
     }
-    let (first_tip, second_tip) = match (first.tip(), second.tip()) {
-        (Some(f), Some(s)) => (f, s),
-        _ => return Ok(unchanged(ours, common, a.lines.len(), 0)),
+    let (Some(first_tip), Some(second_tip)) = (first.tip(), second.tip()) else {
+        return Err(MergeError::Broken {
+            side: second.name,
+            line: 0,
+            reason: "it has no records".into(),
+        }
+        .into());
     };
     let record = merge_record(
         [first_tip, second_tip],
         [first.lines.last(), second.lines.last()],
     );
     let line = canonical_json(&record);
-    out.extend_from_slice(line.as_bytes());
-    out.push(b'\n');
+    out.write_all(line.as_bytes())?;
+    out.write_all(b"\n")?;
     let (from_ours, from_theirs) = if first.name == "ours" {
         (first.lines.len(), taken)
     } else {
         (taken, first.lines.len())
     };
-    Ok(Merged {
-        bytes: out,
-        common,
-        from_ours,
-        from_theirs,
-        merge_tip: Some(hex::encode(chain::link_hash(line.as_bytes()))),
-    })
-}
-
-fn unchanged(bytes: &[u8], common: usize, from_ours: usize, from_theirs: usize) -> Merged {
-    Merged {
-        bytes: bytes.to_vec(),
-        common,
-        from_ours,
-        from_theirs,
-        merge_tip: None,
-    }
+    let tip = hex::encode(chain::link_hash(line.as_bytes()));
+    Ok(summary(from_ours, from_theirs, Some(tip)))
 }
 
 /// Length of the longest common prefix of `a` and `b` that ends at a line boundary.

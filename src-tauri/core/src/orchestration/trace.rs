@@ -102,31 +102,57 @@ fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
     out
 }
 
-/// Lines of the ledger whose raw text contains `needle`, parsed.
+/// Lines of the ledger whose raw text contains `needle`, parsed, oldest first. The ledger is
+/// searched on every core, each taking a run of whole lines (a needle never spans lines).
 fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
     let Some(map) = map_ledger(root)? else {
         return Ok(Vec::new());
     };
     let bytes: &[u8] = &map;
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    let mut out = Vec::new();
-    let mut last_line_start = usize::MAX;
-    for pos in finder.find_iter(bytes) {
-        let start = memchr::memrchr(b'\n', &bytes[..pos])
-            .map(|p| p + 1)
-            .unwrap_or(0);
-        if start == last_line_start {
-            continue;
-        }
-        last_line_start = start;
-        let end = memchr::memchr(b'\n', &bytes[pos..])
-            .map(|p| pos + p)
-            .unwrap_or(bytes.len());
-        if let Ok(v) = serde_json::from_slice::<Value>(&bytes[start..end]) {
-            out.push(v);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8));
+    let mut bounds = vec![0];
+    for k in 1..cores {
+        let at = bytes.len() * k / cores;
+        let next = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p + 1);
+        if next > *bounds.last().unwrap_or(&0) && next < bytes.len() {
+            bounds.push(next);
         }
     }
-    Ok(out)
+    bounds.push(bytes.len());
+    let scan = |from: usize, to: usize| {
+        let part = &bytes[from..to];
+        let mut out = Vec::new();
+        let mut last_line_start = usize::MAX;
+        for pos in finder.find_iter(part) {
+            let start = memchr::memrchr(b'\n', &part[..pos]).map_or(0, |p| p + 1);
+            if start == last_line_start {
+                continue;
+            }
+            last_line_start = start;
+            let end = memchr::memchr(b'\n', &part[pos..]).map_or(part.len(), |p| pos + p);
+            if let Ok(v) = serde_json::from_slice::<Value>(&part[start..end]) {
+                out.push(v);
+            }
+        }
+        out
+    };
+    if bounds.len() == 2 {
+        return Ok(scan(0, bytes.len()));
+    }
+    Ok(std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                s.spawn(move || scan(from, to))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    }))
 }
 
 fn json_key(key: &str, value: &str) -> String {
