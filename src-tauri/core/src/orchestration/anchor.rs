@@ -237,6 +237,57 @@ pub fn ledger_at(repo: &Repo, rev: &str, rel: &str) -> Result<Vec<u8>, AnchorErr
     Ok(git::read_blob(repo, &id)?)
 }
 
+/// The anchors of the ledger `rel` in `commits`, and (for `A..B`) those of the nearest
+/// anchored ancestor of the range's start, which must hold too: (commit, subject, anchor).
+fn anchors_of(
+    repo: &Repo,
+    rel: &str,
+    range: &str,
+    commits: &[Commit],
+) -> Result<Vec<(String, String, Anchor)>, AnchorError> {
+    let mut anchored = Vec::new();
+    for c in commits {
+        for a in c.anchors.iter().filter(|a| a.path == rel) {
+            anchored.push((c.sha.clone(), c.subject.clone(), a.clone()));
+        }
+    }
+    if range.contains("..") {
+        let boundary = git::text(&repo.toplevel, &["rev-list", "--boundary", range, "--"])?;
+        for b in boundary.lines().filter_map(|l| l.strip_prefix('-')) {
+            let grep = format!("--grep=^{TRAILER}: ");
+            for c in log(repo, &["-1", "-E", &grep, b, "--"])? {
+                for a in c.anchors.into_iter().filter(|a| a.path == rel) {
+                    anchored.push((c.sha.clone(), c.subject.clone(), a));
+                }
+            }
+        }
+    }
+    Ok(anchored)
+}
+
+/// Lines of a ledger that are not records, edited records, and breaks of the chain.
+fn chain_problems(links: &[chain::Link]) -> Vec<ChainProblem> {
+    let mut out: Vec<ChainProblem> = Vec::new();
+    let mut problem = |line: usize, detail: &str| {
+        out.push(ChainProblem {
+            line,
+            detail: detail.to_string(),
+        })
+    };
+    for (i, l) in links.iter().enumerate() {
+        if l.prev.is_none() {
+            problem(i + 1, "this line is not a Mandate trace record");
+        } else if !l.digest_ok {
+            problem(i + 1, "this record was edited after it was written");
+        }
+    }
+    for (i, b) in Chain::check(links).breaks {
+        problem(i + 1, b.explain());
+    }
+    out.sort();
+    out
+}
+
 /// Checks the anchors of `range` (default: everything reachable from HEAD) against the
 /// ledger at its end.
 pub fn verify_git(root: &Path, range: Option<&str>) -> Result<GitVerification, AnchorError> {
@@ -252,24 +303,7 @@ pub fn verify_git(root: &Path, range: Option<&str>) -> Result<GitVerification, A
         AnchorError::Git(GitError::Failed { .. }) => AnchorError::BadRange(range.clone()),
         other => other,
     })?;
-    let mut anchored: Vec<(String, String, Anchor)> = Vec::new();
-    for c in &commits {
-        for a in c.anchors.iter().filter(|a| a.path == rel) {
-            anchored.push((c.sha.clone(), c.subject.clone(), a.clone()));
-        }
-    }
-    // The start of a range: its nearest anchored ancestor must hold too.
-    if range.contains("..") {
-        let boundary = git::text(&repo.toplevel, &["rev-list", "--boundary", &range, "--"])?;
-        for b in boundary.lines().filter_map(|l| l.strip_prefix('-')) {
-            let grep = format!("--grep=^{TRAILER}: ");
-            for c in log(&repo, &["-1", "-E", &grep, b, "--"])? {
-                for a in c.anchors.into_iter().filter(|a| a.path == rel) {
-                    anchored.push((c.sha.clone(), c.subject.clone(), a));
-                }
-            }
-        }
-    }
+    let anchored = anchors_of(&repo, &rel, &range, &commits)?;
     let touching: HashSet<String> =
         git::text(&repo.toplevel, &["log", "--format=%H", &range, "--", &rel])?
             .lines()
@@ -282,24 +316,7 @@ pub fn verify_git(root: &Path, range: Option<&str>) -> Result<GitVerification, A
     let bytes = ledger_at(&repo, &end, &rel)?;
     let lines = chain::split_lines(&bytes);
     let links = chain::links_of(&lines);
-    let mut chain_problems: Vec<ChainProblem> = Vec::new();
-    let mut problem = |line: usize, detail: &str| {
-        chain_problems.push(ChainProblem {
-            line,
-            detail: detail.to_string(),
-        })
-    };
-    for (i, l) in links.iter().enumerate() {
-        if l.prev.is_none() {
-            problem(i + 1, "this line is not a Mandate trace record");
-        } else if !l.digest_ok {
-            problem(i + 1, "this record was edited after it was written");
-        }
-    }
-    for (i, b) in Chain::check(&links).breaks {
-        problem(i + 1, b.explain());
-    }
-    chain_problems.sort();
+    let chain_problems = chain_problems(&links);
     let wanted: HashSet<[u8; 32]> = anchored
         .iter()
         .filter_map(|(_, _, a)| unhex32(a.tip.as_bytes()))

@@ -120,8 +120,9 @@ pub fn link(line: &[u8]) -> Link {
 
 fn canonical_link(line: &[u8]) -> Option<Link> {
     let [prev_finder, digest_finder] = finders();
-    let (_, prev) = hex_at(line, prev_finder, PREV_KEY.len())?;
-    let (start, digest) = hex_at(line, digest_finder, DIGEST_KEY.len())?;
+    let (prev_at, prev) = hex_at(line, prev_finder, PREV_KEY.len())?;
+    // Keys are sorted: `digest` comes before `prev` in the same object; look only there.
+    let (start, digest) = hex_at(&line[..prev_at], digest_finder, DIGEST_KEY.len())?;
     let member_end = start + DIGEST_KEY.len() + 64 + 1;
     if line.get(member_end) != Some(&b',') {
         return None;

@@ -123,24 +123,37 @@ pub fn content_hash_matches<S: AsRef<str>>(lines: &[S], expected: &str) -> bool 
     unhex32(hex_part.as_bytes()).is_some_and(|want| raw_content_hash(lines) == want)
 }
 
-/// 64 hex digits to 32 bytes (the verify hot path; no allocation).
+/// 64 hex digits to 32 bytes (the verify hot path, twice per record: a table, no branches
+/// per digit, no allocation).
 pub fn unhex32(hex: &[u8]) -> Option<[u8; 32]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
+    const BAD: u8 = 0xff;
+    const TABLE: [u8; 256] = {
+        let mut t = [BAD; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
         }
-    }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            t[b'A' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
     if hex.len() != 64 {
         return None;
     }
     let mut out = [0u8; 32];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (hi, lo) = (TABLE[pair[0] as usize], TABLE[pair[1] as usize]);
+        // Any digit that is not hex has all bits set, and so does `bad` then.
+        bad |= hi | lo;
+        *o = hi << 4 | lo;
     }
-    Some(out)
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 /// The ledger's bytes, mapped rather than copied (it can be hundreds of MB).

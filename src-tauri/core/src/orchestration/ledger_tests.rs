@@ -337,3 +337,19 @@ fn contains_record_finds_ids_from_the_end() {
     assert!(!ledger.contains_record("not-a-record-id").expect("scan"));
     assert!(!ledger.contains_record("\"").expect("scan"));
 }
+
+#[test]
+fn unhex_accepts_exactly_64_hex_digits() {
+    let h = "0123456789abcdefABCDEF".repeat(3);
+    let h = &h[..64];
+    let bytes = unhex32(h.as_bytes()).expect("hex");
+    assert_eq!(hex::encode(bytes), h.to_ascii_lowercase());
+    for bad in [
+        "g".repeat(64),
+        "0".repeat(63),
+        format!("{}:", "0".repeat(63)),
+        format!("{} ", "f".repeat(63)),
+    ] {
+        assert_eq!(unhex32(bad.as_bytes()), None, "{bad}");
+    }
+}

@@ -93,7 +93,7 @@ fn split_range(range: &str) -> Result<(String, String), AnchorError> {
     }
     let end = range_end(range).to_string();
     let base = match range.split_once("..") {
-        Some((base, _)) if base.is_empty() => "HEAD".to_string(),
+        Some(("", _)) => "HEAD".to_string(),
         Some((base, _)) => base.to_string(),
         None => return Ok((range.to_string(), "HEAD".to_string())),
     };

@@ -255,7 +255,7 @@ fn version_form(v: &str) -> bool {
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn resolve<'a>(schema: &'a Value) -> &'a Value {
+fn resolve(schema: &Value) -> &Value {
     match schema.get("$ref").and_then(Value::as_str) {
         Some(r) => r
             .strip_prefix("#/$defs/")

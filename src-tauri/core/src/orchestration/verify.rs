@@ -190,7 +190,7 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
     let (map, heads) = snapshot(root, store)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let lines = chain::split_lines(bytes);
-    let all_facts = par_map(&lines, |l| facts(l));
+    let mut all_facts = par_map(&lines, |l| facts(l));
     let mut report = VerifyReport {
         records: 0,
         ranges: 0,
@@ -204,108 +204,39 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
         findings: Vec::new(),
         chain_ok: true,
     };
-    let mut links = Vec::with_capacity(all_facts.len());
+    let links: Vec<Link> = all_facts
+        .iter_mut()
+        .map(|f| std::mem::take(&mut f.link))
+        .collect();
     // path -> (ledger line, start, end, hash)
     let mut by_path: HashMap<std::borrow::Cow<'_, str>, Vec<Recorded<'_>>, Fnv> =
         HashMap::default();
-    for (n, f) in all_facts.into_iter().enumerate() {
-        let number = n as u32 + 1;
-        if f.link.prev.is_none() {
-            report.malformed += 1;
-            report.findings.push(line_finding(
-                &lines,
-                n,
-                FindingKind::Malformed,
-                "this line is not a Mandate trace record (torn write or hand edit)".into(),
-            ));
-        } else {
-            report.records += 1;
-            if !f.link.digest_ok {
-                report.tampered += 1;
-                report.findings.push(line_finding(
-                    &lines,
-                    n,
-                    FindingKind::Tampered,
-                    "this record was edited after it was written (its digest does not match)"
-                        .into(),
-                ));
-            }
-            if f.link.accepts_break {
-                report.tampered += 1;
-                report.findings.push(line_finding(
-                    &lines,
-                    n,
-                    FindingKind::Tampered,
-                    acceptance_detail(lines[n]),
-                ));
-            }
-        }
+    for (n, (f, link)) in all_facts.into_iter().zip(&links).enumerate() {
+        line_findings(&mut report, &lines, n, link);
         for file in f.files {
             let list = by_path.entry(file.path).or_default();
             for conv in file.conversations {
                 for r in conv.ranges {
-                    list.push((number, r.start_line, r.end_line, r.content_hash));
+                    list.push((n as u32 + 1, r.start_line, r.end_line, r.content_hash));
                 }
             }
         }
-        links.push(f.link);
     }
     let chain_check = Chain::check(&links);
     for (i, b) in &chain_check.breaks {
         report.tampered += 1;
-        report.findings.push(line_finding(
-            &lines,
-            *i,
-            FindingKind::Tampered,
-            b.explain().into(),
-        ));
+        let finding = line_finding(&lines, *i, FindingKind::Tampered, b.explain().into());
+        report.findings.push(finding);
     }
-    let notes = match heads {
-        Ok(heads) => {
-            let mut line_problems: Vec<u64> = report
-                .findings
-                .iter()
-                // A torn line does not explain a missing head; an edit or a broken chain does.
-                .filter(|f| {
-                    f.kind == FindingKind::Tampered && !f.detail.starts_with("a person accepted")
-                })
-                .map(|f| u64::from(f.ledger_line))
-                .collect();
-            line_problems.sort_unstable();
-            let found = integrity::Found {
-                line_problems,
-                accepted_upto: None,
-            };
-            let judgement = integrity::judge(root, bytes, &links, &chain_check, &heads, &found);
-            for p in judgement.problems {
-                report.tampered += 1;
-                let index = (p.line as usize)
-                    .checked_sub(1)
-                    .filter(|&i| i < lines.len());
-                report.findings.push(VerifyFinding {
-                    kind: FindingKind::Tampered,
-                    ledger_line: p.line as u32,
-                    record_id: index.and_then(|i| record_id(lines[i])),
-                    path: None,
-                    range: None,
-                    detail: p.reason,
-                });
-            }
-            judgement.notes
-        }
-        Err(e) => {
-            report.tampered += 1;
-            report.findings.push(VerifyFinding {
-                kind: FindingKind::Tampered,
-                ledger_line: 0,
-                record_id: None,
-                path: None,
-                range: None,
-                detail: format!("the ledger cannot be checked against its head: {e}"),
-            });
-            Vec::new()
-        }
-    };
+    let notes = head_findings(
+        root,
+        bytes,
+        &lines,
+        &links,
+        &chain_check,
+        heads,
+        &mut report,
+    );
     report.chain_ok = report.tampered == 0 && report.malformed == 0;
     let mut paths: Vec<_> = by_path.into_iter().collect();
     paths.sort_by(|a, b| a.0.cmp(&b.0));
@@ -323,6 +254,92 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
         .findings
         .sort_by_key(|f| (f.ledger_line, f.range.as_ref().map(|r| r.start_line)));
     Ok(Verification { report, notes })
+}
+
+/// What line `n` says about itself: not a record, edited, or a person's acceptance.
+fn line_findings(report: &mut VerifyReport, lines: &[&[u8]], n: usize, link: &Link) {
+    if link.prev.is_none() {
+        report.malformed += 1;
+        report.findings.push(line_finding(
+            lines,
+            n,
+            FindingKind::Malformed,
+            "this line is not a Mandate trace record (torn write or hand edit)".into(),
+        ));
+        return;
+    }
+    report.records += 1;
+    if !link.digest_ok {
+        report.tampered += 1;
+        report.findings.push(line_finding(
+            lines,
+            n,
+            FindingKind::Tampered,
+            "this record was edited after it was written (its digest does not match)".into(),
+        ));
+    }
+    if link.accepts_break {
+        report.tampered += 1;
+        let detail = acceptance_detail(lines[n]);
+        report
+            .findings
+            .push(line_finding(lines, n, FindingKind::Tampered, detail));
+    }
+}
+
+/// The ledger against its heads and git (`integrity.rs`); returns the notes.
+fn head_findings(
+    root: &Path,
+    bytes: &[u8],
+    lines: &[&[u8]],
+    links: &[Link],
+    chain_check: &Chain,
+    heads: Result<Heads, String>,
+    report: &mut VerifyReport,
+) -> Vec<String> {
+    let heads = match heads {
+        Ok(h) => h,
+        Err(e) => {
+            report.tampered += 1;
+            report.findings.push(VerifyFinding {
+                kind: FindingKind::Tampered,
+                ledger_line: 0,
+                record_id: None,
+                path: None,
+                range: None,
+                detail: format!("the ledger cannot be checked against its head: {e}"),
+            });
+            return Vec::new();
+        }
+    };
+    let mut line_problems: Vec<u64> = report
+        .findings
+        .iter()
+        // A torn line does not explain a missing head; an edit or a broken chain does.
+        .filter(|f| f.kind == FindingKind::Tampered && !f.detail.starts_with("a person accepted"))
+        .map(|f| u64::from(f.ledger_line))
+        .collect();
+    line_problems.sort_unstable();
+    let found = integrity::Found {
+        line_problems,
+        accepted_upto: None,
+    };
+    let judgement = integrity::judge(root, bytes, links, chain_check, &heads, &found);
+    for p in judgement.problems {
+        report.tampered += 1;
+        let index = (p.line as usize)
+            .checked_sub(1)
+            .filter(|&i| i < lines.len());
+        report.findings.push(VerifyFinding {
+            kind: FindingKind::Tampered,
+            ledger_line: p.line as u32,
+            record_id: index.and_then(|i| record_id(lines[i])),
+            path: None,
+            range: None,
+            detail: p.reason,
+        });
+    }
+    judgement.notes
 }
 
 fn line_finding(lines: &[&[u8]], index: usize, kind: FindingKind, detail: String) -> VerifyFinding {
