@@ -10,7 +10,8 @@
 //! been committed yet is not mistaken for a forgery.
 //!
 //! Every append updates the head under the ledger's OS lock: before the write, the hash of the
-//! line about to be written is noted as *pending*; after the record is on disk, it becomes the
+//! line about to be written is noted as *pending* (a file of its own, 65 bytes: appends to one
+//! ledger are serialized, so one slot is enough); after the record is on disk, it becomes the
 //! branch's head. So a process killed between the two leaves a line the head still vouches for
 //! (its hash cannot be produced by anything but that very line). The head file is rewritten
 //! in place and its write-back started at once (`sync_file_range`), not
@@ -75,14 +76,14 @@ pub struct Heads {
     /// Tips (hex) of ledgers the merge driver produced, newest last.
     #[serde(default)]
     pub merges: Vec<String>,
-    /// Per branch, the hash (hex) of the line an append is writing right now.
-    #[serde(default)]
-    pub pending: BTreeMap<String, String>,
+    /// The hash (hex) of the line the last append set out to write (kept in its own file).
+    #[serde(skip)]
+    pub pending: Option<String>,
 }
 
 impl Heads {
     pub fn is_empty(&self) -> bool {
-        self.branches.is_empty() && self.merges.is_empty() && self.pending.is_empty()
+        self.branches.is_empty() && self.merges.is_empty()
     }
 
     /// Every tip Mandate vouches for: each branch's last line, a line being appended, and
@@ -91,7 +92,7 @@ impl Heads {
         self.branches
             .values()
             .map(|b| b.last.as_str())
-            .chain(self.pending.values().map(String::as_str))
+            .chain(self.pending.as_deref())
             .chain(self.merges.iter().map(String::as_str))
             .filter_map(|h| super::ledger::unhex32(h.as_bytes()))
             .collect()
@@ -213,7 +214,12 @@ impl HeadStore {
         lock.lock_shared().map_err(|e| self.io(e))?;
         let heads = self.read_unlocked();
         let _ = lock.unlock();
-        heads
+        let mut heads = heads?;
+        heads.pending = std::fs::read_to_string(self.dir.join("pending"))
+            .ok()
+            .map(|p| p.trim().to_string())
+            .filter(|p| super::ledger::unhex32(p.as_bytes()).is_some());
+        Ok(heads)
     }
 
     fn read_unlocked(&self) -> Result<Heads, HeadError> {
@@ -266,18 +272,26 @@ impl HeadStore {
         result
     }
 
-    /// Notes the hash of the line an append on `branch` is about to write.
-    pub fn record_pending(&self, branch: &str, line_hex: &str) -> Result<(), HeadError> {
-        self.update(|h| {
-            h.pending.insert(branch.to_string(), line_hex.to_string());
-        })
-        .map(|_| ())
+    /// Notes the hash of the line an append is about to write (the caller holds the
+    /// ledger's lock, so appends never race for this slot).
+    pub fn record_pending(&self, line_hex: &str) -> Result<(), HeadError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| self.io(e))?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.dir.join("pending"))
+            .map_err(|e| self.io(e))?;
+        let line = format!("{line_hex}\n");
+        f.write_all(line.as_bytes()).map_err(|e| self.io(e))?;
+        f.set_len(line.len() as u64).map_err(|e| self.io(e))?;
+        start_writeback(&f, line.len());
+        Ok(())
     }
 
     /// Records the head of `branch` after an append.
     pub fn record_append(&self, branch: &str, head: BranchHead) -> Result<(), HeadError> {
         self.update(|h| {
-            h.pending.remove(branch);
             h.branches.insert(branch.to_string(), head);
         })
         .map(|_| ())
@@ -298,8 +312,8 @@ impl HeadStore {
             check: check_of(heads),
             heads: heads.clone(),
         };
-        let mut bytes = serde_json::to_vec_pretty(&file)
-            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
+        let mut bytes =
+            serde_json::to_vec(&file).map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
         let mut f = OpenOptions::new()
             .read(true)
@@ -384,11 +398,7 @@ mod tests {
         }
         assert_eq!(store.read().expect("read").merges.len(), MERGE_TIPS);
         let text = std::fs::read_to_string(store.file()).expect("read");
-        std::fs::write(
-            store.file(),
-            text.replace("\"records\": 5", "\"records\": 9"),
-        )
-        .expect("edit");
+        std::fs::write(store.file(), text.replace("\"records\":5", "\"records\":9")).expect("edit");
         let err = store.read().expect_err("damaged");
         assert!(err.to_string().contains("checksum"), "{err}");
     }

@@ -100,7 +100,7 @@ pub fn judge(
         .map(|(i, _)| i)
         .collect();
     if let Some(h) = current {
-        let pending = heads.pending.get(&key).and_then(|p| unhex32(p.as_bytes()));
+        let pending = heads.pending.as_deref().and_then(|p| unhex32(p.as_bytes()));
         let present = [unhex32(h.last.as_bytes()), pending]
             .into_iter()
             .flatten()

@@ -273,7 +273,7 @@ impl Ledger {
         let branch = git::head_key(&self.root);
         // Killed after the write and before the head: the pending hash still vouches for it.
         self.heads
-            .record_pending(&branch, &hex::encode(hash))
+            .record_pending(&hex::encode(hash))
             .map_err(|source| LedgerError::Head {
                 source,
                 rolled_back: true,
