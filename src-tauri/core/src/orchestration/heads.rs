@@ -102,9 +102,10 @@ impl Heads {
 #[derive(Serialize, Deserialize)]
 struct HeadFile {
     version: u32,
-    /// SHA-256 of the canonical JSON of `heads`.
+    /// SHA-256 of the canonical JSON of `heads` as stored (so fields added later, or unknown
+    /// to an older Mandate, do not make the file look damaged).
     check: String,
-    heads: Heads,
+    heads: serde_json::Value,
 }
 
 /// Where one workspace's heads live.
@@ -241,7 +242,7 @@ impl HeadStore {
         if file.check != check_of(&file.heads) {
             return Err(damaged("its checksum does not match".into()));
         }
-        Ok(file.heads)
+        serde_json::from_value(file.heads).map_err(|e| damaged(format!("unreadable: {e}")))
     }
 
     /// Changes the heads under their lock. `change` sees the heads as they are now.
@@ -307,10 +308,12 @@ impl HeadStore {
     }
 
     fn write_unlocked(&self, heads: &Heads) -> Result<(), HeadError> {
+        let value = serde_json::to_value(heads)
+            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         let file = HeadFile {
             version: 1,
-            check: check_of(heads),
-            heads: heads.clone(),
+            check: check_of(&value),
+            heads: value,
         };
         let mut bytes =
             serde_json::to_vec(&file).map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
@@ -330,9 +333,8 @@ impl HeadStore {
     }
 }
 
-fn check_of(heads: &Heads) -> String {
-    let value = serde_json::to_value(heads).unwrap_or_default();
-    sha256_hex(super::ledger::canonical_json(&value).as_bytes())
+fn check_of(heads: &serde_json::Value) -> String {
+    sha256_hex(super::ledger::canonical_json(heads).as_bytes())
 }
 
 /// Starts writing the file back to disk without waiting (see the module doc).
