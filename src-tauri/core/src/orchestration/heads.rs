@@ -66,8 +66,8 @@ pub struct Heads {
     /// The workspace these heads belong to (for people reading the file).
     #[serde(default)]
     pub workspace: String,
-    /// The identity (device and inode) of the workspace's directory: a directory deleted and
-    /// made again at the same path (a fresh clone) is another workspace.
+    /// The identity (device, inode, birth time) of the workspace's directory: a directory
+    /// deleted and made again at the same path (a fresh clone) is another workspace.
     #[serde(default)]
     pub root_id: Option<String>,
     /// Keyed by what HEAD names: `refs/heads/NAME`, `HEAD` when detached, `""` outside git.
@@ -116,13 +116,19 @@ pub struct HeadStore {
     root: PathBuf,
 }
 
-/// `device:inode` of a directory.
+/// `device:inode:birth time` of a directory (file systems reuse inode numbers at once, so the
+/// time it was made tells a directory made again apart; without it, device and inode).
 pub fn dir_identity(path: &Path) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(path).ok()?;
-        Some(format!("{}:{}", m.dev(), m.ino()))
+        let born = m
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Some(format!("{}:{}:{born}", m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
@@ -414,11 +420,11 @@ mod tests {
         store.record_append("", head(3)).expect("w");
         assert!(!store.read().expect("read").is_empty());
         std::fs::remove_dir_all(&ws).expect("rm");
-        // Something else takes the old inode number first, so the new directory gets another.
-        let _keep = tempfile::tempdir_in(tmp.path()).expect("tmp");
+        // Made again at once: the file system may well give the same inode number back.
+        std::thread::sleep(std::time::Duration::from_millis(2));
         std::fs::create_dir_all(&ws).expect("mkdir again");
         if dir_identity(&ws) == store.read_all().expect("read").root_id {
-            return; // the file system gave the same inode back: nothing to tell apart
+            return; // a file system without birth times reused the inode: nothing to tell apart
         }
         assert!(store.read().expect("read").is_empty());
         assert!(store.recreated());
