@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod gitrepo;
 pub mod llm_server;
 pub mod sse;
 pub mod trace_schema;

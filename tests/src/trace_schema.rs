@@ -107,3 +107,144 @@ pub fn assert_valid(record: &Value) {
         );
     }
 }
+
+/// Panics with every problem if `value` does not match `schema`.
+pub fn assert_matches(schema: &Value, value: &Value) {
+    let validator = jsonschema::options()
+        .build(schema)
+        .unwrap_or_else(|e| panic!("the schema does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "does not match its schema: {errors:#?}\n{value:#}"
+    );
+}
+
+fn count() -> Value {
+    json!({"type": "integer", "minimum": 0})
+}
+
+/// `mandate trace verify --json` (with or without `--git`): `mandate.trace.verify/1`, as
+/// documented in the README. Fields may be added; none is removed or changes meaning.
+pub fn verify_output_schema() -> Value {
+    let finding = json!({
+        "type": "object",
+        "required": ["kind", "ledger_line", "record_id", "path", "range", "detail"],
+        "properties": {
+            "kind": {"enum": ["intact", "moved", "changed", "missing", "tampered", "malformed"]},
+            "ledger_line": count(),
+            "record_id": {"type": ["string", "null"]},
+            "path": {"type": ["string", "null"]},
+            "range": {"oneOf": [{"type": "null"}, {
+                "type": "object", "required": ["start_line", "end_line"],
+                "properties": {"start_line": count(), "end_line": count()}
+            }]},
+            "detail": {"type": "string"}
+        }
+    });
+    let anchor = json!({
+        "type": "object", "required": ["records", "tip", "path"],
+        "properties": {"records": count(), "tip": {"type": "string", "pattern": "^[0-9a-f]{64}$"}, "path": {"type": "string"}}
+    });
+    let git = json!({
+        "type": "object",
+        "required": ["range", "end", "commits", "anchors", "unanchored", "records", "chain_problems", "problems"],
+        "properties": {
+            "range": {"type": "string"},
+            "end": {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"},
+            "commits": count(), "anchors": count(), "unanchored": count(), "records": count(),
+            "chain_problems": {"type": "array", "items": {
+                "type": "object", "required": ["line", "detail"],
+                "properties": {"line": count(), "detail": {"type": "string"}}
+            }},
+            "problems": {"type": "array", "items": {
+                "type": "object", "required": ["commit", "subject", "anchor", "detail"],
+                "properties": {"commit": {"type": "string"}, "subject": {"type": "string"}, "anchor": anchor, "detail": {"type": "string"}}
+            }}
+        }
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["schema", "status", "exit_code", "records", "ranges", "intact", "moved", "superseded",
+                     "changed", "missing", "tampered", "malformed", "findings", "chain_ok", "notes", "git"],
+        "properties": {
+            "schema": {"const": "mandate.trace.verify/1"},
+            "status": {"enum": ["intact", "tampered"]},
+            "exit_code": {"enum": [0, 1]},
+            "records": count(), "ranges": count(), "intact": count(), "moved": count(),
+            "superseded": count(), "changed": count(), "missing": count(), "tampered": count(),
+            "malformed": count(),
+            "findings": {"type": "array", "items": finding},
+            "chain_ok": {"type": "boolean"},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "git": {"oneOf": [{"type": "null"}, git]}
+        }
+    })
+}
+
+/// `mandate trace report RANGE --format json`: `mandate.trace.report/1`.
+pub fn report_schema() -> Value {
+    let counts = json!({"type": "array", "items": {
+        "type": "object", "required": ["name", "records"],
+        "properties": {"name": {"type": "string"}, "records": count()}
+    }});
+    let intent = json!({
+        "type": "object",
+        "required": ["intent_id", "records", "files", "models", "approvals", "edited_by_people", "rejected_hunks", "undos"],
+        "properties": {
+            "intent_id": {"type": "string"},
+            "records": count(),
+            "files": {"type": "array", "items": {
+                "type": "object", "required": ["path", "agent_lines", "recorded_lines"],
+                "properties": {"path": {"type": "string"}, "agent_lines": count(), "recorded_lines": count()}
+            }},
+            "models": counts, "approvals": counts,
+            "edited_by_people": count(), "rejected_hunks": count(),
+            "undos": {"type": "array", "items": {"type": "string"}}
+        }
+    });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["schema", "range", "base", "end", "commits", "records", "intents", "unrecorded", "coverage"],
+        "properties": {
+            "schema": {"const": "mandate.trace.report/1"},
+            "range": {"type": "string"}, "base": {"type": "string"}, "end": {"type": "string"},
+            "commits": count(), "records": count(),
+            "intents": {"type": "array", "items": intent},
+            "unrecorded": {"type": "array", "items": {
+                "type": "object", "required": ["path", "lines"],
+                "properties": {"path": {"type": "string"}, "lines": count()}
+            }},
+            "coverage": {
+                "type": "object",
+                "required": ["added_lines", "agent_lines", "unrecorded_lines", "percent"],
+                "properties": {"added_lines": count(), "agent_lines": count(), "unrecorded_lines": count(),
+                               "percent": {"type": "number", "minimum": 0, "maximum": 100}}
+            }
+        }
+    })
+}
+
+/// `mandate trace validate FILE --json`: `mandate.trace.validate/1`.
+pub fn validate_output_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["schema", "file", "strict", "records", "valid", "errors", "warnings", "issues"],
+        "properties": {
+            "schema": {"const": "mandate.trace.validate/1"},
+            "file": {"type": "string"}, "strict": {"type": "boolean"},
+            "records": count(), "valid": count(), "errors": count(), "warnings": count(),
+            "issues": {"type": "array", "items": {
+                "type": "object", "required": ["line", "pointer", "severity", "message"],
+                "properties": {"line": count(), "pointer": {"type": "string"},
+                               "severity": {"enum": ["error", "warning"]}, "message": {"type": "string"}}
+            }}
+        }
+    })
+}

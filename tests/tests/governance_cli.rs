@@ -26,10 +26,19 @@ const INTENTS: &str = r#"active_intents:
 const STRESS: &str = env!("CARGO_BIN_EXE_ledger-stress");
 
 async fn cli(ws: &std::path::Path, args: &[&str]) -> mandate_tests::cli::Output {
+    cli_as(ws, args, &UserDirs::new()).await
+}
+
+/// The same, as the user whose data directory holds the ledger's heads.
+async fn cli_as(
+    ws: &std::path::Path,
+    args: &[&str],
+    dirs: &UserDirs,
+) -> mandate_tests::cli::Output {
     let ws = ws.display().to_string();
     let mut all = vec!["--workspace", ws.as_str()];
     all.extend_from_slice(args);
-    mandate(&all, &UserDirs::new(), &[]).await
+    mandate(&all, dirs, &[]).await
 }
 
 #[tokio::test]
@@ -111,7 +120,7 @@ async fn trace_verify_and_blame_after_a_run_and_after_tampering() {
         assert_valid(&r);
     }
 
-    let out = cli(ws.path(), &["trace", "verify"]).await;
+    let out = cli_as(ws.path(), &["trace", "verify"], &dirs).await;
     assert_eq!(out.code, Some(0), "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("1 records, 1 ranges: 1 intact")
@@ -160,7 +169,7 @@ async fn trace_verify_and_blame_after_a_run_and_after_tampering() {
         "fn a() {}\nfn b() {}\nfn c() { a() }\n",
     )
     .expect("edit");
-    let out = cli(ws.path(), &["trace", "verify", "--json"]).await;
+    let out = cli_as(ws.path(), &["trace", "verify", "--json"], &dirs).await;
     assert_eq!(out.code, Some(0));
     let report: Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(report["changed"], 1);
@@ -174,7 +183,7 @@ async fn trace_verify_and_blame_after_a_run_and_after_tampering() {
         text.replace("\"by\":\"headless\"", "\"by\":\"user\""),
     )
     .expect("tamper");
-    let out = cli(ws.path(), &["trace", "verify"]).await;
+    let out = cli_as(ws.path(), &["trace", "verify"], &dirs).await;
     assert_eq!(out.code, Some(1), "{}", out.stdout);
     assert!(
         out.stdout.contains("TAMPERED") && out.stdout.contains("chain: BROKEN"),
@@ -186,11 +195,13 @@ async fn trace_verify_and_blame_after_a_run_and_after_tampering() {
 #[tokio::test]
 async fn several_processes_append_thousands_of_records_and_the_chain_holds() {
     let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
     let mut children = Vec::new();
     for tag in ["p1", "p2", "p3", "p4"] {
         children.push(
             tokio::process::Command::new(STRESS)
                 .args(["append", &ws.path().display().to_string(), tag, "600"])
+                .envs(dirs.env())
                 .stderr(Stdio::inherit())
                 .spawn()
                 .expect("spawn appender"),
@@ -204,7 +215,8 @@ async fn several_processes_append_thousands_of_records_and_the_chain_holds() {
     for r in records.iter().step_by(97) {
         assert_valid(r);
     }
-    let out = cli(ws.path(), &["trace", "verify", "--json"]).await;
+    // Checked against the heads the appenders kept: other processes' appends are not tampering.
+    let out = cli_as(ws.path(), &["trace", "verify", "--json"], &dirs).await;
     assert_eq!(out.code, Some(0), "{}", out.stdout);
     let report: Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(
@@ -220,6 +232,7 @@ async fn several_processes_append_thousands_of_records_and_the_chain_holds() {
 #[tokio::test]
 async fn killing_writers_mid_write_leaves_nothing_torn() {
     let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
     let root = ws.path().display().to_string();
     for round in 0..3 {
         let mut children = Vec::new();
@@ -227,6 +240,7 @@ async fn killing_writers_mid_write_leaves_nothing_torn() {
             children.push(
                 tokio::process::Command::new(STRESS)
                     .args(["append", &root, &format!("{tag}-{round}"), "100000"])
+                    .envs(dirs.env())
                     .spawn()
                     .expect("spawn"),
             );
@@ -258,7 +272,8 @@ async fn killing_writers_mid_write_leaves_nothing_torn() {
         }
     }
     assert!(count > 0);
-    let out = cli(ws.path(), &["trace", "verify", "--json"]).await;
+    // A writer killed between its record and its head leaves a line the head still vouches for.
+    let out = cli_as(ws.path(), &["trace", "verify", "--json"], &dirs).await;
     let report: Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(
         report["chain_ok"],

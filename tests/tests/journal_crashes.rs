@@ -140,6 +140,25 @@ async fn several_processes_never_accept_a_write_on_a_replaced_base() {
     assert_eq!(verify.code, Some(0), "{}{}", verify.stdout, verify.stderr);
 }
 
+/// Polls the journal until a write has an entry on disk (or the deadline passes).
+fn wait_for_an_entry(ws: &Path, deadline: Duration) -> bool {
+    let journal = ws.join(".orchestration/.journal");
+    let started = std::time::Instant::now();
+    while started.elapsed() < deadline {
+        let busy = std::fs::read_dir(&journal)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .unwrap_or(false);
+        if busy {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
+
 /// A small deterministic generator: the trials differ, and a failure can be replayed.
 struct Lcg(u64);
 
@@ -157,12 +176,26 @@ impl Lcg {
 async fn a_writer_killed_at_any_moment_leaves_old_bytes_without_record_or_new_bytes_with_one() {
     let ws = workspace(None, &[("hammer/0.txt", "start\n")]);
     let dirs = UserDirs::new();
+    // The history the chain check walks starts here (the calibration runs are part of it).
     let mut initial: HashMap<String, Option<String>> = HashMap::new();
     initial.insert("hammer/0.txt".into(), Some(sha256(b"start\n")));
     initial.insert("hammer/1.txt".into(), None);
     let mut rng = Lcg(0x5eed);
-    let (mut recovered, mut trials) = (0, 0);
-    for trial in 0..240 {
+    // How long an uninterrupted run of each size takes here, so kills land across its whole life.
+    let mut span = HashMap::new();
+    for max_bytes in [0usize, 1 << 20, 5 << 20] {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new(STRESS)
+            .arg(ws.path())
+            .arg(dirs.data())
+            .args(["calibrate", "6", &max_bytes.to_string(), "2"])
+            .output()
+            .expect("calibrate");
+        assert!(out.status.success());
+        span.insert(max_bytes, started.elapsed().as_millis().max(5) as u64);
+    }
+    let (mut recovered, mut trials, mut seen) = (0, 0, 0);
+    for trial in 0..100 {
         // Small writes mostly; every sixth trial rewrites with a megabyte or five.
         let max_bytes = match trial % 6 {
             0 if trial % 24 == 0 => 5 << 20,
@@ -176,8 +209,15 @@ async fn a_writer_killed_at_any_moment_leaves_old_bytes_without_record_or_new_by
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
-        let wait = if max_bytes > 0 { 400 } else { 40 };
-        std::thread::sleep(Duration::from_millis(rng.next(wait)));
+        if trial % 2 == 0 {
+            // At a random moment of the writer's life (start-up, a write, between writes).
+            std::thread::sleep(Duration::from_millis(rng.next(span[&max_bytes])));
+        } else {
+            // The moment an entry says a write is under way: the window recovery exists for.
+            if wait_for_an_entry(ws.path(), Duration::from_secs(30)) {
+                seen += 1;
+            }
+        }
         let _ = child.kill();
         let _ = child.wait();
         trials += 1;
@@ -211,7 +251,8 @@ async fn a_writer_killed_at_any_moment_leaves_old_bytes_without_record_or_new_by
             leftovers(ws.path())
         );
     }
-    assert_eq!(trials, 240);
+    assert_eq!(trials, 100);
+    eprintln!("{recovered} of {trials} kills left a write for recovery ({seen} seen in flight)");
     // Kills landed inside writes often enough for recovery to have had work to do.
     assert!(recovered > 0, "no trial interrupted a write");
 }

@@ -1,7 +1,14 @@
-//! A helper process for the concurrency and crash tests: appends trace records to a workspace's
-//! ledger, or rewrites its intents file, as fast as it can.
+//! A helper process for the ledger's tests: appends trace records to a workspace's ledger
+//! through `Ledger` (as an agent's governed write does), or rewrites its intents file.
 //!
-//! `ledger-stress append WORKSPACE TAG COUNT` / `ledger-stress intents WORKSPACE COUNT`
+//! - `ledger-stress append WORKSPACE TAG COUNT`: COUNT records, as fast as it can;
+//! - `ledger-stress intents WORKSPACE COUNT`: rewrites the intents file COUNT times;
+//! - `ledger-stress record WORKSPACE INTENT PATH START END [MODEL] [REVERT_OF]`: one record for
+//!   lines START..END of PATH as they are now (an agent's write); prints the record's id;
+//! - `ledger-stress fill WORKSPACE`: appends until an append fails (a full disk), then prints
+//!   the error and exits 0.
+//!
+//! The heads go to `MANDATE_DATA_DIR`, as for the `mandate` binary.
 
 use mandate_core::orchestration::intents::IntentStore;
 use mandate_core::orchestration::ledger::{
@@ -51,6 +58,81 @@ fn main() {
                 ledger.append(&entry).expect("append");
             }
         }
+        Some("record") => {
+            let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+            let (intent, path) = (arg(3), arg(4));
+            let start: u32 = arg(5).parse().expect("START");
+            let end: u32 = arg(6).parse().expect("END");
+            let model = args.get(7).cloned().unwrap_or_else(|| "test/agent".into());
+            let text = std::fs::read_to_string(root.join(&path)).expect("read PATH");
+            let lines: Vec<&str> = text.lines().collect();
+            let mut extra = serde_json::Map::new();
+            if let Some(reverted) = args.get(8) {
+                extra.insert("revert_of".into(), serde_json::json!(reverted));
+            }
+            let entry = TraceEntry {
+                task_id: format!("task-{intent}"),
+                intent_id: intent.clone(),
+                model_id: model,
+                tool: "write_to_file".into(),
+                tool_call_id: format!("call-{path}-{start}"),
+                contributor: "ai".into(),
+                mutation_declared: "INTENT_EVOLUTION".into(),
+                mutation_computed: "INTENT_EVOLUTION".into(),
+                approval: ApprovalRecord {
+                    by: "user".into(),
+                    at: "2026-01-01T00:00:00Z".into(),
+                    accepted_hunks: vec![0],
+                    rejected_hunks: vec![],
+                    edited: false,
+                },
+                files: vec![FileChange {
+                    path: path.clone(),
+                    ranges: vec![HashedRange {
+                        start_line: start,
+                        end_line: end,
+                        content_hash: content_hash(&lines[start as usize - 1..end as usize]),
+                    }],
+                }],
+                extra,
+            };
+            let record = Ledger::new(&root).append(&entry).expect("append");
+            println!("{}", record["id"].as_str().unwrap_or_default());
+        }
+        Some("fill") => {
+            let ledger = Ledger::new(&root);
+            let filler = "x".repeat(3000);
+            for i in 0.. {
+                let mut extra = serde_json::Map::new();
+                extra.insert("filler".into(), serde_json::json!(filler));
+                let entry = TraceEntry {
+                    task_id: "fill".into(),
+                    intent_id: "INT-FILL".into(),
+                    model_id: "test/fill".into(),
+                    tool: "write_to_file".into(),
+                    tool_call_id: format!("fill-{i}"),
+                    contributor: "ai".into(),
+                    mutation_declared: "INTENT_EVOLUTION".into(),
+                    mutation_computed: "INTENT_EVOLUTION".into(),
+                    approval: ApprovalRecord {
+                        by: "policy".into(),
+                        at: "2026-01-01T00:00:00Z".into(),
+                        accepted_hunks: vec![],
+                        rejected_hunks: vec![],
+                        edited: false,
+                    },
+                    files: vec![FileChange {
+                        path: "fill.txt".into(),
+                        ranges: vec![],
+                    }],
+                    extra,
+                };
+                if let Err(e) = ledger.append(&entry) {
+                    println!("{i} records, then: {e}");
+                    return;
+                }
+            }
+        }
         Some("intents") => {
             let count: usize = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(100);
             let store = IntentStore::new(&root);
@@ -64,7 +146,7 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: ledger-stress append WORKSPACE TAG COUNT | intents WORKSPACE COUNT");
+            eprintln!("usage: ledger-stress append WORKSPACE TAG COUNT | intents WORKSPACE COUNT | record WORKSPACE INTENT PATH START END [MODEL] [REVERT_OF] | fill WORKSPACE");
             std::process::exit(2);
         }
     }

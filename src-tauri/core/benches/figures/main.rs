@@ -5,6 +5,7 @@
 mod confine;
 mod data;
 mod intents;
+mod ledger;
 mod undo;
 
 use std::io::Write as _;
@@ -621,6 +622,9 @@ fn main() {
     }
     if wanted("trace") {
         rows.extend(verify_and_blame(&root));
+    }
+    if wanted("ledger") {
+        rows.extend(ledger::figures(&root));
     }
     if wanted("render") {
         rows.extend(streaming_render());

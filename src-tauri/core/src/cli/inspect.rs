@@ -3,12 +3,11 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{IntentsAction, TraceAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{IntentsAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::orchestration::intents::{status_str, IntentsDoc, INTENTS_FILE};
 use crate::orchestration::trace;
-use crate::protocol::FindingKind;
 
-fn print_json<T: serde::Serialize>(value: &T) {
+pub(super) fn print_json<T: serde::Serialize>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(s) => println!("{s}"),
         Err(e) => eprintln!("mandate: {e}"),
@@ -108,116 +107,67 @@ pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
     }
 }
 
-pub fn trace(root: &Path, action: TraceAction, json: bool) -> i32 {
-    match action {
-        TraceAction::Verify => {
-            let report = match trace::verify(root) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("mandate: cannot read the trace ledger: {e}");
-                    return EXIT_FAILED;
-                }
-            };
-            if json {
-                print_json(&report);
-            } else {
-                println!(
-                    "{} records, {} ranges: {} intact, {} moved, {} superseded, {} changed by someone else, {} missing",
-                    report.records, report.ranges, report.intact, report.moved, report.superseded, report.changed, report.missing
-                );
-                for f in &report.findings {
-                    let kind = match f.kind {
-                        FindingKind::Intact => "intact",
-                        FindingKind::Moved => "moved",
-                        FindingKind::Changed => "changed",
-                        FindingKind::Missing => "missing",
-                        FindingKind::Tampered => "TAMPERED",
-                        FindingKind::Malformed => "MALFORMED",
-                    };
-                    let place = match (&f.path, &f.range) {
-                        (Some(p), Some(r)) => format!(" {p}:{}-{}", r.start_line, r.end_line),
-                        (Some(p), None) => format!(" {p}"),
-                        _ => String::new(),
-                    };
-                    println!("  line {}: {kind}{place}: {}", f.ledger_line, f.detail);
-                }
-                println!(
-                    "{}",
-                    if report.chain_ok {
-                        "chain: intact"
-                    } else {
-                        "chain: BROKEN (the ledger was tampered with)"
-                    }
-                );
-            }
-            if report.chain_ok {
-                EXIT_OK
-            } else {
-                EXIT_FAILED
-            }
+/// `mandate trace blame FILE[:LINE]`.
+pub fn blame(root: &Path, target: String, json: bool) -> i32 {
+    let (file, line) = match target.rsplit_once(':') {
+        Some((f, l)) if l.parse::<u32>().is_ok() => (f.to_string(), l.parse::<u32>().ok()),
+        _ => (target.clone(), None),
+    };
+    let ws = match crate::workspace::Workspace::new(root) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("mandate: {e}");
+            return EXIT_USAGE;
         }
-        TraceAction::Blame { target } => {
-            let (file, line) = match target.rsplit_once(':') {
-                Some((f, l)) if l.parse::<u32>().is_ok() => (f.to_string(), l.parse::<u32>().ok()),
-                _ => (target.clone(), None),
+    };
+    let rel = match ws.resolve(&file) {
+        Ok(r) => r.rel,
+        Err(e) => {
+            eprintln!("mandate: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let blame = match trace::blame(ws.root(), &rel) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("mandate: cannot blame {rel}: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let lines: Vec<_> = match line {
+        Some(n) => {
+            let Some(l) = blame.lines.iter().find(|l| l.line == n) else {
+                eprintln!(
+                    "mandate: {rel} has {} lines; there is no line {n}",
+                    blame.lines.len()
+                );
+                return EXIT_USAGE;
             };
-            let ws = match crate::workspace::Workspace::new(root) {
-                Ok(w) => w,
-                Err(e) => {
-                    eprintln!("mandate: {e}");
-                    return EXIT_USAGE;
-                }
-            };
-            let rel = match ws.resolve(&file) {
-                Ok(r) => r.rel,
-                Err(e) => {
-                    eprintln!("mandate: {e}");
-                    return EXIT_USAGE;
-                }
-            };
-            let blame = match trace::blame(ws.root(), &rel) {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("mandate: cannot blame {rel}: {e}");
-                    return EXIT_FAILED;
-                }
-            };
-            let lines: Vec<_> = match line {
-                Some(n) => {
-                    let Some(l) = blame.lines.iter().find(|l| l.line == n) else {
-                        eprintln!(
-                            "mandate: {rel} has {} lines; there is no line {n}",
-                            blame.lines.len()
-                        );
-                        return EXIT_USAGE;
-                    };
-                    vec![l.clone()]
-                }
-                None => blame.lines.clone(),
-            };
-            if json {
-                print_json(&serde_json::json!({"path": rel, "lines": lines}));
-            } else {
-                for l in &lines {
-                    match &l.origin {
-                        Some(o) => println!(
-                            "{:>5} {:<10} {:<24} task {} ({}; approved by {}) | {}",
-                            l.line,
-                            o.intent_id,
-                            o.model,
-                            &o.task_id[..o.task_id.len().min(8)],
-                            o.contributor,
-                            o.approval,
-                            l.text
-                        ),
-                        None => println!(
-                            "{:>5} {:<10} {:<24} {:<47} | {}",
-                            l.line, "-", "-", "(not recorded)", l.text
-                        ),
-                    }
-                }
+            vec![l.clone()]
+        }
+        None => blame.lines.clone(),
+    };
+    if json {
+        print_json(&serde_json::json!({"path": rel, "lines": lines}));
+    } else {
+        for l in &lines {
+            match &l.origin {
+                Some(o) => println!(
+                    "{:>5} {:<10} {:<24} task {} ({}; approved by {}) | {}",
+                    l.line,
+                    o.intent_id,
+                    o.model,
+                    &o.task_id[..o.task_id.len().min(8)],
+                    o.contributor,
+                    o.approval,
+                    l.text
+                ),
+                None => println!(
+                    "{:>5} {:<10} {:<24} {:<47} | {}",
+                    l.line, "-", "-", "(not recorded)", l.text
+                ),
             }
-            EXIT_OK
         }
     }
+    EXIT_OK
 }

@@ -1,8 +1,10 @@
 //! The `mandate` command line: no subcommand opens the window (handled by the shell);
-//! `run`, `intents` and `trace` work headless with the same host code as the GUI.
+//! `init`, `run`, `intents` and `trace` work headless with the same host code as the GUI.
 
+mod init;
 mod inspect;
 mod run;
+mod trace;
 mod undo;
 
 use std::path::PathBuf;
@@ -35,6 +37,16 @@ fn parse_log_level(level: &str) -> Result<String, crate::logging::LogError> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Set up a workspace: intents and policy files, the ledger's git merge driver and the
+    /// commit hook that anchors it (idempotent).
+    Init {
+        /// Do not install the prepare-commit-msg hook.
+        #[arg(long)]
+        no_hook: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one task headless, for scripts and CI.
     Run(RunArgs),
     /// Inspect and validate the intents file.
@@ -47,7 +59,7 @@ pub enum Command {
     },
     /// Take back an agent's changes: one tool call, a turn and after, a task, or an intent's.
     Undo(UndoArgs),
-    /// Verify the trace ledger or blame a file.
+    /// Verify, blame, merge, anchor, report on, validate or export the trace ledger.
     Trace {
         #[command(subcommand)]
         action: TraceAction,
@@ -159,18 +171,68 @@ pub enum IntentsAction {
     Validate,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum TraceAction {
-    /// Check the hash chain and every recorded range; exit 1 on tampering.
-    Verify,
-    /// Which intent, task, model and approval produced each line (FILE or FILE:LINE).
-    Blame { target: String },
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Json,
 }
 
-/// Exit codes: 0 success, 1 failure, 2 bad usage.
+#[derive(Debug, Subcommand)]
+pub enum TraceAction {
+    /// Check the hash chain, the ledger against its heads and every recorded range; with
+    /// --git, also that no record anchored in the commits of RANGE (default: all of HEAD's
+    /// history) was rewritten or dropped. Exit 1 on tampering.
+    Verify {
+        #[arg(long, value_name = "RANGE", num_args = 0..=1, default_missing_value = "HEAD")]
+        git: Option<String>,
+    },
+    /// Which intent, task, model and approval produced each line (FILE or FILE:LINE).
+    Blame { target: String },
+    /// Git's merge driver for the ledger (registered by `mandate init`): merges OURS and
+    /// THEIRS into OURS, keeping both sides' records and joining them with a merge record.
+    Merge {
+        base: std::path::PathBuf,
+        ours: std::path::PathBuf,
+        theirs: std::path::PathBuf,
+        /// The ledger's path in the repository (git's %P).
+        path: Option<String>,
+    },
+    /// The ledger's head as staged, as a commit trailer; with --message-file, written into
+    /// that commit message (the prepare-commit-msg hook does this).
+    Anchor {
+        #[arg(long)]
+        message_file: Option<std::path::PathBuf>,
+    },
+    /// Per intent, what agents changed in RANGE (BASE..END), with models, approvals, undos and
+    /// the coverage of added lines by agent records.
+    Report {
+        range: String,
+        #[arg(long, value_enum, default_value = "md")]
+        format: ReportFormat,
+    },
+    /// Check any Agent Trace JSONL file against the specification's schema; exit 1 if a
+    /// record is invalid.
+    Validate {
+        file: std::path::PathBuf,
+        /// Unknown keys outside `metadata` are errors, not warnings.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Write the records to `.agent-trace/traces.jsonl` (the specification's reference
+    /// location) for tools that read it.
+    Export {
+        #[arg(long)]
+        output: Option<std::path::PathBuf>,
+    },
+}
+
+/// Exit codes, stable for scripts and CI: 0 success; 1 the thing checked is bad (tampered,
+/// invalid, a conflict, a failed task); 2 bad usage (arguments, not a repository, an unknown
+/// revision); 3 it could not be checked (a file or git could not be read).
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_ERROR: i32 = 3;
 
 /// The workspace for a command: the flag, else `$WORKSPACE`, else the current directory.
 pub fn workspace_dir(flag: Option<PathBuf>) -> PathBuf {
@@ -197,6 +259,7 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         }
     }
     match command {
+        Command::Init { no_hook, json } => init::init(&root, !no_hook, json),
         Command::Run(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -221,6 +284,6 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
             }
         },
         Command::Intents { action, json } => inspect::intents(&root, action, json),
-        Command::Trace { action, json } => inspect::trace(&root, action, json),
+        Command::Trace { action, json } => trace::trace(&root, action, json),
     }
 }

@@ -1,24 +1,59 @@
-//! The current git revision, read from `.git` directly: no `git` process per write.
+//! Git, as the ledger needs it. The write path reads `.git` directly (no `git` process per
+//! write): the commit HEAD points at and the branch it is on. Everything else (blob sizes,
+//! ancestry, logs, diffs) runs the real `git`, read-only: `GIT_OPTIONAL_LOCKS=0` keeps even
+//! `git diff` from refreshing the index behind the user's back.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-/// The commit HEAD points at, or None outside a repository or on an unborn branch.
-pub fn head_revision(root: &Path) -> Option<String> {
-    let git_dir = git_dir(root)?;
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
-    let head = head.trim();
-    match head.strip_prefix("ref:") {
-        Some(reference) => resolve_ref(&git_dir, reference.trim()),
-        None => is_sha(head).then(|| head.to_string()),
+/// A repository found from a workspace: the workspace may be its top level or any directory
+/// beneath it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The directory holding `.git` (the work tree's top level).
+    pub toplevel: PathBuf,
+    /// This work tree's git directory (`.git`, or `.git/worktrees/NAME` for a linked worktree).
+    pub git_dir: PathBuf,
+    /// Where branches and objects live (the main `.git` for a linked worktree).
+    pub common_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git ({0}); is it installed?")]
+    Spawn(std::io::Error),
+    #[error("`git {args}` failed: {message}")]
+    Failed { args: String, message: String },
+}
+
+/// The repository `root` belongs to, looking upwards as git does (without crossing into
+/// another repository above a nested one).
+pub fn discover(root: &Path) -> Option<Repo> {
+    let start = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut dir = Some(start.as_path());
+    while let Some(d) = dir {
+        if let Some(git_dir) = git_dir_at(d) {
+            let common_dir = std::fs::read_to_string(git_dir.join("commondir"))
+                .ok()
+                .map(|c| git_dir.join(c.trim()))
+                .unwrap_or_else(|| git_dir.clone());
+            return Some(Repo {
+                toplevel: d.to_path_buf(),
+                git_dir,
+                common_dir,
+            });
+        }
+        dir = d.parent();
     }
+    None
 }
 
 /// `.git` is a directory, or (worktrees, submodules) a file saying `gitdir: PATH`.
-fn git_dir(root: &Path) -> Option<PathBuf> {
-    let dot_git = root.join(".git");
+fn git_dir_at(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
     let meta = std::fs::metadata(&dot_git).ok()?;
     if meta.is_dir() {
-        return Some(dot_git);
+        return dot_git.join("HEAD").is_file().then_some(dot_git);
     }
     let text = std::fs::read_to_string(&dot_git).ok()?;
     let target = text.trim().strip_prefix("gitdir:")?.trim();
@@ -26,22 +61,63 @@ fn git_dir(root: &Path) -> Option<PathBuf> {
     Some(if path.is_absolute() {
         path.to_path_buf()
     } else {
-        root.join(path)
+        dir.join(path)
     })
 }
 
-fn resolve_ref(git_dir: &Path, reference: &str) -> Option<String> {
-    if reference.contains("..") {
+/// The commit HEAD points at, or None outside a repository or on an unborn branch.
+pub fn head_revision(root: &Path) -> Option<String> {
+    let repo = discover(root)?;
+    resolve_head(&repo)
+}
+
+/// What HEAD names: `refs/heads/NAME` on a branch, `HEAD` when detached, `""` outside git.
+/// The ledger keeps one head per branch under this key.
+pub fn head_key(root: &Path) -> String {
+    let Some(repo) = discover(root) else {
+        return String::new();
+    };
+    match std::fs::read_to_string(repo.git_dir.join("HEAD")) {
+        Ok(text) => match text.trim().strip_prefix("ref:") {
+            Some(reference) => reference.trim().to_string(),
+            None => "HEAD".into(),
+        },
+        Err(_) => "HEAD".into(),
+    }
+}
+
+/// Size of the reflog of what HEAD names (`head_key`): it grows each time the branch moves
+/// (a commit, a reset, a rebase), so a head can tell whether the branch moved since.
+pub fn reflog_size(root: &Path, key: &str) -> Option<u64> {
+    let repo = discover(root)?;
+    let path = if key == "HEAD" {
+        repo.git_dir.join("logs/HEAD")
+    } else if key.starts_with("refs/") && !key.contains("..") {
+        repo.common_dir.join("logs").join(key)
+    } else {
+        return None;
+    };
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+pub fn resolve_head(repo: &Repo) -> Option<String> {
+    let head = std::fs::read_to_string(repo.git_dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    match head.strip_prefix("ref:") {
+        Some(reference) => resolve_ref(repo, reference.trim()),
+        None => is_sha(head).then(|| head.to_string()),
+    }
+}
+
+/// A ref such as `refs/heads/main`, or a pseudo-ref such as `MERGE_HEAD`, read from files.
+pub fn resolve_ref(repo: &Repo, reference: &str) -> Option<String> {
+    if reference.contains("..") || reference.starts_with('/') {
         return None;
     }
-    // Linked worktrees keep branch refs in the common directory.
-    let common = std::fs::read_to_string(git_dir.join("commondir"))
-        .ok()
-        .map(|c| git_dir.join(c.trim()))
-        .unwrap_or_else(|| git_dir.to_path_buf());
-    for dir in [git_dir, common.as_path()] {
+    for dir in [repo.git_dir.as_path(), repo.common_dir.as_path()] {
         if let Ok(text) = std::fs::read_to_string(dir.join(reference)) {
-            let sha = text.trim();
+            // MERGE_HEAD may list several commits (an octopus): the first is enough here.
+            let sha = text.lines().next().unwrap_or("").trim();
             if is_sha(sha) {
                 return Some(sha.to_string());
             }
@@ -59,8 +135,133 @@ fn resolve_ref(git_dir: &Path, reference: &str) -> Option<String> {
     None
 }
 
-fn is_sha(s: &str) -> bool {
+/// Commits of operations in progress whose ledger may legitimately be in the work tree now
+/// (a merge, cherry-pick, revert or rebase that stopped before its commit).
+pub fn operations_in_progress(repo: &Repo) -> Vec<String> {
+    [
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+    ]
+    .iter()
+    .filter_map(|r| resolve_ref(repo, r))
+    .collect()
+}
+
+pub fn is_sha(s: &str) -> bool {
     (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `path` relative to the repository's top level, with `/` separators.
+pub fn repo_path(repo: &Repo, path: &Path) -> Option<String> {
+    let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let rel = abs.strip_prefix(&repo.toplevel).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(parts.join("/"))
+}
+
+/// A `git` command in `dir`, read-only and with messages in English.
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `git ARGS` in `dir`; its stdout on success.
+pub fn run(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
+    let out = command(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(GitError::Spawn)?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(GitError::Failed {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Runs `git ARGS` and reports whether it exited 0 (for `--quiet` and `--is-ancestor` checks);
+/// an exit status above 1 is an error.
+pub fn check(dir: &Path, args: &[&str]) -> Result<bool, GitError> {
+    let out = command(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(GitError::Spawn)?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(GitError::Failed {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+    }
+}
+
+/// Text output of `git ARGS`, trimmed.
+pub fn text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    run(dir, args).map(|o| String::from_utf8_lossy(&o).trim().to_string())
+}
+
+/// Whether `ancestor` is `commit` or one of its ancestors.
+pub fn is_ancestor(repo: &Repo, ancestor: &str, commit: &str) -> Result<bool, GitError> {
+    check(
+        &repo.toplevel,
+        &["merge-base", "--is-ancestor", ancestor, commit],
+    )
+}
+
+/// The blob id and size of `path` at `rev`, or None when that commit does not have the file.
+pub fn blob_at(repo: &Repo, rev: &str, path: &str) -> Result<Option<(String, u64)>, GitError> {
+    let spec = format!("{rev}:{path}");
+    let id = match text(&repo.toplevel, &["rev-parse", "--verify", "-q", &spec]) {
+        Ok(id) if is_sha(&id) => id,
+        _ => return Ok(None),
+    };
+    let size = text(&repo.toplevel, &["cat-file", "-s", &id])?;
+    let size = size.parse::<u64>().map_err(|_| GitError::Failed {
+        args: format!("cat-file -s {id}"),
+        message: format!("unexpected size `{size}`"),
+    })?;
+    Ok(Some((id, size)))
+}
+
+/// The bytes of a blob.
+pub fn read_blob(repo: &Repo, id: &str) -> Result<Vec<u8>, GitError> {
+    run(&repo.toplevel, &["cat-file", "blob", id])
+}
+
+/// Git's object id of `bytes` as a blob (SHA-1, or SHA-256 in a SHA-256 repository), so a
+/// prefix of the work tree's ledger can be compared with a committed ledger without reading it.
+pub fn blob_id(bytes: &[u8], sha256: bool) -> String {
+    let header = format!("blob {}\0", bytes.len());
+    if sha256 {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(header.as_bytes());
+        h.update(bytes);
+        hex::encode(h.finalize())
+    } else {
+        use sha1::{Digest, Sha1};
+        let mut h = Sha1::new();
+        h.update(header.as_bytes());
+        h.update(bytes);
+        hex::encode(h.finalize())
+    }
 }
 
 #[cfg(test)]
@@ -76,6 +277,7 @@ mod tests {
         std::fs::create_dir_all(git.join("refs/heads")).expect("mkdir");
         std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").expect("w");
         assert_eq!(head_revision(root), None, "unborn branch");
+        assert_eq!(head_key(root), "refs/heads/main");
         let sha = "a".repeat(40);
         std::fs::write(
             git.join("packed-refs"),
@@ -85,8 +287,21 @@ mod tests {
         assert_eq!(head_revision(root), Some(sha.clone()));
         let loose = "b".repeat(40);
         std::fs::write(git.join("refs/heads/main"), format!("{loose}\n")).expect("w");
-        assert_eq!(head_revision(root), Some(loose));
+        assert_eq!(head_revision(root), Some(loose.clone()));
+        // A workspace in a subdirectory belongs to the same repository.
+        std::fs::create_dir_all(root.join("sub/dir")).expect("mkdir");
+        assert_eq!(head_revision(&root.join("sub/dir")), Some(loose));
         std::fs::write(git.join("HEAD"), format!("{sha}\n")).expect("w");
         assert_eq!(head_revision(root), Some(sha));
+        assert_eq!(head_key(root), "HEAD");
+    }
+
+    #[test]
+    fn blob_ids_match_git() {
+        // `printf 'hello\n' | git hash-object --stdin`
+        assert_eq!(
+            blob_id(b"hello\n", false),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
     }
 }

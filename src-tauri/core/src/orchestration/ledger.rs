@@ -3,18 +3,17 @@
 //! Records are serialized canonically (sorted keys, no spaces) so they can be re-hashed. Each
 //! carries, under `metadata["dev.mandate"]`, `prev` (SHA-256 of the previous line, a hash chain)
 //! and `digest` (SHA-256 of the record itself without `digest`), so an edit to any record,
-//! the last included, is detected. Appends are serialized by a mutex and an OS file lock, written
-//! with one `write` of the whole line and fsynced.
+//! the last included, is detected. Appending (`Ledger`, in `ledger_write.rs`) is serialized by a
+//! mutex and an OS file lock, written with one `write` of the whole line and fsynced.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::fs::File;
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::git;
 use crate::fsutil::sha256_hex;
+
+pub use super::ledger_write::{Ledger, LedgerHealth};
 
 pub const LEDGER_FILE: &str = ".orchestration/agent_trace.jsonl";
 pub const SPEC_VERSION: &str = "0.1";
@@ -28,6 +27,32 @@ pub enum LedgerError {
     Io(#[from] std::io::Error),
     #[error("could not serialize a trace record: {0}")]
     Serialize(String),
+    /// The ledger is damaged: nothing is appended to it unless the person accepts that.
+    #[error("{LEDGER_FILE} is broken at {}: {reason}", line_name(*.line))]
+    Broken { line: u64, reason: String },
+    /// The ledger is missing or empty while Mandate knows it wrote records to it.
+    #[error("{reason}")]
+    Missing { records: u64, reason: String },
+    /// The write or its fsync failed (a full disk); the file was cut back to where it was.
+    #[error("could not append to {LEDGER_FILE} ({source}); {}", if *rolled_back { "nothing partial remains: the ledger ends at its last complete record" } else { "cutting the partial line off failed too: verify will report it" })]
+    AppendFailed {
+        source: std::io::Error,
+        rolled_back: bool,
+    },
+    /// The record was written but its head could not be kept; the record was removed again.
+    #[error("{source}; {}", if *rolled_back { "the record was removed again, nothing partial remains" } else { "removing the record again failed: verify will report it" })]
+    Head {
+        source: super::heads::HeadError,
+        rolled_back: bool,
+    },
+}
+
+fn line_name(line: u64) -> String {
+    if line == 0 {
+        "the file as a whole".into()
+    } else {
+        format!("line {line}")
+    }
 }
 
 /// A changed range of the new content with the hash of its LF-normalized text.
@@ -98,40 +123,62 @@ pub fn content_hash_matches<S: AsRef<str>>(lines: &[S], expected: &str) -> bool 
     unhex32(hex_part.as_bytes()).is_some_and(|want| raw_content_hash(lines) == want)
 }
 
-/// 64 hex digits to 32 bytes (the verify hot path; no allocation).
+/// 64 hex digits to 32 bytes (the verify hot path, twice per record: a table, no branches
+/// per digit, no allocation).
 pub fn unhex32(hex: &[u8]) -> Option<[u8; 32]> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
+    const BAD: u8 = 0xff;
+    const TABLE: [u8; 256] = {
+        let mut t = [BAD; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
         }
-    }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            t[b'A' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
     if hex.len() != 64 {
         return None;
     }
     let mut out = [0u8; 32];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let (hi, lo) = (TABLE[pair[0] as usize], TABLE[pair[1] as usize]);
+        // Any digit that is not hex has all bits set, and so does `bad` then.
+        bad |= hi | lo;
+        *o = hi << 4 | lo;
     }
-    Some(out)
+    (bad & 0xf0 == 0).then_some(out)
 }
 
-/// The ledger's bytes, mapped rather than copied (it can be hundreds of MB). The ledger is
-/// only ever appended to; a file truncated under a reader is outside what Mandate does.
+/// The ledger's bytes, mapped rather than copied (it can be hundreds of MB).
 pub fn map_ledger(root: &Path) -> std::io::Result<Option<memmap2::Mmap>> {
-    let file = match File::open(root.join(LEDGER_FILE)) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    match File::open(root.join(LEDGER_FILE)) {
+        Ok(f) => map_file(&f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Maps an open ledger; `populate` faults every page in up front (one pass of page-table
+/// work instead of a fault per page) when all of it will be read.
+pub fn map_file(file: &File, populate: bool) -> std::io::Result<Option<memmap2::Mmap>> {
     if file.metadata()?.len() == 0 {
         return Ok(None);
     }
-    // SAFETY: the map is read-only and Mandate never truncates or rewrites the ledger in place.
-    // Populated up front: one pass of page-table work instead of a fault per page.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+    let mut options = memmap2::MmapOptions::new();
+    if populate {
+        options.populate();
+    }
+    // SAFETY: the map is read-only. Mandate only appends to the ledger, and cuts back only
+    // what it appended itself under the lock; a file truncated under a reader by something
+    // else is tampering, which verify then reports.
+    let map = unsafe { options.map(file)? };
     Ok(Some(map))
 }
 
@@ -273,100 +320,6 @@ pub fn record_digest(record: &Value) -> String {
         vendor.remove("digest");
     }
     sha256_hex(canonical_json(&copy).as_bytes())
-}
-
-/// The append-only ledger of one workspace.
-pub struct Ledger {
-    root: PathBuf,
-    path: PathBuf,
-    lock: Mutex<()>,
-}
-
-impl Ledger {
-    pub fn new(root: &Path) -> Self {
-        Self {
-            root: root.to_path_buf(),
-            path: root.join(LEDGER_FILE),
-            lock: Mutex::new(()),
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends one record; returns it as written.
-    pub fn append(&self, entry: &TraceEntry) -> Result<Value, LedgerError> {
-        let record = build_record(entry, git::head_revision(&self.root));
-        self.append_record(record)
-    }
-
-    /// Chains and appends a prepared record (also used by tests and benchmarks).
-    pub fn append_record(&self, mut record: Value) -> Result<Value, LedgerError> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)?;
-        // Other processes (a second window, the CLI) append too.
-        file.lock()?;
-        let (prev, needs_newline) = last_line_hash(&mut file)?;
-        let vendor = record
-            .pointer_mut(&format!("/metadata/{VENDOR_KEY}"))
-            .and_then(Value::as_object_mut)
-            .ok_or_else(|| LedgerError::Serialize("record has no dev.mandate metadata".into()))?;
-        vendor.insert("prev".into(), Value::String(prev));
-        let digest = record_digest(&record);
-        if let Some(vendor) = record
-            .pointer_mut(&format!("/metadata/{VENDOR_KEY}"))
-            .and_then(Value::as_object_mut)
-        {
-            vendor.insert("digest".into(), Value::String(digest));
-        }
-        let mut line = String::new();
-        if needs_newline {
-            // A torn last line (power loss) stays a line of its own; verify reports it.
-            line.push('\n');
-        }
-        line.push_str(&canonical_json(&record));
-        line.push('\n');
-        file.write_all(line.as_bytes())?;
-        file.sync_data()?;
-        file.unlock()?;
-        Ok(record)
-    }
-}
-
-/// Hash of the last line and whether the file lacks a final newline; reads only the tail.
-fn last_line_hash(file: &mut File) -> std::io::Result<(String, bool)> {
-    let len = file.seek(SeekFrom::End(0))?;
-    if len == 0 {
-        return Ok((GENESIS.to_string(), false));
-    }
-    let mut window: u64 = 4096;
-    loop {
-        let start = len.saturating_sub(window);
-        file.seek(SeekFrom::Start(start))?;
-        let mut buf = Vec::with_capacity((len - start) as usize);
-        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
-        let needs_newline = buf.last() != Some(&b'\n');
-        let body = if needs_newline {
-            &buf[..]
-        } else {
-            &buf[..buf.len() - 1]
-        };
-        if let Some(pos) = memchr::memrchr(b'\n', body) {
-            return Ok((sha256_hex(&body[pos + 1..]), needs_newline));
-        }
-        if start == 0 {
-            return Ok((sha256_hex(body), needs_newline));
-        }
-        window = window.saturating_mul(4);
-    }
 }
 
 /// One line of the ledger as read back.

@@ -1,3 +1,8 @@
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+use super::super::ledger_write::Fault;
 use super::*;
 use pretty_assertions::assert_eq;
 
@@ -102,10 +107,30 @@ fn concurrent_appends_in_one_process_neither_tear_nor_break_the_chain() {
     assert!(report.chain_ok, "{:?}", report.findings.first());
 }
 
+/// A workspace and a ledger whose heads live in a private data directory.
+pub(crate) fn ledger_in(tmp: &Path) -> Ledger {
+    std::fs::create_dir_all(tmp.join("ws")).expect("mkdir");
+    Ledger::with_data_dir(&tmp.join("ws"), &tmp.join("data"))
+}
+
+fn verify_in(tmp: &Path) -> crate::protocol::VerifyReport {
+    let store = super::super::heads::HeadStore::new(&tmp.join("data"), &tmp.join("ws"));
+    super::super::trace::verify_with(&tmp.join("ws"), &store)
+        .expect("verify")
+        .report
+}
+
+fn broken_line(result: Result<Value, LedgerError>) -> u64 {
+    match result {
+        Err(LedgerError::Broken { line, .. }) => line,
+        other => panic!("expected a broken ledger, got {other:?}"),
+    }
+}
+
 #[test]
-fn a_torn_last_line_is_isolated_and_appends_continue() {
+fn a_torn_last_line_is_refused_until_a_person_accepts_it() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let ledger = Ledger::new(tmp.path());
+    let ledger = ledger_in(tmp.path());
     ledger.append(&entry("a.rs", &[])).expect("append");
     let mut f = OpenOptions::new()
         .append(true)
@@ -114,14 +139,217 @@ fn a_torn_last_line_is_isolated_and_appends_continue() {
     f.write_all(b"{\"version\":\"0.1\",\"id\":\"tor")
         .expect("tear");
     drop(f);
+    let err = ledger.append(&entry("a.rs", &[])).expect_err("refused");
+    assert!(
+        err.to_string().contains("line 2") && err.to_string().contains("torn write"),
+        "{err}"
+    );
+    assert_eq!(
+        ledger.health().expect("health"),
+        LedgerHealth::Broken {
+            line: 2,
+            reason: "this line is not a Mandate trace record (a torn write or a hand edit)".into()
+        }
+    );
+    let accepted = ledger.accept_broken().expect("accept");
+    assert!(matches!(accepted, LedgerHealth::Broken { line: 2, .. }));
     ledger
         .append(&entry("a.rs", &[]))
-        .expect("append after tear");
+        .expect("append after acceptance");
     let lines = read_lines(ledger.path()).expect("read");
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4, "record, torn line, acceptance, record");
     assert!(lines[1].record.is_none());
-    assert!(lines[2].record.is_some());
-    let report = super::super::trace::verify(tmp.path()).expect("verify");
+    assert_eq!(
+        lines[2].record.as_ref().expect("acceptance")["metadata"][VENDOR_KEY]["accepted_break"]
+            ["line"],
+        2
+    );
+    assert!(ledger.health().expect("health").is_ok(), "accepted");
+    // A fresh process sees the acceptance too, and verify still reports the break.
+    let again = ledger_in(tmp.path());
+    again
+        .append(&entry("a.rs", &[]))
+        .expect("another process appends");
+    let report = verify_in(tmp.path());
     assert_eq!(report.malformed, 1);
-    assert_eq!(report.tampered, 0, "{:?}", report.findings);
+    assert_eq!(report.tampered, 1, "{:?}", report.findings);
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.ledger_line == 3 && f.detail.contains("a person accepted appending")));
+}
+
+#[test]
+fn a_failed_write_or_fsync_leaves_no_partial_line() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    ledger
+        .append(&entry("a.rs", &[(1, 1, &["x"])]))
+        .expect("append");
+    let before = std::fs::read(ledger.path()).expect("read");
+    for fault in [Fault::WriteFailsAfter(37), Fault::SyncFails] {
+        *ledger.fault.lock().expect("lock") = Some(fault);
+        let err = ledger
+            .append(&entry("a.rs", &[(2, 2, &["y"])]))
+            .expect_err("full disk");
+        assert!(
+            matches!(
+                err,
+                LedgerError::AppendFailed {
+                    rolled_back: true,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("nothing partial remains"), "{err}");
+        assert_eq!(
+            std::fs::read(ledger.path()).expect("read"),
+            before,
+            "{fault:?}"
+        );
+    }
+    *ledger.fault.lock().expect("lock") = None;
+    ledger
+        .append(&entry("a.rs", &[(2, 2, &["y"])]))
+        .expect("append");
+    let report = verify_in(tmp.path());
+    assert!(report.chain_ok, "{:?}", report.findings);
+    assert_eq!(report.records, 2);
+}
+
+#[test]
+fn a_head_that_cannot_be_kept_undoes_the_append() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    *ledger.fault.lock().expect("lock") = Some(Fault::HeadFails);
+    let err = ledger.append(&entry("a.rs", &[])).expect_err("no head");
+    assert!(
+        matches!(
+            err,
+            LedgerError::Head {
+                rolled_back: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("nothing partial remains"), "{err}");
+    assert_eq!(std::fs::read(ledger.path()).expect("read").len(), 0);
+}
+
+#[test]
+fn edited_truncated_deleted_and_forged_ledgers_are_refused_with_the_line() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    for i in 0..4 {
+        ledger
+            .append(&entry("a.rs", &[(i + 1, i + 1, &["x"])]))
+            .expect("append");
+    }
+    let path = ledger.path().to_path_buf();
+    let original = std::fs::read_to_string(&path).expect("read");
+    let lines: Vec<&str> = original.lines().collect();
+
+    // A record edited in the middle, keeping the file's length: the cheap check on the write
+    // path looks only at the end; the full check at task start finds it.
+    std::fs::write(&path, original.replacen("INT-001", "INT-009", 2)).expect("edit");
+    assert!(matches!(
+        ledger.health().expect("health"),
+        LedgerHealth::Broken { line: 1, .. }
+    ));
+    assert_eq!(
+        broken_line(ledger_in(tmp.path()).append(&entry("a.rs", &[]))),
+        1
+    );
+
+    // The last record deleted: the head names it.
+    std::fs::write(&path, format!("{}\n", lines[..3].join("\n"))).expect("truncate");
+    let err = ledger.append(&entry("a.rs", &[])).expect_err("truncated");
+    assert!(err.to_string().contains("no longer in the ledger"), "{err}");
+
+    // A forged record with a correct chain appended after the last one.
+    std::fs::write(&path, &original).expect("restore");
+    let forger = Ledger::with_data_dir(&tmp.path().join("ws"), &tmp.path().join("forger-data"));
+    forger
+        .append(&entry("a.rs", &[]))
+        .expect("the forger's own append");
+    assert_eq!(broken_line(ledger.append(&entry("a.rs", &[]))), 5);
+
+    // Deleted while its head is known.
+    std::fs::remove_file(&path).expect("rm");
+    match ledger.health().expect("health") {
+        LedgerHealth::Missing { records: 4, reason } => {
+            assert!(reason.contains("missing"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ledger.append(&entry("a.rs", &[])),
+        Err(LedgerError::Missing { records: 4, .. })
+    ));
+    assert!(matches!(
+        ledger.accept_broken().expect("accept"),
+        LedgerHealth::Missing { .. }
+    ));
+    ledger
+        .append(&entry("a.rs", &[]))
+        .expect("appends after acceptance");
+    let report = verify_in(tmp.path());
+    assert_eq!(report.records, 2);
+    assert_eq!(
+        report.tampered, 1,
+        "only the acceptance: {:?}",
+        report.findings
+    );
+}
+
+#[test]
+fn appends_by_other_processes_are_not_tampering() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let first = ledger_in(tmp.path());
+    let second = ledger_in(tmp.path());
+    first.append(&entry("a.rs", &[])).expect("append");
+    for _ in 0..3 {
+        second.append(&entry("b.rs", &[])).expect("append");
+        first.append(&entry("a.rs", &[])).expect("append");
+    }
+    assert!(first.health().expect("health").is_ok());
+    let report = verify_in(tmp.path());
+    assert!(report.chain_ok, "{:?}", report.findings);
+    assert_eq!(report.records, 7);
+}
+
+#[test]
+fn contains_record_finds_ids_from_the_end() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    assert!(!ledger.contains_record("nope").expect("empty"));
+    let mut e = entry("a.rs", &[]);
+    e.extra
+        .insert("command".into(), json!({"id": "not-a-record-id"}));
+    let first = ledger.append(&e).expect("append");
+    for _ in 0..20 {
+        ledger.append(&entry("a.rs", &[])).expect("append");
+    }
+    let id = first["id"].as_str().expect("id");
+    assert!(ledger.contains_record(id).expect("scan"));
+    assert!(!ledger.contains_record("not-a-record-id").expect("scan"));
+    assert!(!ledger.contains_record("\"").expect("scan"));
+}
+
+#[test]
+fn unhex_accepts_exactly_64_hex_digits() {
+    let h = "0123456789abcdefABCDEF".repeat(3);
+    let h = &h[..64];
+    let bytes = unhex32(h.as_bytes()).expect("hex");
+    assert_eq!(hex::encode(bytes), h.to_ascii_lowercase());
+    for bad in [
+        "g".repeat(64),
+        "0".repeat(63),
+        format!("{}:", "0".repeat(63)),
+        format!("{} ", "f".repeat(63)),
+    ] {
+        assert_eq!(unhex32(bad.as_bytes()), None, "{bad}");
+    }
 }

@@ -102,31 +102,57 @@ fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
     out
 }
 
-/// Lines of the ledger whose raw text contains `needle`, parsed.
+/// Lines of the ledger whose raw text contains `needle`, parsed, oldest first. The ledger is
+/// searched on every core, each taking a run of whole lines (a needle never spans lines).
 fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
     let Some(map) = map_ledger(root)? else {
         return Ok(Vec::new());
     };
     let bytes: &[u8] = &map;
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    let mut out = Vec::new();
-    let mut last_line_start = usize::MAX;
-    for pos in finder.find_iter(bytes) {
-        let start = memchr::memrchr(b'\n', &bytes[..pos])
-            .map(|p| p + 1)
-            .unwrap_or(0);
-        if start == last_line_start {
-            continue;
-        }
-        last_line_start = start;
-        let end = memchr::memchr(b'\n', &bytes[pos..])
-            .map(|p| pos + p)
-            .unwrap_or(bytes.len());
-        if let Ok(v) = serde_json::from_slice::<Value>(&bytes[start..end]) {
-            out.push(v);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8));
+    let mut bounds = vec![0];
+    for k in 1..cores {
+        let at = bytes.len() * k / cores;
+        let next = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |p| at + p + 1);
+        if next > *bounds.last().unwrap_or(&0) && next < bytes.len() {
+            bounds.push(next);
         }
     }
-    Ok(out)
+    bounds.push(bytes.len());
+    let scan = |from: usize, to: usize| {
+        let part = &bytes[from..to];
+        let mut out = Vec::new();
+        let mut last_line_start = usize::MAX;
+        for pos in finder.find_iter(part) {
+            let start = memchr::memrchr(b'\n', &part[..pos]).map_or(0, |p| p + 1);
+            if start == last_line_start {
+                continue;
+            }
+            last_line_start = start;
+            let end = memchr::memchr(b'\n', &part[pos..]).map_or(part.len(), |p| pos + p);
+            if let Ok(v) = serde_json::from_slice::<Value>(&part[start..end]) {
+                out.push(v);
+            }
+        }
+        out
+    };
+    if bounds.len() == 2 {
+        return Ok(scan(0, bytes.len()));
+    }
+    Ok(std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                s.spawn(move || scan(from, to))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    }))
 }
 
 fn json_key(key: &str, value: &str) -> String {
@@ -134,24 +160,36 @@ fn json_key(key: &str, value: &str) -> String {
 }
 
 /// Where a block of `n` lines with `hash` is in `lines`: at `preferred` (0-based) if it is still
-/// there, else the first place it occurs.
+/// there, else the nearest place it occurs (so a block whose text repeats in the file is found
+/// where it moved to, not at the first copy). `skip` rules out places (already attributed).
 pub(crate) fn find_block(
     lines: &[&str],
     preferred: usize,
     n: usize,
     hash: &str,
-) -> Option<(usize, bool)> {
+    skip: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
     if n == 0 || n > lines.len() {
         return None;
     }
-    if preferred + n <= lines.len() && content_hash_matches(&lines[preferred..preferred + n], hash)
-    {
-        return Some((preferred, false));
+    let last = lines.len() - n;
+    let fits = |s: usize| !skip(s) && content_hash_matches(&lines[s..s + n], hash);
+    let preferred = preferred.min(last);
+    if fits(preferred) {
+        return Some(preferred);
     }
-    (0..=lines.len() - n)
-        .filter(|&s| s != preferred)
-        .find(|&s| content_hash_matches(&lines[s..s + n], hash))
-        .map(|s| (s, true))
+    for d in 1..=last.max(preferred) {
+        if let Some(s) = preferred.checked_sub(d) {
+            if fits(s) {
+                return Some(s);
+            }
+        }
+        let s = preferred + d;
+        if s <= last && fits(s) {
+            return Some(s);
+        }
+    }
+    None
 }
 
 /// Which recorded change produced each line of `rel_path` now.
@@ -181,7 +219,9 @@ pub fn blame_records(
                     continue;
                 }
                 let n = (end - start + 1) as usize;
-                let Some((at, _moved)) = find_block(&lines, *start as usize - 1, n, hash) else {
+                // A block newer records already explain entirely is looked for elsewhere.
+                let claimed = |at: usize| origins[at..at + n].iter().all(Option::is_some);
+                let Some(at) = find_block(&lines, *start as usize - 1, n, hash, &claimed) else {
                     continue;
                 };
                 let origin = LineOrigin {
@@ -290,7 +330,7 @@ pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<
     })
 }
 
-pub use super::verify::verify;
+pub use super::verify::{verify, verify_with, Verification};
 
 #[cfg(test)]
 #[path = "trace_tests.rs"]

@@ -1,20 +1,21 @@
-//! `trace verify`: the hash chain, each record's digest, and every recorded range against the
-//! files as they are now.
+//! `trace verify`: the hash chain (`chain.rs`), each record's digest, the ledger against its
+//! heads and git (`integrity.rs`), and every recorded range against the files as they are now.
 //!
 //! Records are written canonically, so the chain and the digests are checked on the raw bytes
-//! without parsing JSON: `prev` and `digest` are found by their unique key, and a record's digest
-//! is the SHA-256 of its line with the `"digest":"…",` member cut out. Only the leading `files`
-//! array is parsed. A line not in canonical form falls back to a full parse, so hand-edited but
-//! valid records are still judged on their content. Lines and files are checked on every core.
+//! without parsing JSON (see `chain::link`); only the leading `files` array is parsed. A line
+//! not in canonical form falls back to a full parse, so hand-edited but valid records are still
+//! judged on their content. Lines and files are checked on every core.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use super::ledger::{map_ledger, record_digest, split_lines, unhex32, GENESIS, VENDOR_KEY};
+use super::chain::{self, par_map, Chain, Link};
+use super::heads::{HeadStore, Heads};
+use super::integrity;
+use super::ledger::{map_file, split_lines, LEDGER_FILE, VENDOR_KEY};
 
 /// FNV-1a: paths are short and trusted enough here; SipHash showed up in the profile.
 #[derive(Default, Clone, Copy)]
@@ -67,102 +68,38 @@ struct RangeEntry<'a> {
 /// What one ledger line says, worked out independently of the others.
 #[derive(Debug, Default)]
 struct LineFacts<'a> {
-    /// SHA-256 of the raw line: the `prev` the next line must carry.
-    hash: [u8; 32],
-    /// None when the line is not a Mandate record.
-    prev: Option<[u8; 32]>,
-    digest_ok: bool,
+    link: Link,
     files: Vec<FileEntry<'a>>,
 }
 
-/// The last `"key":"<64 hex>"` in the line. In canonical JSON a key can only appear as a key
-/// (quotes inside strings are escaped), and `prev` and `digest` sit near the end of a record.
-fn hex_at(
-    line: &[u8],
-    finder: &memchr::memmem::FinderRev<'_>,
-    key_len: usize,
-) -> Option<(usize, [u8; 32])> {
-    let start = finder.rfind(line)?;
-    let value = line.get(start + key_len..start + key_len + 64)?;
-    if line.get(start + key_len + 64) != Some(&b'"') {
-        return None;
-    }
-    Some((start, unhex32(value)?))
-}
-
-fn finders() -> &'static (
-    memchr::memmem::FinderRev<'static>,
-    memchr::memmem::FinderRev<'static>,
-) {
-    static FINDERS: std::sync::OnceLock<(
-        memchr::memmem::FinderRev<'static>,
-        memchr::memmem::FinderRev<'static>,
-    )> = std::sync::OnceLock::new();
-    FINDERS.get_or_init(|| {
-        (
-            memchr::memmem::FinderRev::new(PREV_KEY),
-            memchr::memmem::FinderRev::new(DIGEST_KEY),
-        )
-    })
-}
-
-const PREV_KEY: &[u8] = b"\"prev\":\"";
-const DIGEST_KEY: &[u8] = b"\"digest\":\"";
-
 fn facts(line: &[u8]) -> LineFacts<'_> {
-    let mut out = LineFacts {
-        hash: Sha256::digest(line).into(),
-        ..LineFacts::default()
-    };
-    let canonical = (|| {
-        // Read only the leading `files` array; the deserializer stops at its end.
-        let rest = line.strip_prefix(b"{\"files\":".as_slice())?;
-        let mut de = serde_json::Deserializer::from_slice(rest);
-        let files = Vec::<FileEntry>::deserialize(&mut de).ok()?;
-        let (prev_finder, digest_finder) = finders();
-        let (_, prev) = hex_at(line, prev_finder, PREV_KEY.len())?;
-        let (start, digest) = hex_at(line, digest_finder, DIGEST_KEY.len())?;
-        let member_end = start + DIGEST_KEY.len() + 64 + 1;
-        if line.get(member_end) != Some(&b',') {
-            return None;
-        }
-        let mut hasher = Sha256::new();
-        hasher.update(&line[..start]);
-        hasher.update(&line[member_end + 1..]);
-        let computed: [u8; 32] = hasher.finalize().into();
-        Some((files, prev, computed == digest))
-    })();
-    match canonical {
-        Some((files, prev, digest_ok)) => {
-            out.files = files;
-            out.prev = Some(prev);
-            out.digest_ok = digest_ok;
-        }
-        None => {
-            // Not canonical: judge the record on its parsed content.
-            let Ok(record) = serde_json::from_slice::<Value>(line) else {
-                return out;
-            };
-            let Some(vendor) = record.get("metadata").and_then(|m| m.get(VENDOR_KEY)) else {
-                return out;
-            };
-            out.prev = Some(
-                vendor
-                    .get("prev")
-                    .and_then(Value::as_str)
-                    .and_then(|p| unhex32(p.as_bytes()))
-                    .unwrap_or([0xff; 32]),
-            );
-            out.digest_ok = vendor.get("digest").and_then(Value::as_str)
-                == Some(record_digest(&record).as_str());
-            out.files = record
-                .get("files")
-                .and_then(Value::as_array)
-                .map(|files| files.iter().filter_map(owned_file).collect())
-                .unwrap_or_default();
-        }
+    let link = chain::link(line);
+    if link.prev.is_none() {
+        return LineFacts {
+            link,
+            files: Vec::new(),
+        };
     }
-    out
+    // Read only the leading `files` array of a canonical record; the deserializer stops at
+    // its end.
+    let canonical = line
+        .strip_prefix(b"{\"files\":".as_slice())
+        .and_then(|rest| {
+            let mut de = serde_json::Deserializer::from_slice(rest);
+            Vec::<FileEntry>::deserialize(&mut de).ok()
+        });
+    let files = match canonical {
+        Some(files) => files,
+        None => serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|r| {
+                r.get("files")
+                    .and_then(Value::as_array)
+                    .map(|files| files.iter().filter_map(owned_file).collect())
+            })
+            .unwrap_or_default(),
+    };
+    LineFacts { link, files }
 }
 
 fn owned_file(file: &Value) -> Option<FileEntry<'static>> {
@@ -199,32 +136,6 @@ fn owned_file(file: &Value) -> Option<FileEntry<'static>> {
     })
 }
 
-fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-}
-
-/// Runs `f` over `items` on every core, keeping the order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let n = threads();
-    if n == 1 || items.len() < 64 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(n);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| scope.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
-}
-
 fn record_id(line: &[u8]) -> Option<String> {
     serde_json::from_slice::<Value>(line)
         .ok()?
@@ -233,19 +144,53 @@ fn record_id(line: &[u8]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A verification: the report the window shows, and what could not be judged.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    pub report: VerifyReport,
+    /// Not tampering, worth saying (no head known here, a branch that was reset).
+    pub notes: Vec<String>,
+}
+
+/// Verifies the ledger of `root` against its heads in the app's data directory.
 pub fn verify(root: &Path) -> std::io::Result<VerifyReport> {
-    let map = map_ledger(root)?;
+    let store = HeadStore::new(&HeadStore::default_data_dir(), root);
+    verify_with(root, &store).map(|v| v.report)
+}
+
+/// The ledger's bytes and its heads as of the same moment: appends hold the ledger's lock
+/// from the write through the head update, and this holds it shared while reading both.
+fn snapshot(
+    root: &Path,
+    store: &HeadStore,
+) -> std::io::Result<(Option<memmap2::Mmap>, Result<Heads, String>)> {
+    for _ in 0..2 {
+        match std::fs::File::open(root.join(LEDGER_FILE)) {
+            Ok(file) => {
+                file.lock_shared()?;
+                let map = map_file(&file, true);
+                let heads = store.read().map_err(|e| e.to_string());
+                let _ = file.unlock();
+                return Ok((map?, heads));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let heads = store.read().map_err(|e| e.to_string());
+                // The first append may have created it meanwhile: then read it with its head.
+                if !root.join(LEDGER_FILE).exists() {
+                    return Ok((None, heads));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((None, store.read().map_err(|e| e.to_string())))
+}
+
+pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verification> {
+    let (map, heads) = snapshot(root, store)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
-    let mut lines: Vec<&[u8]> = Vec::with_capacity(bytes.len() / 512 + 1);
-    let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', bytes) {
-        lines.push(&bytes[start..nl]);
-        start = nl + 1;
-    }
-    if start < bytes.len() {
-        lines.push(&bytes[start..]);
-    }
-    let all_facts = par_map(&lines, |l| facts(l));
+    let lines = chain::split_lines(bytes);
+    let mut all_facts = par_map(&lines, |l| facts(l));
     let mut report = VerifyReport {
         records: 0,
         ranges: 0,
@@ -259,57 +204,40 @@ pub fn verify(root: &Path) -> std::io::Result<VerifyReport> {
         findings: Vec::new(),
         chain_ok: true,
     };
-    let mut prev = unhex32(GENESIS.as_bytes()).unwrap_or_default();
+    let links: Vec<Link> = all_facts
+        .iter_mut()
+        .map(|f| std::mem::take(&mut f.link))
+        .collect();
     // path -> (ledger line, start, end, hash)
     let mut by_path: HashMap<std::borrow::Cow<'_, str>, Vec<Recorded<'_>>, Fnv> =
         HashMap::default();
-    for (n, f) in all_facts.into_iter().enumerate() {
-        let number = n as u32 + 1;
-        let finding = |kind, detail: &str| VerifyFinding {
-            kind,
-            ledger_line: number,
-            record_id: record_id(lines[n]),
-            path: None,
-            range: None,
-            detail: detail.to_string(),
-        };
-        let Some(recorded_prev) = &f.prev else {
-            report.malformed += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Malformed,
-                "this line is not a Mandate trace record (torn write or hand edit)",
-            ));
-            prev = f.hash;
-            continue;
-        };
-        report.records += 1;
-        if *recorded_prev != prev {
-            report.tampered += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Tampered,
-                "the chain is broken here: the line before was edited, removed or reordered",
-            ));
-        }
-        if !f.digest_ok {
-            report.tampered += 1;
-            report.chain_ok = false;
-            report.findings.push(finding(
-                FindingKind::Tampered,
-                "this record was edited after it was written (its digest does not match)",
-            ));
-        }
-        prev = f.hash;
+    for (n, (f, link)) in all_facts.into_iter().zip(&links).enumerate() {
+        line_findings(&mut report, &lines, n, link);
         for file in f.files {
             let list = by_path.entry(file.path).or_default();
             for conv in file.conversations {
                 for r in conv.ranges {
-                    list.push((number, r.start_line, r.end_line, r.content_hash));
+                    list.push((n as u32 + 1, r.start_line, r.end_line, r.content_hash));
                 }
             }
         }
     }
+    let chain_check = Chain::check(&links);
+    for (i, b) in &chain_check.breaks {
+        report.tampered += 1;
+        let finding = line_finding(&lines, *i, FindingKind::Tampered, b.explain().into());
+        report.findings.push(finding);
+    }
+    let notes = head_findings(
+        root,
+        bytes,
+        &lines,
+        &links,
+        &chain_check,
+        heads,
+        &mut report,
+    );
+    report.chain_ok = report.tampered == 0 && report.malformed == 0;
     let mut paths: Vec<_> = by_path.into_iter().collect();
     paths.sort_by(|a, b| a.0.cmp(&b.0));
     let per_path = par_map(&paths, |(path, ranges)| check_file(root, path, ranges));
@@ -325,7 +253,122 @@ pub fn verify(root: &Path) -> std::io::Result<VerifyReport> {
     report
         .findings
         .sort_by_key(|f| (f.ledger_line, f.range.as_ref().map(|r| r.start_line)));
-    Ok(report)
+    Ok(Verification { report, notes })
+}
+
+/// What line `n` says about itself: not a record, edited, or a person's acceptance.
+fn line_findings(report: &mut VerifyReport, lines: &[&[u8]], n: usize, link: &Link) {
+    if link.prev.is_none() {
+        report.malformed += 1;
+        report.findings.push(line_finding(
+            lines,
+            n,
+            FindingKind::Malformed,
+            "this line is not a Mandate trace record (torn write or hand edit)".into(),
+        ));
+        return;
+    }
+    report.records += 1;
+    if !link.digest_ok {
+        report.tampered += 1;
+        report.findings.push(line_finding(
+            lines,
+            n,
+            FindingKind::Tampered,
+            "this record was edited after it was written (its digest does not match)".into(),
+        ));
+    }
+    if link.accepts_break {
+        report.tampered += 1;
+        let detail = acceptance_detail(lines[n]);
+        report
+            .findings
+            .push(line_finding(lines, n, FindingKind::Tampered, detail));
+    }
+}
+
+/// The ledger against its heads and git (`integrity.rs`); returns the notes.
+fn head_findings(
+    root: &Path,
+    bytes: &[u8],
+    lines: &[&[u8]],
+    links: &[Link],
+    chain_check: &Chain,
+    heads: Result<Heads, String>,
+    report: &mut VerifyReport,
+) -> Vec<String> {
+    let heads = match heads {
+        Ok(h) => h,
+        Err(e) => {
+            report.tampered += 1;
+            report.findings.push(VerifyFinding {
+                kind: FindingKind::Tampered,
+                ledger_line: 0,
+                record_id: None,
+                path: None,
+                range: None,
+                detail: format!("the ledger cannot be checked against its head: {e}"),
+            });
+            return Vec::new();
+        }
+    };
+    let mut line_problems: Vec<u64> = report
+        .findings
+        .iter()
+        // A torn line does not explain a missing head; an edit or a broken chain does.
+        .filter(|f| f.kind == FindingKind::Tampered && !f.detail.starts_with("a person accepted"))
+        .map(|f| u64::from(f.ledger_line))
+        .collect();
+    line_problems.sort_unstable();
+    let found = integrity::Found {
+        line_problems,
+        accepted_upto: None,
+    };
+    let judgement = integrity::judge(root, bytes, links, chain_check, &heads, &found);
+    for p in judgement.problems {
+        report.tampered += 1;
+        let index = (p.line as usize)
+            .checked_sub(1)
+            .filter(|&i| i < lines.len());
+        report.findings.push(VerifyFinding {
+            kind: FindingKind::Tampered,
+            ledger_line: p.line as u32,
+            record_id: index.and_then(|i| record_id(lines[i])),
+            path: None,
+            range: None,
+            detail: p.reason,
+        });
+    }
+    judgement.notes
+}
+
+fn line_finding(lines: &[&[u8]], index: usize, kind: FindingKind, detail: String) -> VerifyFinding {
+    VerifyFinding {
+        kind,
+        ledger_line: index as u32 + 1,
+        record_id: record_id(lines[index]),
+        path: None,
+        range: None,
+        detail,
+    }
+}
+
+fn acceptance_detail(line: &[u8]) -> String {
+    let record = serde_json::from_slice::<Value>(line).unwrap_or_default();
+    let accepted = record
+        .pointer(&format!("/metadata/{VENDOR_KEY}/accepted_break"))
+        .cloned()
+        .unwrap_or_default();
+    let at = accepted.get("line").and_then(Value::as_u64).unwrap_or(0);
+    let reason = accepted.get("reason").and_then(Value::as_str).unwrap_or("");
+    format!(
+        "a person accepted appending to this ledger while it was broken at {}: {reason}",
+        if at == 0 {
+            "the file as a whole".to_string()
+        } else {
+            format!("line {at}")
+        }
+    )
 }
 
 /// Checks one file's ranges: [ranges, intact, moved, superseded, changed, missing] and findings.
@@ -358,9 +401,10 @@ fn check_file(root: &Path, path: &str, ranges: &[Recorded<'_>]) -> ([u32; 6], Ve
             continue;
         }
         let len = end.saturating_sub(*start) as usize + 1;
-        match super::trace::find_block(&lines, start.saturating_sub(1) as usize, len, hash) {
-            Some((_, false)) => counts[1] += 1,
-            Some((at, true)) => {
+        let preferred = start.saturating_sub(1) as usize;
+        match super::trace::find_block(&lines, preferred, len, hash, &|_| false) {
+            Some(at) if at == preferred => counts[1] += 1,
+            Some(at) => {
                 counts[2] += 1;
                 push(
                     FindingKind::Moved,
@@ -403,21 +447,24 @@ mod tests {
             .expect("append");
         let line = canonical_json(&record);
         let fast = facts(line.as_bytes());
-        assert!(fast.digest_ok && fast.prev.is_some() && fast.files.len() == 1);
+        assert!(fast.link.digest_ok && fast.link.prev.is_some() && fast.files.len() == 1);
         // The same record, not canonical (spaces, other key order): judged by the full parse.
         let pretty = serde_json::to_string_pretty(&record)
             .expect("json")
             .replace('\n', "");
         let slow = facts(pretty.as_bytes());
         assert!(
-            slow.digest_ok,
+            slow.link.digest_ok,
             "a valid record in another layout still verifies"
         );
-        assert_eq!(slow.prev, fast.prev);
+        assert_eq!(slow.link.prev, fast.link.prev);
         assert_eq!(slow.files[0].conversations[0].ranges[0].end_line, 2);
         // One changed byte anywhere breaks the digest.
         let tampered = line.replace("\"ai\"", "\"human\"");
-        assert!(!facts(tampered.as_bytes()).digest_ok);
-        assert!(facts(b"{\"version\":\"0.1\"").prev.is_none(), "torn line");
+        assert!(!facts(tampered.as_bytes()).link.digest_ok);
+        assert!(
+            facts(b"{\"version\":\"0.1\"").link.prev.is_none(),
+            "torn line"
+        );
     }
 }
