@@ -106,6 +106,11 @@ pub struct RunArgs {
     /// Stop (exit 1) when the task has used this many tokens (input and output).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Start the workspace's MCP server NAME (from .mcp.json) for this run, without the consent
+    /// recorded in Settings; repeat for several. Its command is printed first. An unattended run
+    /// never starts a workspace's server without one or the other.
+    #[arg(long = "trust-mcp", value_name = "NAME")]
+    pub trust_mcp: Vec<String>,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }

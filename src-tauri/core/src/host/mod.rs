@@ -44,10 +44,11 @@ pub struct Host {
     store: Arc<TaskStore>,
     tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
     pending: Arc<Pending>,
-    tools: Arc<Vec<Box<dyn crate::tools::Tool>>>,
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
     previews: undo::Previews,
+    /// The MCP servers of the workspace; stopped when the host is dropped.
+    mcp: crate::mcp::McpHub,
 }
 
 impl Host {
@@ -65,6 +66,16 @@ impl Host {
         })?;
         let (settings, warning) = Settings::load(&dirs);
         let store = Arc::new(TaskStore::new(&dirs.data, workspace.root()));
+        let mcp = {
+            let _inside = runtime.enter();
+            crate::mcp::McpHub::new(
+                workspace.root(),
+                &dirs.config,
+                secrets.clone(),
+                sink.clone(),
+                Default::default(),
+            )
+        };
         let host = Arc::new(Host {
             gov: Arc::new(Governance::new(workspace, &dirs.data)),
             dirs,
@@ -74,10 +85,10 @@ impl Host {
             store,
             tasks: Mutex::default(),
             pending: Arc::default(),
-            tools: Arc::new(crate::tools::registry()),
             runtime,
             watching: Default::default(),
             previews: Default::default(),
+            mcp,
         });
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
@@ -310,7 +321,53 @@ impl Host {
             Request::CheckCommand { command } => self.check_command(command).await,
             Request::PreviewUndo { scope } => self.preview_undo(scope).await,
             Request::ApplyUndo { preview_id, files } => self.apply_undo(preview_id, files).await,
+            Request::ListMcpServers => Ok(Reply::McpServers {
+                overview: self.mcp.overview(true).await,
+            }),
+            other => self.handle_mcp(other).await,
         }
+    }
+
+    /// The requests that change MCP servers.
+    async fn handle_mcp(&self, request: Request) -> Result<Reply, IpcError> {
+        let mcp = &self.mcp;
+        let result = match request {
+            Request::SaveMcpServer { name, server } => mcp.save_server(name, server).await,
+            Request::RemoveMcpServer { name } => mcp.remove_server(name).await,
+            Request::SetMcpSecret {
+                server,
+                name,
+                value,
+            } => mcp.set_secret(server, name, Some(value)).await,
+            Request::ClearMcpSecret { server, name } => mcp.set_secret(server, name, None).await,
+            Request::GrantMcpConsent {
+                name,
+                definition_hash,
+            } => mcp.grant_consent(name, definition_hash).await,
+            Request::RevokeMcpConsent { name } => mcp.revoke_consent(name).await,
+            Request::SetMcpTrust { name, trusted } => mcp.set_trust(name, trusted).await,
+            Request::RestartMcpServer { name } => mcp.restart(name).await,
+            _ => {
+                return Err(err(
+                    IpcErrorCode::Internal,
+                    "this request is not an MCP request",
+                ))
+            }
+        };
+        result
+            .map(|overview| Reply::McpServers { overview })
+            .map_err(|e| {
+                use crate::mcp::ManageError as E;
+                let code = match &e {
+                    E::Invalid(_) => IpcErrorCode::InvalidInput,
+                    E::NotFound(_) => IpcErrorCode::NotFound,
+                    E::Conflict(_) => IpcErrorCode::Conflict,
+                    E::File(_) => IpcErrorCode::Io,
+                    E::Keyring(_) => IpcErrorCode::Keyring,
+                    E::Internal(_) => IpcErrorCode::Internal,
+                };
+                err(code, e.to_string())
+            })
     }
 
     async fn state(&self) -> AppState {
@@ -391,7 +448,19 @@ impl Host {
 
     async fn env(&self) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
-        let provider = provider_for(self.provider_config().await?);
+        let config = self.provider_config().await?;
+        if let Some(key) = &config.api_key {
+            self.mcp.withhold(key.clone());
+        }
+        let provider = provider_for(config);
+        // The servers start with the task (each within its start-up limit); their tools join
+        // Mandate's own for this run.
+        let mcp = self.mcp.prepare_run().await;
+        for note in mcp.notes {
+            self.notice(crate::protocol::NoticeLevel::Warning, note);
+        }
+        let mut tools = crate::tools::registry();
+        tools.extend(mcp.tools);
         Ok(Arc::new(AgentEnv {
             gov: self.gov.clone(),
             provider: Arc::from(provider),
@@ -401,7 +470,7 @@ impl Host {
                 sink: self.sink.clone(),
             }),
             store: self.store.clone(),
-            tools: self.tools.clone(),
+            tools: Arc::new(tools),
             approval: settings.approval,
             custom_instructions: settings.custom_instructions,
             max_turns: None,
