@@ -5,6 +5,7 @@ import { request } from './ipc.js';
 import { byId, closest, errorText, find, h, setMessage } from './dom.js';
 import { emit, intentById, listen, store } from './store.js';
 import { renderDiff } from './diffview.js';
+import { describeMcpCall, mcpCallBody } from './mcp.js';
 
 /** @typedef {import('./protocol').ApprovalRequest} ApprovalRequest */
 /** @typedef {import('./protocol').ApprovalDecision} ApprovalDecision */
@@ -125,6 +126,7 @@ function describe(req) {
   const d = req.detail;
   if (d.kind === 'write') return `${d.new_file ? 'create' : 'change'} ${d.path}`;
   if (d.kind === 'command') return `run ${d.destructive ? 'destructive ' : ''}command ${d.command}`;
+  if (d.kind === 'mcp_call') return describeMcpCall(d);
   return 'keep going';
 }
 
@@ -216,7 +218,7 @@ function buildEntry(taskId, req) {
   const n = ++seq;
   const title = d.kind === 'write'
     ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }), h('code', { class: 'approval-path', text: d.path }))
-    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : 'Keep going?' });
+    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : d.kind === 'mcp_call' ? 'Call an MCP tool' : 'Keep going?' });
   const el = h('article', {
     class: 'approval',
     'data-approval-id': req.approval_id,
@@ -234,6 +236,7 @@ function buildEntry(taskId, req) {
 
   if (d.kind === 'write') writeBody(entry, d);
   else if (d.kind === 'command') commandBody(el, d);
+  else if (d.kind === 'mcp_call') mcpCallBody(el, d);
   else el.append(h('p', { class: 'approval-reason', text: d.reason }));
 
   const approveLabel = d.kind === 'continue' ? 'Continue' : 'Approve';

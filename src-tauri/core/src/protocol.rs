@@ -112,12 +112,11 @@ pub enum Request {
     /// The MCP servers of this workspace and of Settings, with status and tools; servers that
     /// may run and are not running are started.
     ListMcpServers,
-    /// Adds (or replaces) a server in Settings. `server` is an entry in the `.mcp.json` format;
-    /// secret values do not go here but through `set_mcp_secret`, referenced as
-    /// `${keyring:NAME}`.
+    /// Adds (or replaces) a server in Settings. Secret values do not go here but through
+    /// `set_mcp_secret`, referenced in a value as `${keyring:NAME}`.
     SaveMcpServer {
         name: String,
-        server: serde_json::Value,
+        server: McpServerInput,
     },
     RemoveMcpServer {
         name: String,
@@ -656,7 +655,27 @@ pub struct McpToolView {
     pub hidden: Option<String>,
 }
 
+/// A server as Settings define it (the `.mcp.json` entry, typed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum McpServerInput {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<McpVariable>,
+        startup_timeout_sec: Option<u32>,
+        tool_timeout_sec: Option<u32>,
+    },
+    Http {
+        url: String,
+        headers: Vec<McpVariable>,
+        startup_timeout_sec: Option<u32>,
+        tool_timeout_sec: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
 pub struct McpVariable {
     pub name: String,
     pub value: String,
@@ -1018,6 +1037,7 @@ pub fn typescript_declarations() -> String {
         McpStatus::decl(&cfg),
         McpAnnotations::decl(&cfg),
         McpToolView::decl(&cfg),
+        McpServerInput::decl(&cfg),
         McpVariable::decl(&cfg),
         McpSecretView::decl(&cfg),
         McpServerView::decl(&cfg),

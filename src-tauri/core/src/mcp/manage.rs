@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::config::{self, Source};
 use super::hub::{referenced, McpHub};
 use super::user_file::{UserFile, UserFileError};
-use crate::protocol::{McpOverview, McpStatus};
+use crate::protocol::{McpOverview, McpServerInput, McpStatus, McpVariable};
 use crate::secrets::{Secret, SecretError};
 
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,55 @@ pub enum ManageError {
     Keyring(#[from] SecretError),
     #[error("{0}")]
     Internal(String),
+}
+
+/// The `.mcp.json` entry of a server given in Settings (checked by the same parser).
+fn entry_of(input: McpServerInput) -> Result<Value, ManageError> {
+    fn map(
+        vars: Vec<McpVariable>,
+        what: &str,
+    ) -> Result<serde_json::Map<String, Value>, ManageError> {
+        let mut out = serde_json::Map::new();
+        for v in vars {
+            if out.insert(v.name.clone(), Value::String(v.value)).is_some() {
+                return Err(ManageError::Invalid(format!(
+                    "{what} `{}` is given twice",
+                    config::printable(&v.name, 64)
+                )));
+            }
+        }
+        Ok(out)
+    }
+    let (mut entry, startup, tool) = match input {
+        McpServerInput::Stdio {
+            command,
+            args,
+            env,
+            startup_timeout_sec,
+            tool_timeout_sec,
+        } => (
+            serde_json::json!({"type": "stdio", "command": command, "args": args, "env": map(env, "the variable")?}),
+            startup_timeout_sec,
+            tool_timeout_sec,
+        ),
+        McpServerInput::Http {
+            url,
+            headers,
+            startup_timeout_sec,
+            tool_timeout_sec,
+        } => (
+            serde_json::json!({"type": "http", "url": url, "headers": map(headers, "the header")?}),
+            startup_timeout_sec,
+            tool_timeout_sec,
+        ),
+    };
+    if let Some(s) = startup {
+        entry["startupTimeoutSec"] = s.into();
+    }
+    if let Some(s) = tool {
+        entry["toolTimeoutSec"] = s.into();
+    }
+    Ok(entry)
 }
 
 impl McpHub {
@@ -54,12 +103,13 @@ impl McpHub {
         .map_err(|e| ManageError::Internal(e.to_string()))?
     }
 
-    /// Adds or replaces a server of the person's own file; `entry` is in the `.mcp.json` format.
+    /// Adds or replaces a server of the person's own file.
     pub async fn save_server(
         &self,
         name: String,
-        entry: Value,
+        input: McpServerInput,
     ) -> Result<McpOverview, ManageError> {
+        let entry = entry_of(input)?;
         let def = config::parse_entry(&name, &entry, Source::Settings).map_err(|e| {
             ManageError::Invalid(format!(
                 "MCP server `{}`: {e}",
