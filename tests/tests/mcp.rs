@@ -526,3 +526,93 @@ async fn servers_that_crash_hang_or_are_missing_give_clear_errors_and_the_task_g
         "{hung}"
     );
 }
+
+#[tokio::test]
+async fn mandate_mcp_lists_servers_and_records_consent_from_a_terminal() {
+    let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
+    write_project_file(
+        ws.path(),
+        json!({"srv": stdio_entry(&[], json!({"K": "v"}))}),
+    );
+    let ws_arg = ws.path().display().to_string();
+    let list_args = ["mcp", "list", "--json", "--workspace", &ws_arg];
+    let list = || mandate_tests::cli::mandate(&list_args, &dirs, &[]);
+
+    let out = list().await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let overview: Value = serde_json::from_str(&out.stdout).expect("json");
+    let srv = &overview["servers"][0];
+    assert_eq!(srv["status"], "needs_consent");
+    assert_eq!(srv["variables"], json!([{"name": "K", "value": "v"}]));
+    assert!(srv["target"]
+        .as_str()
+        .unwrap_or("")
+        .contains("mcp-test-server"));
+
+    // Without a terminal to ask in, nothing is agreed unless --yes says so.
+    let out =
+        mandate_tests::cli::mandate(&["mcp", "trust", "srv", "--workspace", &ws_arg], &dirs, &[])
+            .await;
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("mcp-test-server") && out.stdout.contains("K=v"),
+        "{}",
+        out.stdout
+    );
+    let out = mandate_tests::cli::mandate(
+        &["mcp", "trust", "srv", "--yes", "--workspace", &ws_arg],
+        &dirs,
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    let out = list().await;
+    let overview: Value = serde_json::from_str(&out.stdout).expect("json");
+    let srv = &overview["servers"][0];
+    assert_eq!(srv["status"], "ready", "{srv:#}");
+    let tools = srv["tools"].as_array().expect("tools");
+    let lookup = tools
+        .iter()
+        .find(|t| t["tool"] == "lookup")
+        .expect("lookup");
+    assert_eq!(
+        (lookup["model_name"].clone(), lookup["runs_as_read"].clone()),
+        (json!("mcp__srv__lookup"), json!(true))
+    );
+    let write = tools
+        .iter()
+        .find(|t| t["tool"] == "write_marker")
+        .expect("write_marker");
+    assert_eq!(write["runs_as_read"], false);
+    let broken = tools
+        .iter()
+        .find(|t| t["tool"] == "broken_schema")
+        .expect("broken_schema");
+    assert!(
+        broken["hidden"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not an object schema"),
+        "{broken}"
+    );
+
+    // Marked untrusted in Settings: every tool of it is mutating, even a declared read.
+    let (key, mut decisions) = consent(ws.path(), "srv");
+    decisions["untrusted"] = json!(["srv"]);
+    write_user_file(&dirs.config(), json!({"projects": {key: decisions}}));
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("r", "mcp__srv__lookup", json!({"key": "k"}))
+            .reply(),
+        done("end"),
+    ])
+    .await;
+    let out = run_openai(ws.path(), &server.base_url(), &[], "look", &dirs).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        error_code(&server.tool_result_in(1, "r").expect("r")),
+        "NO_ACTIVE_INTENT"
+    );
+}

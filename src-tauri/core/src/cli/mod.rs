@@ -2,6 +2,7 @@
 //! `run`, `intents` and `trace` work headless with the same host code as the GUI.
 
 mod inspect;
+mod mcp;
 mod run;
 mod undo;
 
@@ -47,6 +48,12 @@ pub enum Command {
     },
     /// Take back an agent's changes: one tool call, a turn and after, a task, or an intent's.
     Undo(UndoArgs),
+    /// MCP servers: list them with their tools, agree to run a workspace's server, store a
+    /// secret a server references (in the keyring).
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Verify the trace ledger or blame a file.
     Trace {
         #[command(subcommand)]
@@ -152,6 +159,35 @@ pub enum IntentsAction {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// The servers of .mcp.json and of Settings, started, with status and tools.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Agree to run the workspace's server NAME as .mcp.json defines it now (asked again when
+    /// its definition changes).
+    Trust {
+        name: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Take back the agreement to run the workspace's server NAME.
+    Untrust { name: String },
+    /// Store the secret NAME of SERVER in the keyring, read as one line from stdin
+    /// (referenced in its definition as ${NAME} or ${keyring:NAME}).
+    Secret {
+        server: String,
+        name: String,
+        /// Remove it instead.
+        #[arg(long)]
+        clear: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TraceAction {
     /// Check the hash chain and every recorded range; exit 1 on tampering.
     Verify,
@@ -182,7 +218,10 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         return EXIT_USAGE;
     }
     // Any process that opens the workspace first finishes what an interrupted writer left.
-    if !matches!(command, Command::Run(_) | Command::Undo(_)) {
+    if !matches!(
+        command,
+        Command::Run(_) | Command::Undo(_) | Command::Mcp { .. }
+    ) {
         let ledger = crate::orchestration::ledger::Ledger::new(&root);
         for done in crate::journal::recover(&root, &ledger) {
             eprintln!("mandate: recovered: {done}.");
@@ -202,6 +241,16 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
             };
             runtime.block_on(run_headless(&root, args))
         }
+        Command::Mcp { action } => match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(mcp::mcp(&root, action)),
+            Err(e) => {
+                eprintln!("mandate: cannot start the runtime: {e}");
+                EXIT_FAILED
+            }
+        },
         Command::Undo(args) => match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
