@@ -84,3 +84,35 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// The process ids a test server wrote to its starts file.
+pub fn started_pids(starts: &Path) -> Vec<u32> {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("start ")?.trim().parse().ok())
+        .collect()
+}
+
+/// Waits (bounded) until none of `pids` is a live process; returns those still alive.
+pub async fn wait_gone(pids: &[u32]) -> Vec<u32> {
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
+    };
+    for _ in 0..100 {
+        if !pids.iter().any(alive) {
+            return Vec::new();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    pids.iter().copied().filter(alive).collect()
+}

@@ -6,7 +6,7 @@
 //! proof that nothing happens without approval), `crash` (read-only: exits at once),
 //! `weird name!` (read-only, a name to sanitize) and `broken_schema` (its input schema is not an
 //! object schema). `--hang` never answers `initialize`; `--exit-at-start` exits before it.
-//! Each start appends a line to `$MCP_TEST_STARTS` when that is set.
+//! Each start appends `start PID` to `$MCP_TEST_STARTS` when that is set.
 
 use std::sync::Arc;
 
@@ -121,7 +121,7 @@ async fn main() -> anyhow::Result<()> {
             .create(true)
             .append(true)
             .open(path)?;
-        writeln!(f, "start")?;
+        writeln!(f, "start {}", std::process::id())?;
     }
     if args.iter().any(|a| a == "--exit-at-start") {
         eprintln!("this server refuses to start");

@@ -87,12 +87,48 @@ impl StderrTail {
     }
 }
 
+/// Process groups of the stdio servers alive now, killed at exit too: the window's shell ends
+/// the process without dropping the host, and a server must not outlive Mandate.
+static LIVE_GROUPS: Mutex<std::collections::BTreeSet<i32>> =
+    Mutex::new(std::collections::BTreeSet::new());
+static AT_EXIT: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn kill_live_groups() {
+    // At exit another thread may hold the lock; never wait for it there.
+    if let Ok(groups) = LIVE_GROUPS.try_lock() {
+        for group in groups.iter() {
+            // SAFETY: kill(2) on a process group this process started; no memory is touched.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// The child of a stdio server: its whole process group is killed when this is dropped.
 pub struct ChildGuard {
     child: tokio::process::Child,
+    group: Option<i32>,
 }
 
 impl ChildGuard {
+    fn new(child: tokio::process::Child) -> Self {
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group {
+            AT_EXIT.call_once(|| {
+                // SAFETY: registers a plain function with no captured state.
+                unsafe {
+                    libc::atexit(kill_live_groups);
+                }
+            });
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(group);
+        }
+        Self { child, group }
+    }
+
     /// How the process ended, if it has.
     pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
@@ -108,12 +144,16 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
+        if let Some(group) = self.group {
             // SAFETY: kill(2) on the process group this child leads (it was started with
             // process_group(0)); no memory is touched.
             unsafe {
-                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+                libc::kill(-group, libc::SIGKILL);
             }
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&group);
         }
         let _ = self.child.start_kill();
     }
@@ -229,7 +269,7 @@ pub async fn connect(
                     "the server's pipes could not be set up".into(),
                 ));
             };
-            let guard = ChildGuard { child };
+            let guard = ChildGuard::new(child);
             let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
             let service = match served {
                 Ok(Ok(service)) => service,

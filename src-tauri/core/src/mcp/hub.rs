@@ -218,7 +218,8 @@ impl McpHub {
         }
     }
 
-    /// Stops every server (they are also stopped when the hub is dropped).
+    /// Stops every server (also done when the hub is dropped; stdio servers still alive when
+    /// the process exits are killed then).
     pub fn shutdown(&self) {
         self.shared.cancel.cancel();
     }
