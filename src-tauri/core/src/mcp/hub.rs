@@ -45,6 +45,8 @@ pub(super) struct Shared {
     pub run_consents: BTreeSet<String>,
     pub cancel: CancellationToken,
     pub slots: Mutex<Slots>,
+    /// Notes already given: a window shows each once, not at every task.
+    pub noted: Mutex<BTreeSet<String>>,
 }
 
 /// The MCP servers of one workspace.
@@ -58,7 +60,8 @@ impl Drop for McpHub {
     }
 }
 
-/// The tools a run gets, and what the person should know about the servers that gave none.
+/// The tools a run gets, and what the person should know about the servers that gave none
+/// (each note once per hub).
 pub struct RunTools {
     pub tools: Vec<Box<dyn Tool>>,
     pub notes: Vec<String>,
@@ -95,6 +98,7 @@ impl McpHub {
             run_consents,
             cancel: CancellationToken::new(),
             slots: Mutex::default(),
+            noted: Mutex::default(),
         });
         spawn_pusher(Arc::downgrade(&shared), changes, shared.cancel.clone());
         McpHub { shared }
@@ -212,10 +216,12 @@ impl McpHub {
                 )
             })
             .collect();
-        RunTools {
-            tools,
-            notes: notes(&slots),
-        }
+        let mut noted = self.shared.noted.lock().unwrap_or_else(|p| p.into_inner());
+        let notes = notes(&slots)
+            .into_iter()
+            .filter(|n| noted.insert(n.clone()))
+            .collect();
+        RunTools { tools, notes }
     }
 
     /// Stops every server (also done when the hub is dropped; stdio servers still alive when
