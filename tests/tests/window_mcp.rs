@@ -87,3 +87,72 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
     );
     app.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn settings_list_servers_ask_consent_and_add_one() {
+    let http = mandate_tests::mcp::HttpServer::start();
+    let ws = workspace(Some(INTENTS), &[]);
+    write_project_file(
+        ws.path(),
+        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test"}))}),
+    );
+    let dirs = UserDirs::new();
+    dirs.settings_openai("http://127.0.0.1:9/v1", true);
+    let app = App::launch("mcp-settings", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    let srv = "#mcp-servers li[data-server=\"srv\"]";
+    app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
+        .await
+        .expect("the workspace's server waits for consent");
+    let text = app.text(srv).await.expect("text");
+    assert!(
+        text.contains("mcp-test-server") && text.contains("--flag") && text.contains("MODE=test"),
+        "the person sees what would run: {text}"
+    );
+    app.screenshot("settings-mcp-consent")
+        .await
+        .expect("screenshot");
+    app.click(&format!("{srv} [data-mcp-action=\"Allow it to run\"]"))
+        .await
+        .expect("allow");
+    app.find(&format!("{srv}[data-status=\"ready\"]"))
+        .await
+        .expect("started once allowed");
+    app.wait_until(
+        "(document.querySelector('#mcp-servers li[data-server=\"srv\"]')?.textContent ?? '').includes('mcp__srv__lookup')",
+    )
+    .await
+    .expect("its tools are listed");
+
+    app.type_into("#mcp-add-name", "web").await.expect("name");
+    app.choose("#mcp-add-type", "http").await.expect("type");
+    app.type_into("#mcp-add-target", &http.url)
+        .await
+        .expect("url");
+    app.click("#mcp-add").await.expect("add");
+    app.find("#mcp-servers li[data-server=\"web\"][data-status=\"ready\"]")
+        .await
+        .expect("the added server runs");
+    let web = app
+        .text("#mcp-servers li[data-server=\"web\"]")
+        .await
+        .expect("web");
+    assert!(
+        web.contains("read (the server declares it read-only)")
+            && web.contains("asks you, under an intent")
+            && web.contains("hidden: its input schema is not an object schema"),
+        "{web}"
+    );
+    app.screenshot("settings-mcp").await.expect("screenshot");
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json"),
+    )
+    .expect("json");
+    assert_eq!(file["mcpServers"]["web"]["url"], http.url.as_str());
+    assert_eq!(file["projects"].as_object().map(|p| p.len()), Some(1));
+    app.close().await.expect("close");
+}

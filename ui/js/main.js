@@ -10,6 +10,7 @@ import { initApprovals, onApprovalRequested, onApprovalResolved } from './approv
 import { initIntents } from './intents.js';
 import { initTrace } from './trace.js';
 import { applySettings, initSettings } from './settings.js';
+import { renderMcpServers } from './mcp.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -97,6 +98,7 @@ function dispatch(ev) {
       case 'notice': showNotice(ev.level, ev.message); break;
       case 'approval_requested': onApprovalRequested(ev.task_id, ev.request); break;
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
+      case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
       default: handleTaskEvent(ev);
     }
   } catch (e) {
