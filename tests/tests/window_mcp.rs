@@ -92,9 +92,10 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
 async fn settings_list_servers_ask_consent_and_add_one() {
     let http = mandate_tests::mcp::HttpServer::start();
     let ws = workspace(Some(INTENTS), &[]);
+    let starts = ws.path().join("starts.log");
     write_project_file(
         ws.path(),
-        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test"}))}),
+        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test", "MCP_TEST_STARTS": starts.display().to_string()}))}),
     );
     let dirs = UserDirs::new();
     dirs.settings_openai("http://127.0.0.1:9/v1", true);
@@ -108,11 +109,26 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
         .await
         .expect("the workspace's server waits for consent");
-    let text = app.text(srv).await.expect("text");
-    assert!(
-        text.contains("mcp-test-server") && text.contains("--flag") && text.contains("MODE=test"),
-        "the person sees what would run: {text}"
-    );
+    // The list is drawn again on every change: read it in one script, never by a stale node.
+    let shows = |selector: &str, parts: &[&str]| {
+        let checks: Vec<String> = parts
+            .iter()
+            .map(|p| {
+                format!(
+                    "t.includes({})",
+                    serde_json::to_string(p).unwrap_or_default()
+                )
+            })
+            .collect();
+        format!(
+            "const t = document.querySelector({})?.textContent ?? ''; return {};",
+            serde_json::to_string(selector).unwrap_or_default(),
+            checks.join(" && ")
+        )
+    };
+    app.wait_until(&shows(srv, &["mcp-test-server", "--flag", "MODE=test"]))
+        .await
+        .expect("the person sees what would run");
     app.screenshot("settings-mcp-consent")
         .await
         .expect("screenshot");
@@ -122,11 +138,9 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     app.find(&format!("{srv}[data-status=\"ready\"]"))
         .await
         .expect("started once allowed");
-    app.wait_until(
-        "(document.querySelector('#mcp-servers li[data-server=\"srv\"]')?.textContent ?? '').includes('mcp__srv__lookup')",
-    )
-    .await
-    .expect("its tools are listed");
+    app.wait_until(&shows(srv, &["mcp__srv__lookup"]))
+        .await
+        .expect("its tools are listed");
 
     app.type_into("#mcp-add-name", "web").await.expect("name");
     app.choose("#mcp-add-type", "http").await.expect("type");
@@ -137,16 +151,16 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     app.find("#mcp-servers li[data-server=\"web\"][data-status=\"ready\"]")
         .await
         .expect("the added server runs");
-    let web = app
-        .text("#mcp-servers li[data-server=\"web\"]")
-        .await
-        .expect("web");
-    assert!(
-        web.contains("read (the server declares it read-only)")
-            && web.contains("asks you, under an intent")
-            && web.contains("hidden: its input schema is not an object schema"),
-        "{web}"
-    );
+    app.wait_until(&shows(
+        "#mcp-servers li[data-server=\"web\"]",
+        &[
+            "read (the server declares it read-only)",
+            "asks you, under an intent",
+            "hidden: its input schema is not an object schema",
+        ],
+    ))
+    .await
+    .expect("the tools and how each runs");
     app.screenshot("settings-mcp").await.expect("screenshot");
     let file: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json"),
@@ -154,5 +168,19 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     .expect("json");
     assert_eq!(file["mcpServers"]["web"]["url"], http.url.as_str());
     assert_eq!(file["projects"].as_object().map(|p| p.len()), Some(1));
+
+    // Taking consent back stops the running server.
+    app.click(&format!("{srv} [data-mcp-action=\"Stop allowing it\"]"))
+        .await
+        .expect("revoke");
+    app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
+        .await
+        .expect("waits for consent again");
+    let pids = mandate_tests::mcp::started_pids(&starts);
+    assert_eq!(pids.len(), 1);
+    assert_eq!(
+        mandate_tests::mcp::wait_gone(&pids).await,
+        Vec::<u32>::new()
+    );
     app.close().await.expect("close");
 }

@@ -147,11 +147,14 @@ impl McpHub {
             } else {
                 McpStatus::NeedsConsent
             };
+            // Kept only while nothing the person decided about it changed: consent taken back
+            // stops a running server.
             let server = match slots.servers.remove(&def.name) {
-                Some(old) if old.server.def == def && !old.server.is_stopped_for_good() => {
-                    if old.consented != consented {
-                        old.server.mark(status);
-                    }
+                Some(old)
+                    if old.server.def == def
+                        && old.consented == consented
+                        && !old.server.is_stopped_for_good() =>
+                {
                     old.server
                 }
                 old => {

@@ -144,13 +144,6 @@ impl Server {
         });
     }
 
-    /// Changes a server that is not running (consent given or taken, a secret stored).
-    pub fn mark(&self, status: McpStatus) {
-        if !*self.supervising.lock().unwrap_or_else(|p| p.into_inner()) {
-            self.set_status(status, None);
-        }
-    }
-
     /// Stops it for good (its definition changed, it was removed, the hub goes).
     pub fn stop(&self) {
         self.cancel.cancel();
