@@ -326,3 +326,33 @@ fn references_resolve_per_server_from_the_keyring() {
     };
     assert!(server::resolve(&def, &other).is_err());
 }
+
+#[test]
+fn a_bad_url_after_its_secrets_are_filled_in_is_refused_without_showing_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Arc::new(MemoryStore::default());
+    let def = config::parse(
+        r#"{"mcpServers": {"web": {"type": "http", "url": "https://${HOST}/mcp"}}}"#,
+        Source::Settings,
+        "mcp.json",
+    )
+    .servers
+    .remove(0);
+    store
+        .set(
+            "mcp:user:web:HOST",
+            &Secret::new("not a host secret-value-123"),
+        )
+        .expect("set");
+    let env = server::ServerEnv {
+        root: tmp.path().to_path_buf(),
+        secrets: store,
+        withheld: Arc::default(),
+        changed: Box::new(|| {}),
+    };
+    let err = server::resolve(&def, &env).err().expect("refused");
+    assert!(
+        err.contains("not an http(s) URL") && !err.contains("secret-value-123"),
+        "{err}"
+    );
+}

@@ -396,7 +396,12 @@ pub fn resolve(def: &ServerDef, env: &ServerEnv) -> Result<(Resolved, Vec<Secret
         },
         Transport::Http { url, headers } => {
             let url = expand(url)?;
-            crate::settings::validate_base_url(&url).map_err(|e| format!("its URL: {e}"))?;
+            // Checked again with its secrets in; the message never shows the filled-in URL.
+            let ok = reqwest::Url::parse(&url)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+            if !ok {
+                return Err("its URL is not an http(s) URL once its secrets are filled in".into());
+            }
             Resolved::Http {
                 url,
                 headers: headers
