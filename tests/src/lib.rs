@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod gitrepo;
 pub mod llm_server;
+pub mod mcp;
 pub mod sse;
 pub mod trace_schema;
 pub mod webdriver;

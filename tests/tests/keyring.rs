@@ -163,3 +163,93 @@ fn uuid_like() -> String {
             .unwrap_or(0)
     )
 }
+
+/// An MCP server's secret: stored with `mandate mcp secret` (read from stdin), in the keyring
+/// only, given to the server in its environment, and scrubbed from what comes back.
+#[tokio::test]
+async fn an_mcp_server_secret_reaches_the_server_and_never_comes_back() {
+    use mandate_tests::cli::{mandate, run_openai};
+    use mandate_tests::llm_server::ScriptedServer;
+    use mandate_tests::mcp::{stdio_entry, write_user_file};
+    use mandate_tests::sse::openai;
+    use serde_json::json;
+    use tokio::io::AsyncWriteExt;
+
+    keyring_available().expect("keyring");
+    let ws = workspace(Some("active_intents: []\n"), &[]);
+    let dirs = UserDirs::new();
+    let server_name = format!("kr{}", std::process::id());
+    let value = format!("mcp-token-{}", uuid_like());
+    write_user_file(
+        &dirs.config(),
+        json!({"mcpServers": {&server_name: stdio_entry(&[], json!({"MCP_TEST_TOKEN": "${TOKEN}"}))}}),
+    );
+    let ws_arg = ws.path().display().to_string();
+
+    // Not stored yet: the server does not start, and the note says which secret is missing.
+    let out = mandate(
+        &["mcp", "list", "--json", "--workspace", &ws_arg],
+        &dirs,
+        &[],
+    )
+    .await;
+    assert!(out.stdout.contains("`TOKEN` is not set"), "{}", out.stdout);
+
+    let mut child = tokio::process::Command::new(mandate_tests::app::mandate_bin())
+        .args([
+            "mcp",
+            "secret",
+            &server_name,
+            "TOKEN",
+            "--workspace",
+            &ws_arg,
+        ])
+        .envs(dirs.env())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(format!("{value}\n").as_bytes())
+        .await
+        .expect("write");
+    drop(stdin);
+    assert!(child.wait().await.expect("wait").success());
+
+    let tool = format!("mcp__{server_name}__env_report");
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("e", &tool, json!({})).reply(),
+        openai::turn()
+            .tool_call("end", "attempt_completion", json!({"result": "done"}))
+            .reply(),
+    ])
+    .await;
+    let out = run_openai(ws.path(), &server.base_url(), &[], "report", &dirs).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let report = server.tool_result_in(1, "e").expect("report");
+    assert!(
+        report.contains("MCP_TEST_TOKEN") && report.contains("token: [REDACTED]"),
+        "{report}"
+    );
+    for dir in [ws.path().to_path_buf(), dirs.config(), dirs.data()] {
+        let hits = files_containing(&dir, &value);
+        assert!(hits.is_empty(), "the secret was written to {hits:?}");
+    }
+    assert!(!out.stdout.contains(&value));
+
+    let out = mandate(
+        &[
+            "mcp",
+            "secret",
+            &server_name,
+            "TOKEN",
+            "--clear",
+            "--workspace",
+            &ws_arg,
+        ],
+        &dirs,
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}

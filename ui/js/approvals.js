@@ -6,6 +6,7 @@ import { byId, closest, errorText, find, h, setMessage } from './dom.js';
 import { emit, intentById, listen, store } from './store.js';
 import { firstChangedLine, renderDiff } from './diffview.js';
 import { pathLink } from './editor.js';
+import { describeMcpCall, mcpCallBody } from './mcp.js';
 
 /** @typedef {import('./protocol').ApprovalRequest} ApprovalRequest */
 /** @typedef {import('./protocol').ApprovalDecision} ApprovalDecision */
@@ -126,6 +127,7 @@ function describe(req) {
   const d = req.detail;
   if (d.kind === 'write') return `${d.new_file ? 'create' : 'change'} ${d.path}`;
   if (d.kind === 'command') return `run ${d.destructive ? 'destructive ' : ''}command ${d.command}`;
+  if (d.kind === 'mcp_call') return describeMcpCall(d);
   return 'keep going';
 }
 
@@ -219,7 +221,7 @@ function buildEntry(taskId, req) {
     ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }),
       // A file that does not exist yet has nothing to open.
       d.new_file ? h('code', { class: 'approval-path', text: d.path }) : pathLink(d.path, firstChangedLine(d.hunks), { className: 'approval-path' }))
-    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : 'Keep going?' });
+    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : d.kind === 'mcp_call' ? 'Call an MCP tool' : 'Keep going?' });
   const el = h('article', {
     class: 'approval',
     'data-approval-id': req.approval_id,
@@ -237,6 +239,7 @@ function buildEntry(taskId, req) {
 
   if (d.kind === 'write') writeBody(entry, d);
   else if (d.kind === 'command') commandBody(el, d);
+  else if (d.kind === 'mcp_call') mcpCallBody(el, d);
   else el.append(h('p', { class: 'approval-reason', text: d.reason }));
 
   const approveLabel = d.kind === 'continue' ? 'Continue' : 'Approve';

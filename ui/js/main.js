@@ -13,6 +13,7 @@ import { applySettings, initSettings } from './settings.js';
 import { initEditorLinks } from './editor.js';
 import { initWorkspaceMenu } from './workspace.js';
 import { initGuide } from './guide.js';
+import { renderMcpServers } from './mcp.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -107,6 +108,7 @@ function dispatch(ev) {
       case 'notice': showNotice(ev.level, ev.message); break;
       case 'approval_requested': onApprovalRequested(ev.task_id, ev.request); break;
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
+      case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
       default: handleTaskEvent(ev);
     }
   } catch (e) {

@@ -1,14 +1,14 @@
 // Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" };
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, };
 
-export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, };
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
 export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
 
-export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "notice", level: NoticeLevel, message: string, };
+export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -116,7 +116,19 @@ confined: boolean, } | { "kind": "continue", reason: string, } | { "kind": "scop
 /**
  * Which workspace files each requested glob matches now.
  */
-preview: Array<GlobPreview>, } | { "kind": "new_intent", intent: IntentDraft, reason: string, };
+preview: Array<GlobPreview>, } | { "kind": "new_intent", intent: IntentDraft, reason: string, } | { "kind": "mcp_call", server: string, source: McpSource, tool: string, 
+/**
+ * The server's description of the tool (the server's words, not Mandate's).
+ */
+description: string, 
+/**
+ * The arguments, pretty-printed JSON.
+ */
+arguments: string, 
+/**
+ * What the server claims about the tool; hints, not guarantees.
+ */
+annotations: McpAnnotations, };
 
 export type CommandGrants = { network: boolean, write_git: boolean, };
 
@@ -255,4 +267,67 @@ export type UndoResult = { files: Array<UndoFileOutcome>,
  * For a turn: the message to put back in the composer.
  */
 rewound_text: string | null, };
+
+export type McpSource = "project" | "settings";
+
+export type McpTransportKind = "stdio" | "http";
+
+export type McpStatus = "stopped" | "needs_consent" | "disabled" | "invalid" | "starting" | "ready" | "restarting" | "failed";
+
+export type McpAnnotations = { title: string | null, read_only: boolean | null, destructive: boolean | null, idempotent: boolean | null, open_world: boolean | null, };
+
+export type McpToolView = { 
+/**
+ * The server's name for the tool.
+ */
+tool: string, 
+/**
+ * The name the model calls it by; empty when the tool is hidden.
+ */
+model_name: string, description: string, annotations: McpAnnotations, 
+/**
+ * Runs as a read (no intent, no approval): the server declares it read-only and the
+ * person trusts the server's hints.
+ */
+runs_as_read: boolean, 
+/**
+ * Why the model is not given this tool (a broken schema, a name collision).
+ */
+hidden: string | null, };
+
+export type McpServerInput = { "type": "stdio", command: string, args: Array<string>, env: Array<McpVariable>, startup_timeout_sec: number | null, tool_timeout_sec: number | null, } | { "type": "http", url: string, headers: Array<McpVariable>, startup_timeout_sec: number | null, tool_timeout_sec: number | null, };
+
+export type McpVariable = { name: string, value: string, };
+
+export type McpSecretView = { name: string, 
+/**
+ * Whether the keyring holds a value for it (never the value).
+ */
+set: boolean, };
+
+export type McpServerView = { name: string, source: McpSource, 
+/**
+ * None when the definition is invalid.
+ */
+transport: McpTransportKind | null, 
+/**
+ * The command line (an argv, quoted) or the URL: what consent is given to.
+ */
+target: string, 
+/**
+ * What the definition sets besides the command: environment variables (stdio) or headers
+ * (http), as written, with secret references unresolved. Shown for consent: a variable
+ * such as `LD_PRELOAD` changes what the command runs.
+ */
+variables: Array<McpVariable>, 
+/**
+ * SHA-256 of the definition; consent names it.
+ */
+definition_hash: string, status: McpStatus, error: string | null, trusts_read_only_hints: boolean, secrets: Array<McpSecretView>, tools: Array<McpToolView>, };
+
+export type McpOverview = { servers: Array<McpServerView>, 
+/**
+ * Problems with a whole file (`.mcp.json` not JSON, Mandate's `mcp.json` broken).
+ */
+problems: Array<string>, };
 

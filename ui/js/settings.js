@@ -3,6 +3,7 @@
 import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
 import { emit, store } from './store.js';
+import { initMcpSettings } from './mcp.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -59,6 +60,7 @@ export function initSettings() {
     }
   });
   checkCommand('');
+  initMcpSettings();
   byId('settings-save-key').addEventListener('click', saveKey);
   byId('settings-clear-key').addEventListener('click', clearKey);
   input('settings-api-key').addEventListener('keydown', (ev) => {

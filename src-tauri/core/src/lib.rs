@@ -12,6 +12,7 @@ pub mod journal;
 pub mod llm;
 pub mod logging;
 pub mod markdown;
+pub mod mcp;
 pub mod mutation;
 pub mod orchestration;
 pub mod prompt;

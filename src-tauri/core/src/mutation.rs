@@ -15,6 +15,9 @@ use std::collections::HashMap;
 pub const AST_REFACTOR: &str = "AST_REFACTOR";
 pub const INTENT_EVOLUTION: &str = "INTENT_EVOLUTION";
 pub const CLASSES: &[&str] = &[AST_REFACTOR, INTENT_EVOLUTION];
+/// The class of a ledger record for an MCP call: an effect outside the workspace's files (not a
+/// class the model may declare for a write).
+pub const EXTERNAL_ACTION: &str = "EXTERNAL_ACTION";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {

@@ -122,6 +122,44 @@ pub enum Request {
     },
     /// Model servers running on this machine (Ollama, LM Studio, llama.cpp), with their models.
     DiscoverLocalServers,
+    /// The MCP servers of this workspace and of Settings, with status and tools; servers that
+    /// may run and are not running are started.
+    ListMcpServers,
+    /// Adds (or replaces) a server in Settings. Secret values do not go here but through
+    /// `set_mcp_secret`, referenced in a value as `${keyring:NAME}`.
+    SaveMcpServer {
+        name: String,
+        server: McpServerInput,
+    },
+    RemoveMcpServer {
+        name: String,
+    },
+    /// Stores a secret a server's definition references, in the keyring.
+    SetMcpSecret {
+        server: String,
+        name: String,
+        value: String,
+    },
+    ClearMcpSecret {
+        server: String,
+        name: String,
+    },
+    /// Consent to start a workspace's server, for exactly the definition shown (its hash).
+    GrantMcpConsent {
+        name: String,
+        definition_hash: String,
+    },
+    RevokeMcpConsent {
+        name: String,
+    },
+    /// Whether a server's read-only hints are believed; untrusted, every tool of it is mutating.
+    SetMcpTrust {
+        name: String,
+        trusted: bool,
+    },
+    RestartMcpServer {
+        name: String,
+    },
 }
 
 /// The answer to one [`Request`].
@@ -177,6 +215,9 @@ pub enum Reply {
     },
     LocalServers {
         servers: Vec<LocalServer>,
+    },
+    McpServers {
+        overview: McpOverview,
     },
 }
 
@@ -287,6 +328,10 @@ pub enum Event {
     Notice {
         level: NoticeLevel,
         message: String,
+    },
+    /// An MCP server started, stopped, failed, or its tools changed.
+    McpServersChanged {
+        overview: McpOverview,
     },
 }
 
@@ -552,6 +597,18 @@ pub enum ApprovalDetail {
     /// The agent proposes a new intent for planned work; approving may edit its owned scope (one
     /// glob per line in `edited_content`).
     NewIntent { intent: IntentDraft, reason: String },
+    /// A call to a tool of an MCP server: it acts outside what Mandate can see or undo.
+    McpCall {
+        server: String,
+        source: McpSource,
+        tool: String,
+        /// The server's description of the tool (the server's words, not Mandate's).
+        description: String,
+        /// The arguments, pretty-printed JSON.
+        arguments: String,
+        /// What the server claims about the tool; hints, not guarantees.
+        annotations: McpAnnotations,
+    },
 }
 
 /// Rights a command may be given beyond its confinement: the network, writing `.git/`.
@@ -596,6 +653,128 @@ pub enum ApprovalDecision {
     },
     /// Commands only: run this exact command without asking again in this task.
     AlwaysAllow,
+}
+
+// ---- MCP servers ----------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum McpSource {
+    /// The workspace's `.mcp.json`.
+    Project,
+    /// Added in Settings (Mandate's own `mcp.json`).
+    Settings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum McpTransportKind {
+    Stdio,
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum McpStatus {
+    /// May run; not started yet (servers start with a task or when Settings are opened).
+    Stopped,
+    /// A workspace's server the person has not agreed to run (in this definition).
+    NeedsConsent,
+    /// `"disabled": true` in its definition.
+    Disabled,
+    /// The definition is not valid (see `error`).
+    Invalid,
+    Starting,
+    Ready,
+    /// It stopped; started again after a pause (see `error`).
+    Restarting,
+    Failed,
+}
+
+/// What a server declares about a tool (MCP tool annotations). Hints, not guarantees.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpAnnotations {
+    pub title: Option<String>,
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpToolView {
+    /// The server's name for the tool.
+    pub tool: String,
+    /// The name the model calls it by; empty when the tool is hidden.
+    pub model_name: String,
+    pub description: String,
+    pub annotations: McpAnnotations,
+    /// Runs as a read (no intent, no approval): the server declares it read-only and the
+    /// person trusts the server's hints.
+    pub runs_as_read: bool,
+    /// Why the model is not given this tool (a broken schema, a name collision).
+    pub hidden: Option<String>,
+}
+
+/// A server as Settings define it (the `.mcp.json` entry, typed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum McpServerInput {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<McpVariable>,
+        startup_timeout_sec: Option<u32>,
+        tool_timeout_sec: Option<u32>,
+    },
+    Http {
+        url: String,
+        headers: Vec<McpVariable>,
+        startup_timeout_sec: Option<u32>,
+        tool_timeout_sec: Option<u32>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct McpVariable {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpSecretView {
+    pub name: String,
+    /// Whether the keyring holds a value for it (never the value).
+    pub set: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpServerView {
+    pub name: String,
+    pub source: McpSource,
+    /// None when the definition is invalid.
+    pub transport: Option<McpTransportKind>,
+    /// The command line (an argv, quoted) or the URL: what consent is given to.
+    pub target: String,
+    /// What the definition sets besides the command: environment variables (stdio) or headers
+    /// (http), as written, with secret references unresolved. Shown for consent: a variable
+    /// such as `LD_PRELOAD` changes what the command runs.
+    pub variables: Vec<McpVariable>,
+    /// SHA-256 of the definition; consent names it.
+    pub definition_hash: String,
+    pub status: McpStatus,
+    pub error: Option<String>,
+    pub trusts_read_only_hints: bool,
+    pub secrets: Vec<McpSecretView>,
+    pub tools: Vec<McpToolView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpOverview {
+    pub servers: Vec<McpServerView>,
+    /// Problems with a whole file (`.mcp.json` not JSON, Mandate's `mcp.json` broken).
+    pub problems: Vec<String>,
 }
 
 // ---- intents --------------------------------------------------------------------------------
@@ -917,6 +1096,16 @@ pub fn typescript_declarations() -> String {
         UndoOutcome::decl(&cfg),
         UndoFileOutcome::decl(&cfg),
         UndoResult::decl(&cfg),
+        McpSource::decl(&cfg),
+        McpTransportKind::decl(&cfg),
+        McpStatus::decl(&cfg),
+        McpAnnotations::decl(&cfg),
+        McpToolView::decl(&cfg),
+        McpServerInput::decl(&cfg),
+        McpVariable::decl(&cfg),
+        McpSecretView::decl(&cfg),
+        McpServerView::decl(&cfg),
+        McpOverview::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.\n\n",

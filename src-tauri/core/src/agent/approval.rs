@@ -73,6 +73,14 @@ fn detail(
                 mutation_class: w.mutation_class.clone(),
             }
         }
+        (AskReason::External, Action::External(e)) => ApprovalDetail::McpCall {
+            server: e.server.clone(),
+            source: e.source,
+            tool: e.tool.clone(),
+            description: e.description.clone(),
+            arguments: serde_json::to_string_pretty(&e.arguments).unwrap_or_default(),
+            annotations: e.annotations.clone(),
+        },
         (AskReason::Command(class), Action::Command(cmd)) => ApprovalDetail::Command {
             command: crate::redact::Redactor::global()
                 .redact(&cmd.command)
@@ -162,6 +170,11 @@ fn apply(
                 format!("rejected: {reason}"),
             )
         }
+        // "Always" is for one exact command; an MCP call is approved once, every time.
+        ApprovalDecision::AlwaysAllow if matches!(action, Action::External(_)) => (
+            Ok(record(by, Vec::new(), Vec::new(), false)),
+            "approved (this call only)".into(),
+        ),
         ApprovalDecision::AlwaysAllow => {
             if let Action::Command(cmd) = action {
                 task.always_allow(&cmd.command);

@@ -3,6 +3,7 @@
 
 mod init;
 mod inspect;
+mod mcp;
 mod run;
 mod trace;
 mod undo;
@@ -59,6 +60,12 @@ pub enum Command {
     },
     /// Take back an agent's changes: one tool call, a turn and after, a task, or an intent's.
     Undo(UndoArgs),
+    /// MCP servers: list them with their tools, agree to run a workspace's server, store a
+    /// secret a server references (in the keyring).
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Verify, blame, merge, anchor, report on, validate or export the trace ledger.
     Trace {
         #[command(subcommand)]
@@ -131,6 +138,11 @@ pub struct RunArgs {
     /// Stop (exit 1) when the task has used this many tokens (input and output).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Start the workspace's MCP server NAME (from .mcp.json) for this run, without the consent
+    /// recorded in Settings; repeat for several. Its command is printed first. An unattended run
+    /// never starts a workspace's server without one or the other.
+    #[arg(long = "trust-mcp", value_name = "NAME")]
+    pub trust_mcp: Vec<String>,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }
@@ -169,6 +181,35 @@ pub enum IntentsAction {
     Show { id: String },
     /// Check the intents file, the command policy and .intentignore; exit 1 on an error.
     Validate,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// The servers of .mcp.json and of Settings, started, with status and tools.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Agree to run the workspace's server NAME as .mcp.json defines it now (asked again when
+    /// its definition changes).
+    Trust {
+        name: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Take back the agreement to run the workspace's server NAME.
+    Untrust { name: String },
+    /// Store the secret NAME of SERVER in the keyring, read as one line from stdin
+    /// (referenced in its definition as ${NAME} or ${keyring:NAME}).
+    Secret {
+        server: String,
+        name: String,
+        /// Remove it instead.
+        #[arg(long)]
+        clear: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -252,7 +293,10 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         return EXIT_USAGE;
     }
     // Any process that opens the workspace first finishes what an interrupted writer left.
-    if !matches!(command, Command::Run(_) | Command::Undo(_)) {
+    if !matches!(
+        command,
+        Command::Run(_) | Command::Undo(_) | Command::Mcp { .. }
+    ) {
         let ledger = crate::orchestration::ledger::Ledger::new(&root);
         for done in crate::journal::recover(&root, &ledger) {
             eprintln!("mandate: recovered: {done}.");
@@ -273,6 +317,16 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
             };
             runtime.block_on(run_headless(&root, args))
         }
+        Command::Mcp { action } => match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(mcp::mcp(&root, action)),
+            Err(e) => {
+                eprintln!("mandate: cannot start the runtime: {e}");
+                EXIT_FAILED
+            }
+        },
         Command::Undo(args) => match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -79,6 +79,9 @@ fn describe(request: &ApprovalRequest) -> String {
             intent_id, globs, ..
         } => format!("widen {intent_id} to {}", globs.join(", ")),
         ApprovalDetail::NewIntent { intent, .. } => format!("create intent {}", intent.id),
+        ApprovalDetail::McpCall { server, tool, .. } => {
+            format!("call `{tool}` of MCP server `{server}`")
+        }
     }
 }
 
@@ -208,6 +211,17 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         json: args.json,
         out: Mutex::new(std::io::stdout()),
     });
+    let mcp = crate::mcp::McpHub::new(
+        gov.root(),
+        &dirs.config,
+        Arc::new(KeyringStore),
+        sink.clone(),
+        args.trust_mcp.iter().cloned().collect(),
+    );
+    if let Some(key) = &api_key {
+        mcp.withhold(key.clone());
+    }
+    let tools = mcp_tools(&mcp, &args.trust_mcp, sink.as_ref()).await;
     let provider = provider_for(ProviderConfig {
         kind,
         base_url: args.base_url.trim().trim_end_matches('/').to_string(),
@@ -228,7 +242,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
             sink: sink.clone(),
         }),
         store: store.clone(),
-        tools: Arc::new(crate::tools::registry()),
+        tools: Arc::new(tools),
         approval: ApprovalPolicy {
             ask_before_writes: true,
             ask_before_safe_commands: args.ask_safe_commands,
@@ -272,6 +286,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
     });
     let end = run_task(env, task.clone(), text).await;
     interrupted.abort();
+    mcp.shutdown();
     if !args.json {
         match &end {
             TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
@@ -286,6 +301,38 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         TaskEnd::Completed(_) => EXIT_OK,
         _ => EXIT_FAILED,
     }
+}
+
+/// Mandate's tools and those of the MCP servers this run may start; what the person should know
+/// about the others is printed as notes. `--trust-mcp` servers show their command first.
+async fn mcp_tools(
+    mcp: &crate::mcp::McpHub,
+    trusted: &[String],
+    sink: &dyn EventSink,
+) -> Vec<Box<dyn crate::tools::Tool>> {
+    let overview = mcp.overview(false).await;
+    for name in trusted {
+        match overview.servers.iter().find(|s| &s.name == name) {
+            Some(s) if s.source == crate::protocol::McpSource::Project => {
+                eprintln!("mandate: --trust-mcp {name}: starting `{}`", s.target)
+            }
+            Some(_) => {}
+            None => eprintln!(
+                "mandate: --trust-mcp {name}: there is no such MCP server in {}",
+                crate::mcp::PROJECT_FILE
+            ),
+        }
+    }
+    let run = mcp.prepare_run().await;
+    for note in run.notes {
+        sink.emit(Event::Notice {
+            level: crate::protocol::NoticeLevel::Warning,
+            message: note,
+        });
+    }
+    let mut tools = crate::tools::registry();
+    tools.extend(run.tools);
+    tools
 }
 
 async fn key_from_keyring_or_env(kind: ProviderKind) -> Option<Secret> {

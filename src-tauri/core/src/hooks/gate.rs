@@ -1,5 +1,5 @@
-//! Hook 1: mutating and command tools need a selected, valid intent that is not DONE, and a
-//! write must cite the intent the task holds.
+//! Hook 1: mutating and command tools (and MCP tools that are not read-only) need a selected,
+//! valid intent that is not DONE, and a write must cite the intent the task holds.
 
 use super::{Action, Decision, Denial, DenialCode, HookContext, HookError, PreHook};
 use crate::orchestration::intents::{IntentsSnapshot, INTENTS_FILE};
@@ -20,7 +20,8 @@ impl PreHook for IntentGate {
         kind: ToolKind,
         action: &Action,
     ) -> Result<Decision, HookError> {
-        if kind == ToolKind::Read {
+        // A mutating MCP call is gated whatever kind its tool reports (fail closed).
+        if kind == ToolKind::Read && !action.is_mutating_external() {
             return Ok(Decision::Allow);
         }
         let deny = |detail: String, id: Option<&str>| {

@@ -386,3 +386,66 @@ fn hooks_fail_closed_for_mutations_only() {
         assert_eq!(engine.pre(&cx, ToolKind::Read, &read), Decision::Allow);
     }
 }
+
+fn external(read_only: bool) -> Action {
+    Action::External(ExternalAction {
+        server: "srv".into(),
+        source: crate::protocol::McpSource::Project,
+        tool: "do".into(),
+        description: String::new(),
+        arguments: serde_json::json!({"a": 1}),
+        args_sha256: "0".repeat(64),
+        annotations: Default::default(),
+        read_only,
+    })
+}
+
+#[test]
+fn a_mutating_mcp_call_needs_an_intent_and_always_a_person() {
+    let f = fixture();
+    let lenient = ApprovalPolicy {
+        ask_before_writes: false,
+        ask_before_safe_commands: false,
+    };
+    // Without an intent: refused, even when the tool claims to be a read (fail closed).
+    for kind in [ToolKind::Mutate, ToolKind::Read] {
+        let Decision::Deny(d) = decide(&f, &task(None), kind, &external(false), lenient) else {
+            panic!("a mutating MCP call ran without an intent ({kind:?})");
+        };
+        assert_eq!(d.code, DenialCode::NoActiveIntent);
+    }
+    let Decision::Deny(d) = decide(
+        &f,
+        &task(Some("INT-002")),
+        ToolKind::Mutate,
+        &external(false),
+        lenient,
+    ) else {
+        panic!("a DONE intent was accepted");
+    };
+    assert_eq!(d.code, DenialCode::NoActiveIntent);
+    // With one: a person decides, whatever the approval settings.
+    assert_eq!(
+        decide(
+            &f,
+            &task(Some("INT-001")),
+            ToolKind::Mutate,
+            &external(false),
+            lenient
+        ),
+        Decision::Ask(AskReason::External)
+    );
+}
+
+#[test]
+fn a_read_only_mcp_call_runs_as_a_read() {
+    let f = fixture();
+    let strict = ApprovalPolicy {
+        ask_before_writes: true,
+        ask_before_safe_commands: true,
+    };
+    assert_eq!(
+        decide(&f, &task(None), ToolKind::Read, &external(true), strict),
+        Decision::Allow
+    );
+}

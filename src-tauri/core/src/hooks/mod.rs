@@ -155,6 +155,25 @@ pub enum IntentChange {
     },
 }
 
+/// A call to a tool of an MCP server: an effect outside what Mandate can see, check or undo.
+#[derive(Debug, Clone)]
+pub struct ExternalAction {
+    pub server: String,
+    pub source: crate::protocol::McpSource,
+    /// The server's name for the tool.
+    pub tool: String,
+    /// The server's description of the tool.
+    pub description: String,
+    /// For the person's card only; the ledger keeps only [`Self::args_sha256`].
+    pub arguments: serde_json::Value,
+    /// SHA-256 (hex) of the arguments' canonical JSON.
+    pub args_sha256: String,
+    pub annotations: crate::protocol::McpAnnotations,
+    /// The server declares the tool read-only and the person trusts its hints: the call runs
+    /// as a read (no intent, no approval). Otherwise it is mutating.
+    pub read_only: bool,
+}
+
 /// What a tool call would do, as the hooks see it.
 #[derive(Debug, Clone)]
 pub enum Action {
@@ -165,8 +184,17 @@ pub enum Action {
     /// Always asks a person, whatever the approval settings.
     Intents(IntentChange),
     Command(CommandAction),
+    /// A tool of an MCP server. Unless read-only, it needs an intent and always asks a person.
+    External(ExternalAction),
     /// No effect on files or processes (selecting an intent, asking, completing, lessons).
     Meta,
+}
+
+impl Action {
+    /// An MCP call that is not read-only: mutating whatever kind its tool reports.
+    pub fn is_mutating_external(&self) -> bool {
+        matches!(self, Action::External(e) if !e.read_only)
+    }
 }
 
 /// Why a human must decide, for the approval panel.
@@ -174,6 +202,8 @@ pub enum Action {
 pub enum AskReason {
     Write,
     Intents,
+    /// A mutating MCP tool: always a person's decision.
+    External,
     Command(Classification),
 }
 
@@ -288,7 +318,7 @@ impl HookEngine {
 
     /// Runs the pre-hooks; the first non-Allow decision wins.
     pub fn pre(&self, cx: &HookContext<'_>, kind: ToolKind, action: &Action) -> Decision {
-        let mutating = kind != ToolKind::Read;
+        let mutating = kind != ToolKind::Read || action.is_mutating_external();
         for hook in &self.pre {
             let started = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| hook.check(cx, kind, action)));
@@ -381,6 +411,8 @@ impl PreHook for ApprovalHook {
         Ok(match action {
             Action::Write(_) if cx.approval.ask_before_writes => Decision::Ask(AskReason::Write),
             Action::Intents(_) => Decision::Ask(AskReason::Intents),
+            // Whatever the approval settings: Mandate cannot show, check or undo its effect.
+            Action::External(e) if !e.read_only => Decision::Ask(AskReason::External),
             _ => Decision::Allow,
         })
     }

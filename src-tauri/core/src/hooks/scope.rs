@@ -85,7 +85,11 @@ impl PreHook for ScopeGuard {
                 }
                 Ok(Decision::Allow)
             }
-            Action::Read { .. } | Action::Meta | Action::Intents(_) => Ok(Decision::Allow),
+            // An MCP call acts outside the workspace's files: no owned scope can judge it; the
+            // gate and the person do.
+            Action::Read { .. } | Action::Meta | Action::Intents(_) | Action::External(_) => {
+                Ok(Decision::Allow)
+            }
         }
     }
 }

@@ -104,11 +104,12 @@ impl Host {
                 "a task is running in this workspace; stop it (or let it finish) first",
             ));
         };
-        let dirs = self.dirs.clone();
-        let opened = tokio::task::spawn_blocking(move || Opened::open(&root, &dirs))
-            .await
-            .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-            .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))?;
+        let (dirs, secrets, sink) = (self.dirs.clone(), self.secrets.clone(), self.sink.clone());
+        let opened =
+            tokio::task::spawn_blocking(move || Opened::open(&root, &dirs, &secrets, &sink))
+                .await
+                .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+                .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))?;
         let root = opened.gov.root().to_path_buf();
         let previous = std::mem::replace(
             &mut *self.opened.write().unwrap_or_else(|p| p.into_inner()),

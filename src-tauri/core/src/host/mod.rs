@@ -46,10 +46,18 @@ struct Opened {
     gov: Arc<Governance>,
     store: Arc<TaskStore>,
     tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+    /// The MCP servers of the workspace; stopped when it is closed (the hub is dropped).
+    mcp: crate::mcp::McpHub,
 }
 
 impl Opened {
-    fn open(root: &Path, dirs: &AppDirs) -> Result<Opened, HostError> {
+    /// Must be called inside the tokio runtime (the MCP hub spawns its event pusher).
+    fn open(
+        root: &Path,
+        dirs: &AppDirs,
+        secrets: &Arc<dyn SecretStore>,
+        sink: &Arc<dyn EventSink>,
+    ) -> Result<Opened, HostError> {
         if !root.is_dir() {
             return Err(HostError::NotADirectory(root.display().to_string()));
         }
@@ -59,6 +67,13 @@ impl Opened {
         })?;
         Ok(Opened {
             store: Arc::new(TaskStore::new(&dirs.data, workspace.root())),
+            mcp: crate::mcp::McpHub::new(
+                workspace.root(),
+                &dirs.config,
+                secrets.clone(),
+                sink.clone(),
+                Default::default(),
+            ),
             gov: Arc::new(Governance::new(workspace, dirs)),
             tasks: Mutex::default(),
         })
@@ -76,7 +91,6 @@ pub struct Host {
     desktop: Arc<dyn Desktop>,
     settings: Mutex<Settings>,
     pending: Arc<Pending>,
-    tools: Arc<Vec<Box<dyn crate::tools::Tool>>>,
     editors: editor::Launcher,
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
@@ -93,7 +107,10 @@ impl Host {
         desktop: Arc<dyn Desktop>,
         runtime: tokio::runtime::Handle,
     ) -> Result<Arc<Host>, HostError> {
-        let opened = Opened::open(workspace_root, &dirs)?;
+        let opened = {
+            let _inside = runtime.enter();
+            Opened::open(workspace_root, &dirs, &secrets, &sink)?
+        };
         let (settings, warning) = Settings::load(&dirs);
         let host = Arc::new(Host {
             opened: RwLock::new(Arc::new(opened)),
@@ -104,7 +121,6 @@ impl Host {
             desktop,
             settings: Mutex::new(settings),
             pending: Arc::default(),
-            tools: Arc::new(crate::tools::registry()),
             editors: editor::Launcher::default(),
             runtime,
             watching: Default::default(),
@@ -364,7 +380,61 @@ impl Host {
             Request::CheckCommand { command } => self.check_command(command).await,
             Request::PreviewUndo { scope } => self.preview_undo(scope).await,
             Request::ApplyUndo { preview_id, files } => self.apply_undo(preview_id, files).await,
+            Request::ListMcpServers => Ok(Reply::McpServers {
+                overview: self.opened().mcp.overview(true).await,
+            }),
+            r @ (Request::SaveMcpServer { .. }
+            | Request::RemoveMcpServer { .. }
+            | Request::SetMcpSecret { .. }
+            | Request::ClearMcpSecret { .. }
+            | Request::GrantMcpConsent { .. }
+            | Request::RevokeMcpConsent { .. }
+            | Request::SetMcpTrust { .. }
+            | Request::RestartMcpServer { .. }) => self.handle_mcp(r).await,
         }
+    }
+
+    /// The requests that change MCP servers.
+    async fn handle_mcp(&self, request: Request) -> Result<Reply, IpcError> {
+        let opened = self.opened();
+        let mcp = &opened.mcp;
+        let result = match request {
+            Request::SaveMcpServer { name, server } => mcp.save_server(name, server).await,
+            Request::RemoveMcpServer { name } => mcp.remove_server(name).await,
+            Request::SetMcpSecret {
+                server,
+                name,
+                value,
+            } => mcp.set_secret(server, name, Some(value)).await,
+            Request::ClearMcpSecret { server, name } => mcp.set_secret(server, name, None).await,
+            Request::GrantMcpConsent {
+                name,
+                definition_hash,
+            } => mcp.grant_consent(name, definition_hash).await,
+            Request::RevokeMcpConsent { name } => mcp.revoke_consent(name).await,
+            Request::SetMcpTrust { name, trusted } => mcp.set_trust(name, trusted).await,
+            Request::RestartMcpServer { name } => mcp.restart(name).await,
+            _ => {
+                return Err(err(
+                    IpcErrorCode::Internal,
+                    "this request is not an MCP request",
+                ))
+            }
+        };
+        result
+            .map(|overview| Reply::McpServers { overview })
+            .map_err(|e| {
+                use crate::mcp::ManageError as E;
+                let code = match &e {
+                    E::Invalid(_) => IpcErrorCode::InvalidInput,
+                    E::NotFound(_) => IpcErrorCode::NotFound,
+                    E::Conflict(_) => IpcErrorCode::Conflict,
+                    E::File(_) => IpcErrorCode::Io,
+                    E::Keyring(_) => IpcErrorCode::Keyring,
+                    E::Internal(_) => IpcErrorCode::Internal,
+                };
+                err(code, e.to_string())
+            })
     }
 
     async fn state(&self) -> AppState {
@@ -464,7 +534,19 @@ impl Host {
 
     async fn env(&self, opened: &Opened) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
-        let provider = provider_for(self.provider_config().await?);
+        let config = self.provider_config().await?;
+        if let Some(key) = &config.api_key {
+            opened.mcp.withhold(key.clone());
+        }
+        let provider = provider_for(config);
+        // The servers start with the task (each within its start-up limit); their tools join
+        // Mandate's own for this run.
+        let mcp = opened.mcp.prepare_run().await;
+        for note in mcp.notes {
+            self.notice(crate::protocol::NoticeLevel::Warning, note);
+        }
+        let mut tools = crate::tools::registry();
+        tools.extend(mcp.tools);
         Ok(Arc::new(AgentEnv {
             gov: opened.gov.clone(),
             provider: Arc::from(provider),
@@ -474,7 +556,7 @@ impl Host {
                 sink: self.sink.clone(),
             }),
             store: opened.store.clone(),
-            tools: self.tools.clone(),
+            tools: Arc::new(tools),
             approval: settings.approval,
             custom_instructions: settings.custom_instructions,
             max_turns: None,

@@ -27,10 +27,20 @@ pub fn tool_use(_: &PromptContext<'_>) -> Option<String> {
 }
 
 pub fn capabilities(cx: &PromptContext<'_>) -> Option<String> {
+    let mcp = if cx
+        .tool_names
+        .iter()
+        .any(|t| t.starts_with(crate::mcp::catalog::PREFIX))
+    {
+        "\nTools named mcp__<server>__<tool> belong to MCP servers the user connected and act outside the workspace's files. \
+Those not declared read-only need your selected intent, and the user approves every call."
+    } else {
+        ""
+    };
     Some(format!(
         "You can list, search and read files in the workspace at {root}, write and edit files inside the scope of your intent, \
 and run shell commands in the workspace (destructive ones wait for the user's approval). Available tools: {tools}.\n\
-Paths are relative to the workspace root. `.orchestration/` and `.git/` are never writable.",
+Paths are relative to the workspace root. `.orchestration/` and `.git/` are never writable.{mcp}",
         root = cx.root.display(),
         tools = cx.tool_names.join(", ")
     ))

@@ -128,6 +128,21 @@ impl std::fmt::Debug for Planned {
 }
 
 impl Planned {
+    /// A plan made by a tool that implements [`Tool`] directly (MCP tools).
+    pub fn new<W: Send + 'static>(action: Action, target: String, work: W) -> Self {
+        Self {
+            action,
+            target,
+            work: Box::new(work),
+        }
+    }
+
+    /// The action (as the person may have changed it) and the tool's own plan.
+    pub fn into_parts<W: 'static>(self) -> Option<(Action, W)> {
+        let action = self.action;
+        self.work.downcast::<W>().ok().map(|w| (action, *w))
+    }
+
     /// The tool's own plan (tests look inside it).
     pub fn work<W: 'static>(&self) -> Option<&W> {
         self.work.downcast_ref()

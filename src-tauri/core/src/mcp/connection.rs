@@ -1,0 +1,428 @@
+//! One live connection to a server, through the official SDK (`rmcp`): a child process on
+//! stdin/stdout, or streamable HTTP. Connecting includes `initialize` and listing the tools,
+//! both within the server's start-up time limit.
+//!
+//! A stdio server is a program run with an allow-listed environment (never Mandate's API keys
+//! or session addresses), in the workspace, in a process group of its own that is killed with
+//! it. [`server_command`] is the one place that builds its `Command`: confinement wraps it there.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+use super::catalog::ToolInfo;
+use crate::secrets::Secret;
+
+/// The variables a server gets from Mandate's own environment (by name; `LC_*` by prefix).
+/// Everything else — API keys, tokens, D-Bus and SSH agent addresses, the display — stays.
+pub const PASSED_ENVIRONMENT: [&str; 10] = [
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR",
+];
+/// How many pages of `tools/list` are followed (a server that pages forever is cut off).
+const MAX_TOOL_PAGES: usize = 16;
+const STDERR_TAIL: usize = 4096;
+
+/// A definition with its secret references resolved: what is actually started.
+#[derive(Clone)]
+pub enum Resolved {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("could not start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("it did not answer `initialize` within {} s{}", .limit.as_secs(), tail_note(.stderr))]
+    Timeout { limit: Duration, stderr: String },
+    #[error("`initialize` failed: {error}{}", tail_note(.stderr))]
+    Initialize { error: String, stderr: String },
+    #[error("listing its tools failed: {0}")]
+    ListTools(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+fn tail_note(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" (its last output: {})", tail.trim())
+    }
+}
+
+/// The last bytes a stdio server wrote to stderr, for error messages.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    pub fn text(&self) -> String {
+        let buf = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes: Vec<u8> = buf.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    fn push(&self, chunk: &[u8]) {
+        let mut buf = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        buf.extend(chunk);
+        while buf.len() > STDERR_TAIL {
+            buf.pop_front();
+        }
+    }
+}
+
+/// Process groups of the stdio servers alive now, killed at exit too: the window's shell ends
+/// the process without dropping the host, and a server must not outlive Mandate.
+static LIVE_GROUPS: Mutex<std::collections::BTreeSet<i32>> =
+    Mutex::new(std::collections::BTreeSet::new());
+static AT_EXIT: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn kill_live_groups() {
+    // At exit another thread may hold the lock; never wait for it there.
+    if let Ok(groups) = LIVE_GROUPS.try_lock() {
+        for group in groups.iter() {
+            // SAFETY: kill(2) on a process group this process started; no memory is touched.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The child of a stdio server: its whole process group is killed when this is dropped.
+pub struct ChildGuard {
+    child: tokio::process::Child,
+    group: Option<i32>,
+}
+
+impl ChildGuard {
+    fn new(child: tokio::process::Child) -> Self {
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(group) = group {
+            AT_EXIT.call_once(|| {
+                // SAFETY: registers a plain function with no captured state.
+                unsafe {
+                    libc::atexit(kill_live_groups);
+                }
+            });
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(group);
+        }
+        Self { child, group }
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    pub async fn wait_briefly(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(group) = self.group {
+            // SAFETY: kill(2) on the process group this child leads (it was started with
+            // process_group(0)); no memory is touched.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&group);
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+/// A connected, initialized server.
+pub struct Connection {
+    pub service: RunningService<RoleClient, ClientConfig>,
+    pub tools: Vec<Result<ToolInfo, (String, String)>>,
+    pub child: Option<ChildGuard>,
+    pub stderr: StderrTail,
+}
+
+impl Connection {
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mandate", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+fn passes(name: &str) -> bool {
+    PASSED_ENVIRONMENT
+        .iter()
+        .any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *p,
+        })
+}
+
+/// The environment of a stdio server: the allow-listed variables of Mandate's own environment
+/// (none whose value is one of `withheld`), then the server's own.
+pub fn server_environment(
+    source: impl IntoIterator<Item = (String, String)>,
+    own: &[(String, String)],
+    withheld: &[Secret],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = source
+        .into_iter()
+        .filter(|(name, value)| {
+            passes(name)
+                && !withheld
+                    .iter()
+                    .any(|s| !s.expose().is_empty() && value.contains(s.expose()))
+        })
+        .collect();
+    for (name, value) in own {
+        env.retain(|(n, _)| n != name);
+        env.push((name.clone(), value.clone()));
+    }
+    env.sort();
+    env
+}
+
+/// THE SEAM FOR CONFINEMENT: the command that starts a stdio server. Today it runs the program
+/// directly (argv, never a shell) in the workspace with exactly `env`; confined commands will
+/// wrap it here, and only here.
+pub fn server_command(
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Starts (or dials) the server and initializes it, within `limit`.
+pub async fn connect(
+    name: &str,
+    resolved: &Resolved,
+    cwd: &Path,
+    limit: Duration,
+    withheld: &[Secret],
+) -> Result<Connection, ConnectError> {
+    match resolved {
+        Resolved::Stdio { command, args, env } => {
+            let env = server_environment(std::env::vars(), env, withheld);
+            let mut cmd = server_command(command, args, &env, cwd);
+            let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
+                command: super::config::printable(command, 200),
+                source,
+            })?;
+            let stderr = StderrTail::default();
+            let mut reader = None;
+            if let Some(mut pipe) = child.stderr.take() {
+                let tail = stderr.clone();
+                reader = Some(tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = pipe.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        tail.push(&buf[..n]);
+                    }
+                }));
+            }
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(ConnectError::Config(
+                    "the server's pipes could not be set up".into(),
+                ));
+            };
+            let guard = ChildGuard::new(child);
+            let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
+            let service = match served {
+                Ok(Ok(service)) => service,
+                Ok(Err(e)) => {
+                    // A server that exits at start says why on stderr: read it to the end (its
+                    // own children may hold the pipe, so not for long).
+                    if let Some(reader) = reader {
+                        let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+                    }
+                    return Err(ConnectError::Initialize {
+                        error: e.to_string(),
+                        stderr: stderr.text(),
+                    });
+                }
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        limit,
+                        stderr: stderr.text(),
+                    })
+                }
+            };
+            finish(name, service, Some(guard), stderr, limit).await
+        }
+        Resolved::Http { url, headers } => {
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            use rmcp::transport::StreamableHttpClientTransport;
+            let mut map = std::collections::HashMap::new();
+            for (k, v) in headers {
+                let name = http::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| ConnectError::Config(format!("header `{k}`: {e}")))?;
+                let value = http::HeaderValue::from_str(v).map_err(|_| {
+                    ConnectError::Config(format!(
+                        "the value of header `{k}` is not a valid header value"
+                    ))
+                })?;
+                map.insert(name, value);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let served = tokio::time::timeout(limit, client_info().serve(transport)).await;
+            let service = match served {
+                Ok(Ok(service)) => service,
+                Ok(Err(e)) => {
+                    return Err(ConnectError::Initialize {
+                        error: e.to_string(),
+                        stderr: String::new(),
+                    })
+                }
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        limit,
+                        stderr: String::new(),
+                    })
+                }
+            };
+            finish(name, service, None, StderrTail::default(), limit).await
+        }
+    }
+}
+
+async fn finish(
+    name: &str,
+    service: RunningService<RoleClient, ClientConfig>,
+    child: Option<ChildGuard>,
+    stderr: StderrTail,
+    limit: Duration,
+) -> Result<Connection, ConnectError> {
+    let listed = tokio::time::timeout(limit, list_tools(service.peer())).await;
+    let tools = match listed {
+        Ok(Ok(tools)) => tools,
+        Ok(Err(e)) => return Err(ConnectError::ListTools(e)),
+        Err(_) => {
+            return Err(ConnectError::ListTools(format!(
+                "no answer within {} s",
+                limit.as_secs()
+            )))
+        }
+    };
+    tracing::info!(server = %name, tools = tools.len(), "MCP server ready");
+    Ok(Connection {
+        service,
+        tools,
+        child,
+        stderr,
+    })
+}
+
+/// Every page of `tools/list` (up to a limit), each tool checked.
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+) -> Result<Vec<Result<ToolInfo, (String, String)>>, String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| e.to_string())?;
+        for tool in &page.tools {
+            let wire = serde_json::to_value(tool).unwrap_or(Value::Null);
+            out.push(ToolInfo::from_wire(&wire).map_err(|why| {
+                let name = wire.get("name").and_then(Value::as_str).unwrap_or("?");
+                (super::config::printable(name, 80), why)
+            }));
+            if out.len() > super::catalog::MAX_TOOLS_PER_SERVER * 2 {
+                return Ok(out);
+            }
+        }
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok(out),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_allow_listed_variables_reach_a_server_and_never_a_secret() {
+        let source = [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/me"),
+            ("LC_ALL", "C.UTF-8"),
+            ("MANDATE_API_KEY", "sk-app-key-123456"),
+            ("OPENAI_API_KEY", "sk-other"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/bus"),
+            ("SSH_AUTH_SOCK", "/tmp/agent"),
+            ("TERM", "sk-app-key-123456"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let own = [("TOKEN".to_string(), "server-secret".to_string())];
+        let env = server_environment(source, &own, &[Secret::new("sk-app-key-123456")]);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["HOME", "LC_ALL", "PATH", "TOKEN"]);
+    }
+
+    #[test]
+    fn the_command_is_an_argv_never_a_shell_line() {
+        let cmd = server_command(
+            "srv; rm -rf /",
+            &["$(id)".to_string(), "a b".to_string()],
+            &[],
+            Path::new("/"),
+        );
+        let std = cmd.as_std();
+        assert_eq!(std.get_program(), "srv; rm -rf /");
+        let args: Vec<_> = std.get_args().collect();
+        assert_eq!(args, ["$(id)", "a b"]);
+    }
+}

@@ -1,0 +1,66 @@
+//! MCP servers behind the gate: the tools of the person's MCP servers (stdio and streamable
+//! HTTP, through the official SDK, `rmcp`) offered to the model and governed like Mandate's own.
+//!
+//! Decisions, in the order a call meets them:
+//!
+//! - **Where servers come from.** The workspace's `.mcp.json` (the format Claude Code reads) and
+//!   the person's own `mcp.json` in Mandate's config directory (servers added in Settings, same
+//!   format, no secrets in it; see [`user_file`]). A name defined in both is the person's.
+//! - **A workspace's server is the workspace asking to run a program** (or to send the agent's
+//!   data to a URL). It starts only after the person consented to exactly that definition —
+//!   command, arguments, environment (values shown: `LD_PRELOAD` would change what runs), URL,
+//!   headers — remembered in the person's file under the workspace's path and the definition's
+//!   SHA-256; any change asks again. Headless, consent comes from that file or from
+//!   `mandate run --trust-mcp NAME` for one run; an unattended run never starts an unconsented
+//!   server. Settings servers need no consent: the person wrote them.
+//! - **Secrets** live in the keyring, per server (and per workspace for a workspace's server),
+//!   referenced as `${keyring:NAME}` / `${NAME}` / `${NAME:-default}`; never from Mandate's
+//!   environment ([`refs`]). A stdio server gets an allow-listed environment, never the app's
+//!   API keys ([`connection::server_environment`]).
+//! - **Names**: `mcp__<server>__<tool>`, cut to what every provider accepts; collisions and
+//!   tools whose input schema is not an object schema are hidden and Settings says why
+//!   ([`catalog`]).
+//! - **Read or mutating.** A tool the server annotates `readOnlyHint: true` runs as a read: no
+//!   intent, no approval, no ledger record — the annotation is the server's claim, shown as
+//!   such in Settings, and the person can mark a server untrusted so that all its tools are
+//!   mutating. Every other tool is mutating ([`crate::hooks::Action::External`]): the gate wants
+//!   a selected intent, and a person approves every call whatever the approval settings (the
+//!   card shows the server, the tool, the arguments, the server's description and its
+//!   annotations); headless, `--approve` decides. Mandate cannot see, check or undo what such a
+//!   call does, so there is no "always allow".
+//! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty (no file of
+//!   the workspace changed that Mandate can see; a pseudo-path would be reported missing by
+//!   `trace verify` and offered to blame and undo), mutation class `EXTERNAL_ACTION`, and under
+//!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, the result's `is_error` and
+//!   the outcome (`ok`, `error`, `no_answer`); the approval is in its usual place. Never the
+//!   arguments: they may hold secrets.
+//! - **Lifecycle** ([`server`]): servers start at a task's start (or when Settings ask), each
+//!   within its start-up limit (10 s, `startupTimeoutSec` up to 120); a server that stops is
+//!   restarted with a growing pause; a call waits for a restart in progress but never for a
+//!   server that is down, and every call has a time limit (120 s, `toolTimeoutSec`). Dropping
+//!   the hub stops them all (a stdio server's whole process group is killed).
+//! - **Results** ([`result`]): text to the model, a note for images and binary resources,
+//!   capped, and scrubbed of every secret Mandate holds.
+//!
+//! Two seams for work that lands elsewhere: [`connection::server_command`] builds the one
+//! `Command` of a stdio server (confinement wraps it there), and [`result::redact`] is where
+//! the shared redaction module takes over.
+
+pub mod catalog;
+pub mod config;
+pub mod connection;
+mod hub;
+mod manage;
+pub mod refs;
+pub mod result;
+pub mod server;
+mod tool;
+pub mod user_file;
+mod views;
+
+pub use hub::{McpHub, RunTools, PROJECT_FILE};
+pub use manage::ManageError;
+pub use tool::{args_sha256, McpTool};
+
+#[cfg(test)]
+mod hub_tests;

@@ -1,0 +1,415 @@
+//! One server over its life: started on demand, watched, restarted with a growing pause when it
+//! stops on its own, stopped when the hub goes. Its state is published on a watch channel so a
+//! call waits for a restart in progress (bounded) and never for a server that is down.
+//!
+//! A server that cannot start (program missing, no answer to `initialize` in time, a secret not
+//! set) is not retried by itself: it is tried again at the next task or when Settings ask. One
+//! that was ready and then stopped is restarted after 1, 2, 4, 8 and 16 s; after
+//! [`MAX_RESTARTS`] stops in a row (a stop more than a minute after being ready starts the count
+//! again) it stays down until asked.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, ServiceError};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::ToolInfo;
+use super::config::{ServerDef, Transport};
+use super::connection::{self, Resolved};
+use crate::protocol::McpStatus;
+use crate::secrets::{Secret, SecretStore};
+
+pub const MAX_RESTARTS: u32 = 5;
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// What a server is doing now.
+#[derive(Clone)]
+pub struct State {
+    pub status: McpStatus,
+    pub error: Option<String>,
+    /// The tools of its last connection (kept while it restarts).
+    pub tools: Arc<Vec<ToolInfo>>,
+    /// Tools it listed that cannot be offered, with the reason.
+    pub refused: Arc<Vec<(String, String)>>,
+    peer: Option<Peer<RoleClient>>,
+}
+
+/// What a server needs from its surroundings.
+pub struct ServerEnv {
+    pub root: PathBuf,
+    pub secrets: Arc<dyn SecretStore>,
+    /// Values that must never reach a server or come back from it (the app's API keys).
+    pub withheld: Arc<Mutex<Vec<Secret>>>,
+    /// Called on every change of any server's state.
+    pub changed: Box<dyn Fn() + Send + Sync>,
+}
+
+pub struct Server {
+    pub def: ServerDef,
+    pub hash: String,
+    env: Arc<ServerEnv>,
+    state: watch::Sender<State>,
+    cancel: CancellationToken,
+    supervising: Mutex<bool>,
+    /// The server's own resolved secrets, scrubbed from its results.
+    used: Mutex<Vec<Secret>>,
+}
+
+/// Why a call did not give a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The call was not sent.
+    #[error("MCP server `{server}` is not running ({why}); its tools are unavailable. The call was not sent.")]
+    NotRunning { server: String, why: String },
+    #[error("MCP server `{server}` refused the call: {message}")]
+    Refused { server: String, message: String },
+    /// Sent, but no answer: whether it took effect is unknown.
+    #[error("MCP server `{server}` stopped while running `{tool}` ({why}); it is restarted. Whether the call took effect is unknown.")]
+    Lost {
+        server: String,
+        tool: String,
+        why: String,
+    },
+    #[error("MCP server `{server}` did not answer `{tool}` within {} s; the call was cancelled. Whether it took effect is unknown.", .limit.as_secs())]
+    Timeout {
+        server: String,
+        tool: String,
+        limit: Duration,
+    },
+    #[error("the call to `{tool}` was cancelled")]
+    Cancelled { tool: String, sent: bool },
+}
+
+impl CallError {
+    /// Whether the request reached the server.
+    pub fn was_sent(&self) -> bool {
+        !matches!(
+            self,
+            CallError::NotRunning { .. } | CallError::Cancelled { sent: false, .. }
+        )
+    }
+}
+
+impl Server {
+    pub fn new(
+        def: ServerDef,
+        status: McpStatus,
+        env: Arc<ServerEnv>,
+        parent: &CancellationToken,
+    ) -> Arc<Server> {
+        let hash = def.definition_hash();
+        let (state, _) = watch::channel(State {
+            status,
+            error: None,
+            tools: Arc::default(),
+            refused: Arc::default(),
+            peer: None,
+        });
+        Arc::new(Server {
+            def,
+            hash,
+            env,
+            state,
+            cancel: parent.child_token(),
+            supervising: Mutex::new(false),
+            used: Mutex::default(),
+        })
+    }
+
+    pub fn is_stopped_for_good(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    pub fn state(&self) -> State {
+        self.state.borrow().clone()
+    }
+
+    fn set(&self, change: impl FnOnce(&mut State)) {
+        self.state.send_modify(change);
+        (self.env.changed)();
+    }
+
+    fn set_status(&self, status: McpStatus, error: Option<String>) {
+        self.set(|s| {
+            s.status = status;
+            s.error = error;
+            if status != McpStatus::Ready {
+                s.peer = None;
+            }
+        });
+    }
+
+    /// Stops it for good (its definition changed, it was removed, the hub goes).
+    pub fn stop(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Starts it unless it is running, waiting for consent, disabled or invalid.
+    pub fn start(self: &Arc<Self>) {
+        let status = self.state.borrow().status;
+        if !matches!(status, McpStatus::Stopped | McpStatus::Failed) || self.cancel.is_cancelled() {
+            return;
+        }
+        {
+            let mut supervising = self.supervising.lock().unwrap_or_else(|p| p.into_inner());
+            if *supervising {
+                return;
+            }
+            *supervising = true;
+        }
+        self.set_status(McpStatus::Starting, None);
+        let server = self.clone();
+        tokio::spawn(async move {
+            server.clone().supervise().await;
+            *server.supervising.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        });
+    }
+
+    /// Waits while it is starting, at most its start-up time and a little more.
+    pub async fn settled(&self) {
+        let mut rx = self.state.subscribe();
+        let limit = self.def.startup_timeout + Duration::from_secs(5);
+        let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status != McpStatus::Starting)).await;
+    }
+
+    pub fn withheld(&self) -> Vec<Secret> {
+        let mut all = self
+            .env
+            .withheld
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        all.extend(
+            self.used
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned(),
+        );
+        all
+    }
+
+    async fn supervise(self: Arc<Self>) {
+        let mut stops = 0u32;
+        loop {
+            let resolved = match self.resolve().await {
+                Ok(r) => r,
+                Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
+            };
+            let withheld = self
+                .env
+                .withheld
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let connecting = connection::connect(
+                &self.def.name,
+                &resolved,
+                &self.env.root,
+                self.def.startup_timeout,
+                &withheld,
+            );
+            let connected = tokio::select! {
+                c = connecting => c,
+                () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
+            };
+            let why = match connected {
+                Err(e) if stops == 0 => {
+                    tracing::warn!(server = %self.def.name, error = %e, "MCP server did not start");
+                    return self
+                        .set_status(McpStatus::Failed, Some(format!("it could not start: {e}")));
+                }
+                Err(e) => format!("it could not start again: {e}"),
+                Ok(conn) => {
+                    let ready_at = Instant::now();
+                    let why = self.serve(conn).await;
+                    let Some(why) = why else {
+                        return self.set_status(McpStatus::Stopped, None);
+                    };
+                    if ready_at.elapsed() > STABLE_AFTER {
+                        stops = 0;
+                    }
+                    why
+                }
+            };
+            stops += 1;
+            tracing::warn!(server = %self.def.name, stops, %why, "MCP server stopped");
+            if stops > MAX_RESTARTS {
+                return self.set_status(
+                    McpStatus::Failed,
+                    Some(format!("{why}; it stopped {MAX_RESTARTS} times in a row and is not restarted again until you restart it")),
+                );
+            }
+            let pause = Duration::from_secs(1 << (stops - 1).min(4));
+            self.set_status(
+                McpStatus::Restarting,
+                Some(format!("{why}; restarting in {} s", pause.as_secs())),
+            );
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
+            }
+            self.set_status(McpStatus::Starting, None);
+        }
+    }
+
+    /// Publishes a ready connection and waits for it to end; None when it was stopped on purpose.
+    async fn serve(&self, conn: connection::Connection) -> Option<String> {
+        let connection::Connection {
+            service,
+            tools,
+            mut child,
+            stderr,
+        } = conn;
+        let (good, refused): (Vec<_>, Vec<_>) = tools.into_iter().partition(Result::is_ok);
+        let peer = service.peer().clone();
+        self.set(|s| {
+            s.status = McpStatus::Ready;
+            s.error = None;
+            s.tools = Arc::new(good.into_iter().filter_map(Result::ok).collect());
+            s.refused = Arc::new(refused.into_iter().filter_map(Result::err).collect());
+            s.peer = Some(peer);
+        });
+        tokio::select! {
+            _ = service.waiting() => {}
+            () = self.cancel.cancelled() => return None,
+        }
+        let exit = match child.as_mut() {
+            Some(c) => c.wait_briefly(Duration::from_secs(2)).await,
+            None => None,
+        };
+        let mut why = match exit {
+            Some(status) => format!("it exited ({status})"),
+            None if child.is_some() => "it closed its connection".to_string(),
+            None => "the connection ended".to_string(),
+        };
+        let tail = stderr.text();
+        if !tail.trim().is_empty() {
+            let tail =
+                super::result::redact(crate::text::suffix(tail.trim(), 400), &self.withheld());
+            why.push_str(&format!("; its last output: {tail}"));
+        }
+        drop(child);
+        Some(why)
+    }
+
+    /// The definition with its secret references filled in from the keyring.
+    async fn resolve(&self) -> Result<Resolved, String> {
+        let (def, env) = (self.def.clone(), self.env.clone());
+        let resolved = tokio::task::spawn_blocking(move || resolve(&def, &env))
+            .await
+            .map_err(|e| format!("reading its secrets failed: {e}"))?;
+        let (resolved, used) = resolved?;
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = used;
+        Ok(resolved)
+    }
+
+    /// Calls a tool; waits (bounded) for a restart in progress, never for a server that is down.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let peer = self.ready_peer(cancel).await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let limit = self.def.tool_timeout;
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(limit, peer.call_tool(params)) => r,
+            () = cancel.cancelled() => return Err(CallError::Cancelled { tool: tool.into(), sent: true }),
+        };
+        let server = self.def.name.clone();
+        match outcome {
+            Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
+            Ok(Err(ServiceError::McpError(e))) => Err(CallError::Refused {
+                server,
+                message: super::result::redact(&e.message, &self.withheld()),
+            }),
+            Ok(Err(e)) => Err(CallError::Lost {
+                server,
+                tool: tool.into(),
+                why: e.to_string(),
+            }),
+            Err(_) => Err(CallError::Timeout {
+                server,
+                tool: tool.into(),
+                limit,
+            }),
+        }
+    }
+
+    async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer<RoleClient>, CallError> {
+        let mut rx = self.state.subscribe();
+        // A restart pauses at most 16 s, then has its start-up time.
+        let limit = self.def.startup_timeout + Duration::from_secs(20);
+        let waited = tokio::select! {
+            r = tokio::time::timeout(limit, rx.wait_for(|s| !matches!(s.status, McpStatus::Starting | McpStatus::Restarting))) => r,
+            () = cancel.cancelled() => return Err(CallError::Cancelled { tool: self.def.name.clone(), sent: false }),
+        };
+        let state = match waited {
+            Ok(Ok(state)) => state.clone(),
+            _ => self.state(),
+        };
+        match (state.status, state.peer) {
+            (McpStatus::Ready, Some(peer)) if !self.cancel.is_cancelled() => Ok(peer),
+            (status, _) => Err(CallError::NotRunning {
+                server: self.def.name.clone(),
+                why: match (status, state.error) {
+                    (_, Some(e)) => e,
+                    (McpStatus::Stopped, None) => "it was stopped: its definition changed, it was removed, or Mandate is closing".into(),
+                    (McpStatus::Starting | McpStatus::Restarting, None) => "it is still starting".into(),
+                    (other, None) => format!("{other:?}"),
+                },
+            }),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Fills in `${…}` references from the keyring (blocking).
+pub fn resolve(def: &ServerDef, env: &ServerEnv) -> Result<(Resolved, Vec<Secret>), String> {
+    let lookup = |name: &str| {
+        let key = super::refs::keyring_name(def.source, &env.root, &def.name, name);
+        env.secrets.get(&key)
+    };
+    let mut used = Vec::new();
+    let mut expand =
+        |value: &str| super::refs::expand(value, &lookup, &mut used).map_err(|e| e.to_string());
+    let resolved = match &def.transport {
+        Transport::Stdio { command, args, env } => Resolved::Stdio {
+            command: command.clone(),
+            args: args.iter().map(|a| expand(a)).collect::<Result<_, _>>()?,
+            env: env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+                .collect::<Result<_, String>>()?,
+        },
+        Transport::Http { url, headers } => {
+            let url = expand(url)?;
+            // Checked again with its secrets in; the message never shows the filled-in URL.
+            let ok = reqwest::Url::parse(&url)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+            if !ok {
+                return Err("its URL is not an http(s) URL once its secrets are filled in".into());
+            }
+            Resolved::Http {
+                url,
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+                    .collect::<Result<_, String>>()?,
+            }
+        }
+    };
+    Ok((resolved, used))
+}

@@ -1,0 +1,233 @@
+//! A server's tool as the orchestrator sees it: planned as an [`Action::External`] for the hooks,
+//! run by sending `tools/call`, and — when it is mutating and ran — recorded in the ledger with a
+//! digest of its arguments (never the arguments: they may hold secrets).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+
+use super::catalog::Entry;
+use super::server::{CallError, Server};
+use crate::hooks::{Action, ExternalAction};
+use crate::llm::ToolSpec;
+use crate::orchestration::ledger::{canonical_json, TraceEntry};
+use crate::protocol::{Event, McpSource, NoticeLevel, ToolKind};
+use crate::tools::{Planned, RunCx, Tool, ToolCx, ToolError, ToolOutput};
+
+/// Arguments larger than this are refused before anyone is asked.
+const MAX_ARGUMENTS: usize = 1024 * 1024;
+
+pub struct McpTool {
+    server: Arc<Server>,
+    entry: Entry,
+    /// Declared read-only by a server whose hints the person trusts.
+    read_only: bool,
+}
+
+impl McpTool {
+    pub fn new(server: Arc<Server>, entry: Entry, trusts_hints: bool) -> Self {
+        let read_only = trusts_hints && entry.tool.annotations.read_only == Some(true);
+        Self {
+            server,
+            entry,
+            read_only,
+        }
+    }
+
+    fn source(&self) -> McpSource {
+        match self.server.def.source {
+            super::config::Source::Project => McpSource::Project,
+            super::config::Source::Settings => McpSource::Settings,
+        }
+    }
+}
+
+/// SHA-256 (hex) of the arguments' canonical JSON: the same arguments, the same digest.
+pub fn args_sha256(arguments: &Value) -> String {
+    crate::fsutil::sha256_hex(canonical_json(arguments).as_bytes())
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.entry.model_name
+    }
+
+    fn kind(&self) -> ToolKind {
+        if self.read_only {
+            ToolKind::Read
+        } else {
+            ToolKind::Mutate
+        }
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let how = if self.read_only {
+            "the server declares it read-only"
+        } else {
+            "it needs the selected intent and the user's approval for every call"
+        };
+        let description = if self.entry.tool.description.trim().is_empty() {
+            format!("`{}`", self.entry.tool.name)
+        } else {
+            self.entry.tool.description.clone()
+        };
+        ToolSpec {
+            name: self.entry.model_name.clone(),
+            description: format!(
+                "{description}\n\n(A tool of the MCP server `{}`; {how}.)",
+                self.entry.server
+            ),
+            parameters: self.entry.tool.input_schema.clone(),
+        }
+    }
+
+    fn plan(&self, args: Value, _: &ToolCx<'_>) -> Result<Planned, ToolError> {
+        let arguments = match args {
+            Value::Null => Map::new(),
+            Value::Object(map) => map,
+            other => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "The arguments of {} must be a JSON object, not {}.",
+                    self.entry.model_name,
+                    json_kind(&other)
+                )))
+            }
+        };
+        let arguments = Value::Object(arguments);
+        if canonical_json(&arguments).len() > MAX_ARGUMENTS {
+            return Err(ToolError::InvalidArguments(format!(
+                "The arguments of {} are larger than {} KiB.",
+                self.entry.model_name,
+                MAX_ARGUMENTS / 1024
+            )));
+        }
+        let action = ExternalAction {
+            server: self.entry.server.clone(),
+            source: self.source(),
+            tool: self.entry.tool.name.clone(),
+            description: self.entry.tool.description.clone(),
+            args_sha256: args_sha256(&arguments),
+            arguments,
+            annotations: self.entry.tool.annotations.clone(),
+            read_only: self.read_only,
+        };
+        let target = format!("{} › {}", self.entry.server, self.entry.tool.name);
+        Ok(Planned::new(Action::External(action), target, ()))
+    }
+
+    async fn run(&self, planned: Planned, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
+        let Some((Action::External(action), ())) = planned.into_parts::<()>() else {
+            return Err(ToolError::Failed(format!(
+                "internal: {} was given another tool's plan",
+                self.entry.model_name
+            )));
+        };
+        let arguments = match &action.arguments {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let outcome = self.server.call(&action.tool, arguments, cx.cancel).await;
+        let withheld = self.server.withheld();
+        let (output, record) = match outcome {
+            Ok(result) => {
+                let shown = super::result::for_model(&result, &withheld);
+                let record = json!({"is_error": shown.is_error, "outcome": if shown.is_error { "error" } else { "ok" }});
+                let summary = if shown.is_error {
+                    "the server reported an error".to_string()
+                } else {
+                    crate::text::ellipsize(shown.text.lines().next().unwrap_or(""), 120)
+                        .into_owned()
+                };
+                let output = ToolOutput {
+                    display: shown.text.clone(),
+                    content: shown.text,
+                    summary,
+                    failed: shown.is_error,
+                    ..ToolOutput::default()
+                };
+                (Ok(output), record)
+            }
+            // Not sent, or refused by the server: nothing happened.
+            Err(e) if !e.was_sent() || matches!(e, CallError::Refused { .. }) => {
+                return Err(ToolError::Failed(e.to_string()))
+            }
+            Err(e) => {
+                let record = json!({"is_error": Value::Null, "outcome": "no_answer", "detail": e.to_string()});
+                (Err(ToolError::Failed(e.to_string())), record)
+            }
+        };
+        if !self.read_only {
+            if let Err(problem) = self.record(&action, record, cx).await {
+                cx.events.emit(Event::Notice {
+                    level: NoticeLevel::Error,
+                    message: problem.clone(),
+                });
+                return match output {
+                    Ok(mut o) => {
+                        o.content.push_str(&format!("\n\n(Note: {problem})"));
+                        Ok(o)
+                    }
+                    Err(e) => Err(e),
+                };
+            }
+        }
+        output
+    }
+}
+
+impl McpTool {
+    /// The ledger record of a mutating call that was sent: no file changed that Mandate can see,
+    /// so `files` is empty; what was called, with which arguments (their digest), what came
+    /// back and who approved it is under `metadata["dev.mandate"]`.
+    async fn record(
+        &self,
+        action: &ExternalAction,
+        result: Value,
+        cx: &RunCx<'_>,
+    ) -> Result<(), String> {
+        let mut extra = Map::new();
+        let mut mcp = json!({
+            "server": action.server,
+            "source": action.source,
+            "tool": action.tool,
+            "args_sha256": action.args_sha256,
+            "transport": if self.server.def.is_stdio() { "stdio" } else { "http" },
+        });
+        if let (Some(mcp), Some(result)) = (mcp.as_object_mut(), result.as_object()) {
+            mcp.extend(result.clone());
+        }
+        extra.insert("mcp".into(), mcp);
+        let entry = TraceEntry {
+            task_id: cx.task.id.clone(),
+            intent_id: cx.task.governance().selected_intent.unwrap_or_default(),
+            model_id: cx.model_id.to_string(),
+            tool: cx.tool.to_string(),
+            tool_call_id: cx.call_id.to_string(),
+            contributor: "ai".into(),
+            mutation_declared: crate::mutation::EXTERNAL_ACTION.into(),
+            mutation_computed: crate::mutation::EXTERNAL_ACTION.into(),
+            approval: cx.approval.clone(),
+            files: Vec::new(),
+            extra,
+        };
+        let ledger = cx.gov.ledger.clone();
+        tokio::task::spawn_blocking(move || ledger.append(&entry).map(|_| ()))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .map_err(|e| format!("the MCP call ran, but the ledger could not record it: {e}"))
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

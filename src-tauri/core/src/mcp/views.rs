@@ -1,0 +1,128 @@
+//! The servers as Settings show them: definition (command or URL, variables with references
+//! unresolved), status, error, tools with how each runs, and which secrets are stored.
+
+use super::config::{Source, Transport};
+use super::hub::{catalog_of, Shared, Slots, PROJECT_FILE};
+use crate::protocol::{
+    McpOverview, McpServerView, McpSource, McpStatus, McpToolView, McpTransportKind, McpVariable,
+};
+
+pub(super) fn source(source: Source) -> McpSource {
+    match source {
+        Source::Project => McpSource::Project,
+        Source::Settings => McpSource::Settings,
+    }
+}
+
+pub(super) fn overview(shared: &Shared) -> McpOverview {
+    let slots = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
+    of(&slots)
+}
+
+pub(super) fn of(slots: &Slots) -> McpOverview {
+    let (entries, hidden) = catalog_of(slots);
+    let mut servers: Vec<McpServerView> = slots
+        .servers
+        .iter()
+        .map(|(name, slot)| {
+            let def = &slot.server.def;
+            let state = slot.server.state();
+            let (transport, variables) = match &def.transport {
+                Transport::Stdio { env, .. } => (McpTransportKind::Stdio, env),
+                Transport::Http { headers, .. } => (McpTransportKind::Http, headers),
+            };
+            let mut tools: Vec<McpToolView> = state
+                .tools
+                .iter()
+                .map(|tool| {
+                    let entry = entries
+                        .iter()
+                        .find(|e| e.server == *name && e.tool.name == tool.name);
+                    let why_hidden = hidden
+                        .iter()
+                        .find(|h| {
+                            h.server == *name && h.tool == super::config::printable(&tool.name, 80)
+                        })
+                        .map(|h| h.reason.clone());
+                    McpToolView {
+                        tool: tool.name.clone(),
+                        model_name: entry.map(|e| e.model_name.clone()).unwrap_or_default(),
+                        description: tool.description.clone(),
+                        annotations: tool.annotations.clone(),
+                        runs_as_read: slot.trusts_hints && tool.annotations.read_only == Some(true),
+                        hidden: if entry.is_some() {
+                            None
+                        } else {
+                            why_hidden.or_else(|| Some("the server is not running".into()))
+                        },
+                    }
+                })
+                .collect();
+            tools.extend(state.refused.iter().map(|(tool, why)| McpToolView {
+                tool: tool.clone(),
+                model_name: String::new(),
+                description: String::new(),
+                annotations: Default::default(),
+                runs_as_read: false,
+                hidden: Some(why.clone()),
+            }));
+            McpServerView {
+                name: name.clone(),
+                source: source(def.source),
+                transport: Some(transport),
+                target: def.display_target(),
+                variables: variables
+                    .iter()
+                    .map(|(name, value)| McpVariable {
+                        name: name.clone(),
+                        value: value.clone(),
+                    })
+                    .collect(),
+                definition_hash: slot.server.hash.clone(),
+                status: state.status,
+                error: state.error,
+                trusts_read_only_hints: slot.trusts_hints,
+                secrets: slot.secrets.clone(),
+                tools,
+            }
+        })
+        .collect();
+    for p in &slots.problems {
+        let Some(name) = &p.server else { continue };
+        if servers
+            .iter()
+            .any(|s| s.name == *name && s.source == source(p.source))
+        {
+            continue;
+        }
+        servers.push(McpServerView {
+            name: name.clone(),
+            source: source(p.source),
+            transport: None,
+            target: String::new(),
+            variables: Vec::new(),
+            definition_hash: String::new(),
+            status: McpStatus::Invalid,
+            error: Some(p.message.clone()),
+            trusts_read_only_hints: false,
+            secrets: Vec::new(),
+            tools: Vec::new(),
+        });
+    }
+    let mut problems = slots.file_problems.clone();
+    problems.extend(
+        slots
+            .problems
+            .iter()
+            .filter(|p| p.server.is_none())
+            .map(|p| {
+                let file = if p.source == Source::Project {
+                    PROJECT_FILE
+                } else {
+                    "mcp.json"
+                };
+                format!("{file}: {}", p.message)
+            }),
+    );
+    McpOverview { servers, problems }
+}

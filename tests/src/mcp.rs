@@ -1,0 +1,118 @@
+//! The test MCP server (`src/bin/mcp-test-server.rs`) as the tests start it: its path for a
+//! `.mcp.json`, served over streamable HTTP on 127.0.0.1, and the consent a person would give.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+/// The test server binary, built next to `mandate`.
+pub fn server_bin() -> PathBuf {
+    crate::app::mandate_bin().with_file_name("mcp-test-server")
+}
+
+/// Writes the workspace's `.mcp.json`.
+pub fn write_project_file(ws: &Path, servers: Value) {
+    std::fs::write(
+        ws.join(".mcp.json"),
+        serde_json::to_string_pretty(&json!({ "mcpServers": servers })).expect("json"),
+    )
+    .expect("write .mcp.json");
+}
+
+/// A stdio entry running the test server with `args` and `env`.
+pub fn stdio_entry(args: &[&str], env: Value) -> Value {
+    json!({"command": server_bin().display().to_string(), "args": args, "env": env})
+}
+
+/// The person's `mcp.json` in the config directory.
+pub fn write_user_file(config: &Path, file: Value) {
+    std::fs::create_dir_all(config).expect("mkdir config");
+    std::fs::write(config.join("mcp.json"), file.to_string()).expect("write mcp.json");
+}
+
+/// The consent a person gives in Settings to the workspace's server `name` as defined now.
+pub fn consent(ws: &Path, name: &str) -> (String, Value) {
+    let text = std::fs::read_to_string(ws.join(".mcp.json")).expect("read .mcp.json");
+    let parsed = mandate_core::mcp::config::parse(
+        &text,
+        mandate_core::mcp::config::Source::Project,
+        ".mcp.json",
+    );
+    let def = parsed
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .expect("the server is defined");
+    let root = ws.canonicalize().expect("canonical workspace");
+    (
+        root.display().to_string(),
+        json!({"consents": {name: def.definition_hash()}}),
+    )
+}
+
+/// The test server over streamable HTTP on 127.0.0.1; killed when dropped.
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    pub fn start() -> HttpServer {
+        let mut child = Command::new(server_bin())
+            .arg("--http")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the test MCP server");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("the server prints its URL");
+        HttpServer {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The process ids a test server wrote to its starts file.
+pub fn started_pids(starts: &Path) -> Vec<u32> {
+    std::fs::read_to_string(starts)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("start ")?.trim().parse().ok())
+        .collect()
+}
+
+/// Waits (bounded) until none of `pids` is a live process; returns those still alive.
+pub async fn wait_gone(pids: &[u32]) -> Vec<u32> {
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
+    };
+    for _ in 0..100 {
+        if !pids.iter().any(alive) {
+            return Vec::new();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    pids.iter().copied().filter(alive).collect()
+}

@@ -1,0 +1,186 @@
+//! MCP in the real window: the approval card of a mutating MCP call (server, tool, the server's
+//! description and claims, the arguments), approved by a person, then recorded.
+
+use mandate_tests::app::{workspace, App, UserDirs};
+use mandate_tests::cli::ledger;
+use mandate_tests::llm_server::ScriptedServer;
+use mandate_tests::mcp::{consent, stdio_entry, write_project_file, write_user_file};
+use mandate_tests::sse::openai;
+use mandate_tests::trace_schema::assert_valid;
+use serde_json::json;
+
+const INTENTS: &str = r#"active_intents:
+  - id: INT-001
+    name: Release notes
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+"#;
+
+#[tokio::test]
+async fn a_person_approves_an_mcp_call_on_its_card() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    let marker = outside.path().join("from-the-window.txt");
+    let ws = workspace(Some(INTENTS), &[]);
+    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
+    let dirs = UserDirs::new();
+    let (key, decisions) = consent(ws.path(), "srv");
+    write_user_file(&dirs.config(), json!({"projects": {key: decisions}}));
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .reply(),
+        openai::turn()
+            .text("I will write the marker.")
+            .tool_call(
+                "w",
+                "mcp__srv__write_marker",
+                json!({"path": marker.display().to_string(), "text": "approved in the window"}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call("d", "attempt_completion", json!({"result": "done"}))
+            .reply(),
+    ])
+    .await;
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), true);
+    let app = App::launch("mcp-approval", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.send("Write the marker").await.expect("send");
+    app.find("#approval-panel .approval[data-kind=\"mcp_call\"]")
+        .await
+        .expect("an MCP approval card");
+    let card = app.text("#approval-panel .approval").await.expect("card");
+    for expected in [
+        "Call an MCP tool",
+        "srv",
+        "write_marker",
+        "Writes TEXT to the file PATH.",
+        "approved in the window",
+        "INT-001",
+        "cannot show, check or undo",
+    ] {
+        assert!(card.contains(expected), "{expected} missing from {card}");
+    }
+    assert!(!marker.exists(), "nothing ran before the decision");
+    app.screenshot("approval-mcp-call")
+        .await
+        .expect("screenshot");
+    app.click("#approval-panel [data-action=\"approve\"]")
+        .await
+        .expect("approve");
+    app.wait_until(
+        "document.querySelector('.task-panel .task-status')?.dataset.status === 'completed'",
+    )
+    .await
+    .expect("completed");
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "approved in the window"
+    );
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 1);
+    assert_valid(&records[0]);
+    assert_eq!(
+        records[0]["metadata"]["dev.mandate"]["approval"]["by"],
+        "user"
+    );
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn settings_list_servers_ask_consent_and_add_one() {
+    let http = mandate_tests::mcp::HttpServer::start();
+    let ws = workspace(Some(INTENTS), &[]);
+    let starts = ws.path().join("starts.log");
+    write_project_file(
+        ws.path(),
+        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test", "MCP_TEST_STARTS": starts.display().to_string()}))}),
+    );
+    let dirs = UserDirs::new();
+    dirs.settings_openai("http://127.0.0.1:9/v1", true);
+    let app = App::launch("mcp-settings", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    let srv = "#mcp-servers li[data-server=\"srv\"]";
+    app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
+        .await
+        .expect("the workspace's server waits for consent");
+    // The list is drawn again on every change: read it in one script, never by a stale node.
+    let shows = |selector: &str, parts: &[&str]| {
+        let checks: Vec<String> = parts
+            .iter()
+            .map(|p| {
+                format!(
+                    "t.includes({})",
+                    serde_json::to_string(p).unwrap_or_default()
+                )
+            })
+            .collect();
+        format!(
+            "const t = document.querySelector({})?.textContent ?? ''; return {};",
+            serde_json::to_string(selector).unwrap_or_default(),
+            checks.join(" && ")
+        )
+    };
+    app.wait_until(&shows(srv, &["mcp-test-server", "--flag", "MODE=test"]))
+        .await
+        .expect("the person sees what would run");
+    app.screenshot("settings-mcp-consent")
+        .await
+        .expect("screenshot");
+    app.click(&format!("{srv} [data-mcp-action=\"Allow it to run\"]"))
+        .await
+        .expect("allow");
+    app.find(&format!("{srv}[data-status=\"ready\"]"))
+        .await
+        .expect("started once allowed");
+    app.wait_until(&shows(srv, &["mcp__srv__lookup"]))
+        .await
+        .expect("its tools are listed");
+
+    app.type_into("#mcp-add-name", "web").await.expect("name");
+    app.choose("#mcp-add-type", "http").await.expect("type");
+    app.type_into("#mcp-add-target", &http.url)
+        .await
+        .expect("url");
+    app.click("#mcp-add").await.expect("add");
+    app.find("#mcp-servers li[data-server=\"web\"][data-status=\"ready\"]")
+        .await
+        .expect("the added server runs");
+    app.wait_until(&shows(
+        "#mcp-servers li[data-server=\"web\"]",
+        &[
+            "read (the server declares it read-only)",
+            "asks you, under an intent",
+            "hidden: its input schema is not an object schema",
+        ],
+    ))
+    .await
+    .expect("the tools and how each runs");
+    app.screenshot("settings-mcp").await.expect("screenshot");
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json"),
+    )
+    .expect("json");
+    assert_eq!(file["mcpServers"]["web"]["url"], http.url.as_str());
+    assert_eq!(file["projects"].as_object().map(|p| p.len()), Some(1));
+
+    // Taking consent back stops the running server.
+    app.click(&format!("{srv} [data-mcp-action=\"Stop allowing it\"]"))
+        .await
+        .expect("revoke");
+    app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
+        .await
+        .expect("waits for consent again");
+    let pids = mandate_tests::mcp::started_pids(&starts);
+    assert_eq!(pids.len(), 1);
+    assert_eq!(
+        mandate_tests::mcp::wait_gone(&pids).await,
+        Vec::<u32>::new()
+    );
+    app.close().await.expect("close");
+}
