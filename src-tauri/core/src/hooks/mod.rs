@@ -343,7 +343,7 @@ impl PreHook for CommandPolicyHook {
                 Denial::new(
                     DenialCode::CommandBlocked,
                     format!(
-                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list and the trace ledger are changed only by the user, through Mandate.",
+                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger and the person's hooks are changed only by the user.",
                         target.name, target.word
                     ),
                 )

@@ -30,7 +30,7 @@ pub fn capabilities(cx: &PromptContext<'_>) -> Option<String> {
     Some(format!(
         "You can list, search and read files in the workspace at {root}, write and edit files inside the scope of your intent, \
 and run shell commands in the workspace (destructive ones wait for the user's approval). Available tools: {tools}.\n\
-Paths are relative to the workspace root. `.orchestration/` and `.git/` are never writable.",
+Paths are relative to the workspace root. `.orchestration/`, `.intentignore`, `.mandate/`, `.claude/` and `.git/` are never writable.",
         root = cx.root.display(),
         tools = cx.tool_names.join(", ")
     ))
