@@ -37,6 +37,7 @@ fn main() {
                         accepted_hunks: vec![],
                         rejected_hunks: vec![],
                         edited: false,
+                        user_hooks: vec![],
                     },
                     files: vec![FileChange {
                         path: path.clone(),

@@ -1,11 +1,12 @@
-//! One tool call, start to end, in one place: look up → parse → plan → pre-hooks → approval →
-//! run → post-hooks → result. Tools plan and run; the hooks decide; this file owns the order.
+//! One tool call, start to end, in one place: look up → parse → plan → pre-hooks → the
+//! person's PreToolUse hooks → approval → run → post-hooks → the person's PostToolUse hooks →
+//! result. Tools plan and run; the hooks decide; this file owns the order.
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{approval, AgentEnv, Governance, TaskHandle};
-use crate::hooks::{Action, Decision, Denial, DenialCode, HookContext};
+use super::{approval, hook_steps, AgentEnv, Governance, TaskHandle};
+use crate::hooks::{Action, AskReason, Decision, Denial, DenialCode, HookContext};
 use crate::llm::ToolCall;
 use crate::orchestration::intents::IntentsSnapshot;
 use crate::protocol::{ApprovalPolicy, Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
@@ -18,6 +19,14 @@ pub struct CallResult {
     pub is_error: bool,
     /// `attempt_completion`'s result.
     pub completed: Option<String>,
+}
+
+impl CallResult {
+    /// The result with what the person's hooks want the model to read.
+    fn with_context(mut self, context: Option<String>) -> CallResult {
+        self.content = hook_steps::with_context(&self.content, context);
+        self
+    }
 }
 
 /// Runs one tool call through governance, in its own log span.
@@ -68,7 +77,7 @@ async fn run_call(
         Err(denial) => return card.deny(denial),
     };
     let governance = task.governance();
-    let checked = plan_and_check(env, position, args, governance.clone()).await;
+    let checked = plan_and_check(env, position, args.clone(), governance.clone()).await;
     let (mut planned, decision, intents) = match checked {
         Ok(checked) => checked,
         Err(e) => return card.fail(e),
@@ -80,24 +89,41 @@ async fn run_call(
         Decision::Deny(d) => tracing::info!(code = %d.code_str(), "hooks: deny"),
         Decision::Ask(_) => tracing::info!("hooks: ask"),
     }
-    let approval = match decision {
-        Decision::Allow => approval::by_policy(),
-        Decision::Deny(denial) => return card.deny(denial),
+    // Mandate's deny is final; the person's hooks may only add a deny or an ask.
+    if let Decision::Deny(denial) = decision {
+        return card.deny(denial);
+    }
+    let before =
+        hook_steps::before_tool(env, task, call, tool.kind(), &args, &planned.action, cancel);
+    let user = match before.await {
+        Ok(user) => user,
+        Err((denial, context)) => return card.deny(denial).with_context(context),
+    };
+    let decision = match decision {
+        Decision::Allow if !user.asks.is_empty() => Decision::Ask(ask_reason(env, &planned.action)),
+        decision => decision,
+    };
+    let mut approval = match decision {
         Decision::Ask(reason) => {
+            let asks = user.asks.clone();
             let asked = approval::ask(
                 &mut card,
                 &intents,
                 &governance,
                 reason,
                 &mut planned.action,
+                asks,
                 cancel,
             );
             match asked.await {
                 Ok(record) => record,
-                Err(denial) => return card.deny(denial),
+                Err(denial) => return card.deny(denial).with_context(user.context),
             }
         }
+        _ => approval::by_policy(),
     };
+    approval.user_hooks = user.ran.clone();
+    let action = planned.action.clone();
     let model_id = env.provider.model_id();
     let run = RunCx {
         gov: &env.gov,
@@ -111,11 +137,35 @@ async fn run_call(
         approval: &approval,
     };
     match tool.run(planned, &run).await {
-        Ok(output) => {
+        Ok(mut output) => {
             post_hooks(env, &output).await;
+            hook_steps::after_tool(env, task, call, &args, &action, &mut output, cancel).await;
+            output.content = hook_steps::with_context(&output.content, user.context);
+            if !user.deciders.is_empty() {
+                output.summary = format!(
+                    "{} (your hooks: {})",
+                    output.summary,
+                    user.deciders.join(", ")
+                );
+            }
             card.succeed(output)
         }
-        Err(e) => card.fail(e),
+        Err(e) => card.fail(e).with_context(user.context),
+    }
+}
+
+/// Why the person is asked when only their hook asks: the card of the action's kind.
+fn ask_reason(env: &AgentEnv, action: &Action) -> AskReason {
+    match action {
+        Action::Write(_) => AskReason::Write,
+        Action::Intents(_) => AskReason::Intents,
+        Action::Command(cmd) => {
+            let policy = env.gov.policy().unwrap_or_else(|_| {
+                std::sync::Arc::new(crate::hooks::command_policy::CommandPolicy::builtin())
+            });
+            AskReason::Command(policy.classify(&cmd.command))
+        }
+        Action::Read { .. } | Action::Meta => AskReason::UserHook,
     }
 }
 

@@ -119,6 +119,11 @@ pub struct RunArgs {
     /// Stop (exit 1) when the task has used this many tokens (input and output).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Run the workspace's hooks (`.mandate/hooks.json`, `.claude/settings.json`) as they are
+    /// now, and remember that you confirmed them. Without it, hooks you have not confirmed (in
+    /// the window or with this flag) do not run, and tools they would check are refused.
+    #[arg(long)]
+    pub trust_hooks: bool,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }

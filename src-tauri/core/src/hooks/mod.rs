@@ -44,6 +44,8 @@ pub enum DenialCode {
     CommandBlocked,
     InvalidArguments,
     HookFailure,
+    /// The person's own hook denied the call.
+    HookDenied,
 }
 
 /// A refusal, sent to the model as `{"error":{"code","message",...}}`.
@@ -175,6 +177,8 @@ pub enum AskReason {
     Write,
     Intents,
     Command(Classification),
+    /// The person's hook asks about a call Mandate has no card for (a read, a question).
+    UserHook,
 }
 
 #[derive(Debug, Clone, PartialEq)]

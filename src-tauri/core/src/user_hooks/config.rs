@@ -117,6 +117,15 @@ impl Matcher {
             .map_err(|e| format!("the matcher `{text}` is not a valid regular expression: {e}"))
     }
 
+    /// The matcher as the person would write it.
+    pub fn describe(&self) -> String {
+        match self {
+            Matcher::All => "*".into(),
+            Matcher::Names(list) => list.join("|"),
+            Matcher::Pattern(re) => re.as_str().to_string(),
+        }
+    }
+
     /// Whether any of `names` (Mandate's name and its familiar aliases) is matched.
     pub fn matches(&self, names: &[&str]) -> bool {
         match self {

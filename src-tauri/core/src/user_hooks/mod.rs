@@ -73,6 +73,8 @@ pub enum HooksState {
 pub struct UserHooks {
     root: PathBuf,
     trust: TrustStore,
+    /// Confirmed in this process (also when the store could not be written).
+    confirmed: Mutex<HashSet<String>>,
     declined: Mutex<HashSet<String>>,
     /// One confirmation card at a time: a second task waits for the first answer.
     pub asking: tokio::sync::Mutex<()>,
@@ -84,6 +86,7 @@ impl UserHooks {
         UserHooks {
             root: root.to_path_buf(),
             trust: TrustStore::new(data_dir),
+            confirmed: Mutex::default(),
             declined: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
         }
@@ -99,14 +102,14 @@ impl UserHooks {
             return HooksState::None;
         }
         let fingerprint = trust::fingerprint(&self.root, &config);
-        let trust = if self.trust.is_confirmed(&self.root, &fingerprint) {
+        let here = |set: &Mutex<HashSet<String>>| {
+            set.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&fingerprint)
+        };
+        let trust = if here(&self.confirmed) || self.trust.is_confirmed(&self.root, &fingerprint) {
             Trust::Confirmed
-        } else if self
-            .declined
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&fingerprint)
-        {
+        } else if here(&self.declined) {
             Trust::Declined
         } else {
             Trust::Unconfirmed
@@ -118,7 +121,12 @@ impl UserHooks {
         }
     }
 
+    /// Remembers the person's yes, here and for later runs.
     pub fn confirm(&self, fingerprint: &str) -> Result<(), TrustError> {
+        self.confirmed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(fingerprint.to_string());
         self.trust.confirm(&self.root, fingerprint)
     }
 
@@ -147,6 +155,31 @@ impl UserHooks {
     pub fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// The hooks as the confirmation card shows them.
+pub fn views(config: &HookConfig) -> Vec<crate::protocol::UserHookView> {
+    config
+        .hooks
+        .iter()
+        .map(|h| crate::protocol::UserHookView {
+            event: h.event.name().to_string(),
+            matcher: if h.event.uses_matcher() {
+                h.matcher.describe()
+            } else {
+                "*".into()
+            },
+            name: h.name.clone(),
+            command: match &h.command {
+                HookCommand::Shell(c) => c.clone(),
+                HookCommand::Unsupported(what) => format!("(Mandate does not run {what})"),
+            },
+            source: h.source.to_string(),
+            advisory: h.advisory,
+            network: h.network,
+            timeout_seconds: h.timeout.as_secs_f64(),
+        })
+        .collect()
 }
 
 /// What every event's input carries.
