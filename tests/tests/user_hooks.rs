@@ -186,7 +186,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
 
 #[tokio::test]
 async fn a_python_hook_that_asks_makes_a_person_decide_and_approve_deny_refuses() {
-    let hooks = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Bash",
+    let hooks = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Bash|LS",
         "hooks": [{"type": "command", "command": "python3 .mandate/ask.py", "name": "reviewer"}]}]}}"#;
     let ws = hooked(&[(".mandate/hooks.json", hooks), (".mandate/ask.py", ASK)]);
     let dirs = UserDirs::new();
@@ -200,17 +200,19 @@ async fn a_python_hook_that_asks_makes_a_person_decide_and_approve_deny_refuses(
         // Mandate itself runs `ls` without asking: only the hook asks.
         call("ls", "execute_command", json!({"command": "ls"})),
         call("r", "read_file", json!({"path": "src/db.rs"})),
+        // A read has no card of its own: the hook's ask shows the call.
+        call("l", "list_files", json!({"path": "src"})),
         done("end"),
     ])
     .await;
     let out = run(&ws, &server, &["--approve", "deny", "--trust-hooks"], &dirs).await;
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    for id in ["w", "ls"] {
+    for id in ["w", "ls", "l"] {
         assert_eq!(error_of(&server, id)["code"], "REJECTED_BY_USER", "{id}");
     }
     assert!(!ws.path().join("src/greet/new.rs").exists());
     let asked = out.events_of("approval_requested");
-    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert_eq!(asked.len(), 3, "{asked:#?}");
     assert_eq!(
         asked[0]["request"]["hook_reasons"],
         json!(["your hook `reviewer`: a person reviews every Write"])
@@ -219,6 +221,11 @@ async fn a_python_hook_that_asks_makes_a_person_decide_and_approve_deny_refuses(
     assert_eq!(
         asked[1]["request"]["hook_reasons"],
         json!(["your hook `reviewer`: a person reviews every Bash"])
+    );
+    let listing = &asked[2]["request"]["detail"];
+    assert_eq!(
+        (&listing["kind"], &listing["tool"], &listing["target"]),
+        (&json!("tool_call"), &json!("list_files"), &json!("src"))
     );
     // A read the hook does not match goes on.
     assert!(result(&server, "r").contains("pub fn db"));

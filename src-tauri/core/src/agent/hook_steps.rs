@@ -319,53 +319,81 @@ pub(super) async fn before_tool(
     })
 }
 
-/// The PostToolUse hooks on a call that ran: what they say is added to what the model reads
-/// (they cannot undo the call).
-pub(super) async fn after_tool(
-    env: &AgentEnv,
-    task: &TaskHandle,
-    call: &ToolCall,
-    args: &Value,
-    action: &Action,
-    output: &mut ToolOutput,
-    cancel: &CancellationToken,
-) {
-    let Ready::Run(hooks) = ready(env, task, cancel).await else {
-        return;
-    };
-    let matched = hooks.matching(HookEvent::PostToolUse, &names::match_names(&call.name));
-    if matched.is_empty() {
-        return;
+/// A call that passed the gate, with what its PreToolUse hooks said.
+pub(super) struct Hooked<'a> {
+    pub call: &'a ToolCall,
+    pub args: &'a Value,
+    /// As approved (the person may have edited it).
+    pub action: Action,
+    pub pre: PreHooks,
+}
+
+impl Hooked<'_> {
+    /// After the call ran: the PostToolUse hooks (they cannot undo it; what they say is added
+    /// to what the model reads), the PreToolUse hooks' context, and who decided on the card.
+    pub(super) async fn after(
+        self,
+        env: &AgentEnv,
+        task: &TaskHandle,
+        output: &mut ToolOutput,
+        cancel: &CancellationToken,
+    ) {
+        self.post_tool_use(env, task, output, cancel).await;
+        output.content = with_context(&output.content, self.pre.context);
+        if !self.pre.deciders.is_empty() {
+            output.summary = format!(
+                "{} (your hooks: {})",
+                output.summary,
+                self.pre.deciders.join(", ")
+            );
+        }
     }
-    let (tool_name, tool_input) = names::tool_name_and_input(&call.name, args, action);
-    let response = names::tool_response(
-        &call.name,
-        action,
-        &output.content,
-        &output.display,
-        &output.summary,
-        output.failed,
-    );
-    let fields = json!({
-        "tool_name": tool_name,
-        "tool_input": tool_input,
-        "tool_response": response,
-        "tool_use_id": call.id,
-        "mandate_tool_name": call.name,
-    });
-    let input = input(env, task, HookEvent::PostToolUse, fields);
-    let report = run(env, HookEvent::PostToolUse, &matched, &input, cancel).await;
-    report_failures(env, &report, false, "the call had already run");
-    let blocked = report.reasons(Said::Block);
-    if !blocked.is_empty() {
-        let feedback = format!(
-            "After this call (which ran and was not undone), {}.",
-            blocked.join("; ")
+
+    async fn post_tool_use(
+        &self,
+        env: &AgentEnv,
+        task: &TaskHandle,
+        output: &mut ToolOutput,
+        cancel: &CancellationToken,
+    ) {
+        let Ready::Run(hooks) = ready(env, task, cancel).await else {
+            return;
+        };
+        let (call, action) = (self.call, &self.action);
+        let matched = hooks.matching(HookEvent::PostToolUse, &names::match_names(&call.name));
+        if matched.is_empty() {
+            return;
+        }
+        let (tool_name, tool_input) = names::tool_name_and_input(&call.name, self.args, action);
+        let response = names::tool_response(
+            &call.name,
+            action,
+            &output.content,
+            &output.display,
+            &output.summary,
+            output.failed,
         );
-        output.content = with_context(&output.content, Some(feedback.clone()));
-        output.summary = format!("{} — {feedback}", output.summary);
+        let fields = json!({
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_response": response,
+            "tool_use_id": call.id,
+            "mandate_tool_name": call.name,
+        });
+        let input = input(env, task, HookEvent::PostToolUse, fields);
+        let report = run(env, HookEvent::PostToolUse, &matched, &input, cancel).await;
+        report_failures(env, &report, false, "the call had already run");
+        let blocked = report.reasons(Said::Block);
+        if !blocked.is_empty() {
+            let feedback = format!(
+                "After this call (which ran and was not undone), {}.",
+                blocked.join("; ")
+            );
+            output.content = with_context(&output.content, Some(feedback.clone()));
+            output.summary = format!("{} — {feedback}", output.summary);
+        }
+        output.content = with_context(&output.content, report.context(HookEvent::PostToolUse));
     }
-    output.content = with_context(&output.content, report.context(HookEvent::PostToolUse));
 }
 
 /// The UserPromptSubmit hooks: context to send with the message, or why it is not sent.

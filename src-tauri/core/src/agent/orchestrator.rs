@@ -9,6 +9,7 @@ use super::{approval, hook_steps, AgentEnv, Governance, TaskHandle};
 use crate::hooks::{Action, AskReason, Decision, Denial, DenialCode, HookContext};
 use crate::llm::ToolCall;
 use crate::orchestration::intents::IntentsSnapshot;
+use crate::orchestration::ledger::ApprovalRecord;
 use crate::protocol::{ApprovalPolicy, Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
 use crate::tools::{Planned, RunCx, ToolCx, ToolError, ToolOutput};
 
@@ -89,41 +90,23 @@ async fn run_call(
         Decision::Deny(d) => tracing::info!(code = %d.code_str(), "hooks: deny"),
         Decision::Ask(_) => tracing::info!("hooks: ask"),
     }
-    // Mandate's deny is final; the person's hooks may only add a deny or an ask.
-    if let Decision::Deny(denial) = decision {
-        return card.deny(denial);
-    }
-    let before =
-        hook_steps::before_tool(env, task, call, tool.kind(), &args, &planned.action, cancel);
-    let user = match before.await {
-        Ok(user) => user,
+    let gate = Gate {
+        call,
+        kind: tool.kind(),
+        args: &args,
+        intents: &intents,
+        governance: &governance,
+    };
+    let (approval, user) = match gate.decide(&mut card, decision, &mut planned, cancel).await {
+        Ok(decided) => decided,
         Err((denial, context)) => return card.deny(denial).with_context(context),
     };
-    let decision = match decision {
-        Decision::Allow if !user.asks.is_empty() => Decision::Ask(ask_reason(env, &planned.action)),
-        decision => decision,
+    let hooked = hook_steps::Hooked {
+        call,
+        args: &args,
+        action: planned.action.clone(),
+        pre: user,
     };
-    let mut approval = match decision {
-        Decision::Ask(reason) => {
-            let asks = user.asks.clone();
-            let asked = approval::ask(
-                &mut card,
-                &intents,
-                &governance,
-                reason,
-                &mut planned.action,
-                asks,
-                cancel,
-            );
-            match asked.await {
-                Ok(record) => record,
-                Err(denial) => return card.deny(denial).with_context(user.context),
-            }
-        }
-        _ => approval::by_policy(),
-    };
-    approval.user_hooks = user.ran.clone();
-    let action = planned.action.clone();
     let model_id = env.provider.model_id();
     let run = RunCx {
         gov: &env.gov,
@@ -139,18 +122,74 @@ async fn run_call(
     match tool.run(planned, &run).await {
         Ok(mut output) => {
             post_hooks(env, &output).await;
-            hook_steps::after_tool(env, task, call, &args, &action, &mut output, cancel).await;
-            output.content = hook_steps::with_context(&output.content, user.context);
-            if !user.deciders.is_empty() {
-                output.summary = format!(
-                    "{} (your hooks: {})",
-                    output.summary,
-                    user.deciders.join(", ")
-                );
-            }
+            hooked.after(env, task, &mut output, cancel).await;
             card.succeed(output)
         }
-        Err(e) => card.fail(e).with_context(user.context),
+        Err(e) => card.fail(e).with_context(hooked.pre.context),
+    }
+}
+
+/// What the gate looks at for one planned call.
+struct Gate<'a> {
+    call: &'a ToolCall,
+    kind: ToolKind,
+    args: &'a Value,
+    intents: &'a IntentsSnapshot,
+    governance: &'a crate::hooks::TaskGovernance,
+}
+
+impl Gate<'_> {
+    /// Mandate's decision, then the person's PreToolUse hooks (only when Mandate does not
+    /// deny: they may add a deny or an ask, never lift one), then the person's approval where
+    /// either asks. A refusal carries what the hooks want the model to read.
+    async fn decide(
+        &self,
+        card: &mut Card<'_>,
+        decision: Decision,
+        planned: &mut Planned,
+        cancel: &CancellationToken,
+    ) -> Result<(ApprovalRecord, hook_steps::PreHooks), (Denial, Option<String>)> {
+        let (env, task) = (card.env, card.task);
+        if let Decision::Deny(denial) = decision {
+            return Err((denial, None));
+        }
+        let before = hook_steps::before_tool(
+            env,
+            task,
+            self.call,
+            self.kind,
+            self.args,
+            &planned.action,
+            cancel,
+        );
+        let user = before.await?;
+        let decision = match decision {
+            Decision::Allow if !user.asks.is_empty() => {
+                Decision::Ask(ask_reason(env, &planned.action))
+            }
+            decision => decision,
+        };
+        let mut approval = match decision {
+            Decision::Ask(reason) => {
+                let asks = user.asks.clone();
+                let (intents, governance) = (self.intents, self.governance);
+                let asked = approval::ask(
+                    card,
+                    intents,
+                    governance,
+                    reason,
+                    &mut planned.action,
+                    asks,
+                    cancel,
+                );
+                asked
+                    .await
+                    .map_err(|denial| (denial, user.context.clone()))?
+            }
+            _ => approval::by_policy(),
+        };
+        approval.user_hooks = user.ran.clone();
+        Ok((approval, user))
     }
 }
 
