@@ -558,3 +558,103 @@ fn the_state_says_whether_the_person_confirmed_what_would_run() {
     }
     assert_eq!(trust_of(&hooks), Trust::Declined);
 }
+
+#[test]
+fn tools_are_shown_to_hooks_under_their_familiar_names_and_shapes() {
+    use crate::hooks::{Action, CommandAction, WriteAction};
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+    let ws = crate::workspace::Workspace::new(dir.path()).expect("workspace");
+    let path = ws.resolve("src/a.rs").expect("resolve");
+    let abs = path.abs.display().to_string();
+    let write = |content: &str| {
+        Action::Write(WriteAction {
+            path: path.clone(),
+            old: Some(b"old\n".to_vec()),
+            new_content: content.into(),
+            intent_id: "INT-1".into(),
+            mutation_class: "INTENT_EVOLUTION".into(),
+        })
+    };
+    let args = json!({"path": "src/a.rs", "content": "new", "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"});
+    let (name, input) = names::tool_name_and_input("write_to_file", &args, &write("new\n"));
+    assert_eq!(name, "Write");
+    assert_eq!(input["file_path"], abs);
+    assert_eq!(input["content"], "new\n");
+    assert_eq!(input["path"], "src/a.rs", "Mandate's own fields stay");
+
+    let one = "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n";
+    let (name, input) = names::tool_name_and_input(
+        "apply_diff",
+        &json!({"path": "src/a.rs", "diff": one}),
+        &write("new\n"),
+    );
+    assert_eq!(name, "Edit");
+    assert_eq!(
+        (&input["old_string"], &input["new_string"]),
+        (&json!("old"), &json!("new"))
+    );
+    let two = format!("{one}{}", one.replace("old", "x").replace("new", "y"));
+    let (name, input) = names::tool_name_and_input(
+        "apply_diff",
+        &json!({"path": "src/a.rs", "diff": two}),
+        &write("new\n"),
+    );
+    assert_eq!(name, "MultiEdit");
+    assert_eq!(
+        input["edits"][1],
+        json!({"old_string": "x", "new_string": "y"})
+    );
+    assert_eq!(
+        names::match_names("apply_diff"),
+        ["apply_diff", "Edit", "MultiEdit"]
+    );
+
+    let command = Action::Command(CommandAction {
+        command: "cargo test".into(),
+        cwd: ws.resolve(".").expect("root"),
+        timeout: Duration::from_secs(30),
+        granted: Default::default(),
+    });
+    let (name, input) = names::tool_name_and_input(
+        "execute_command",
+        &json!({"command": " cargo test", "timeout_seconds": 30}),
+        &command,
+    );
+    assert_eq!(
+        (name.as_str(), &input["command"], &input["timeout"]),
+        ("Bash", &json!("cargo test"), &json!(30000))
+    );
+
+    let read = Action::Read { path: path.clone() };
+    let (name, input) = names::tool_name_and_input(
+        "read_file",
+        &json!({"path": "src/a.rs", "start_line": 3, "end_line": 5}),
+        &read,
+    );
+    assert_eq!(
+        (name.as_str(), &input["offset"], &input["limit"]),
+        ("Read", &json!(3), &json!(3))
+    );
+
+    let (name, input) = names::tool_name_and_input(
+        "mcp__github__create_issue",
+        &json!({"title": "x"}),
+        &Action::Meta,
+    );
+    assert_eq!(
+        (name.as_str(), input),
+        ("mcp__github__create_issue", json!({"title": "x"}))
+    );
+
+    let response = names::tool_response(
+        "execute_command",
+        &command,
+        "The command exited with code 0.",
+        "ok\n",
+        "exited with code 0",
+        false,
+    );
+    assert_eq!(response["stdout"], "ok\n");
+    assert_eq!(response["is_error"], false);
+}
