@@ -30,6 +30,14 @@ let seq = 0;
 /** @type {(taskId: string) => void} */
 let openTask = () => {};
 
+/** Card titles by kind (writes have their own). @type {Record<string, string>} */
+const TITLES = {
+  command: 'Run a command',
+  mcp_call: 'Call an MCP tool',
+  tool_call: 'Your hook asks about a call',
+  user_hooks: 'Run your hooks?',
+};
+
 /** @type {Record<string, string>} */
 const MUTATION_HELP = {
   AST_REFACTOR: 'Same code structure: formatting, comments or names only',
@@ -128,6 +136,8 @@ function describe(req) {
   if (d.kind === 'write') return `${d.new_file ? 'create' : 'change'} ${d.path}`;
   if (d.kind === 'command') return `run ${d.destructive ? 'destructive ' : ''}command ${d.command}`;
   if (d.kind === 'mcp_call') return describeMcpCall(d);
+  if (d.kind === 'tool_call') return `${d.tool} ${d.target}`;
+  if (d.kind === 'user_hooks') return 'run your hooks';
   return 'keep going';
 }
 
@@ -221,7 +231,7 @@ function buildEntry(taskId, req) {
     ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }),
       // A file that does not exist yet has nothing to open.
       d.new_file ? h('code', { class: 'approval-path', text: d.path }) : pathLink(d.path, firstChangedLine(d.hunks), { className: 'approval-path' }))
-    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : d.kind === 'mcp_call' ? 'Call an MCP tool' : 'Keep going?' });
+    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: TITLES[d.kind] ?? 'Keep going?' });
   const el = h('article', {
     class: 'approval',
     'data-approval-id': req.approval_id,
@@ -231,7 +241,13 @@ function buildEntry(taskId, req) {
   }, title, h('p', { class: 'approval-task muted small', hidden: true }));
   // A "keep going?" request carries no intent; the task's own one is what is at stake.
   const taskIntent = intentById(store.tasks.get(taskId)?.intent_id ?? null) ?? null;
-  el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
+  // The hooks card is about the workspace, not about any intent.
+  if (d.kind !== 'user_hooks') el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
+  if (req.hook_reasons.length) {
+    el.append(h('div', { class: 'hook-reasons' },
+      h('p', { class: 'small', text: 'Your hooks ask for your decision:' }),
+      h('ul', { class: 'reasons' }, ...req.hook_reasons.map((r) => h('li', { text: r })))));
+  }
 
   const reason = h('textarea', { name: 'reject-reason', rows: '2', id: `reject-reason-${n}`, placeholder: 'Optional: tell the agent why' });
   /** @type {Entry} */
@@ -240,12 +256,15 @@ function buildEntry(taskId, req) {
   if (d.kind === 'write') writeBody(entry, d);
   else if (d.kind === 'command') commandBody(el, d);
   else if (d.kind === 'mcp_call') mcpCallBody(el, d);
+  else if (d.kind === 'tool_call') toolCallBody(el, d);
+  else if (d.kind === 'user_hooks') userHooksBody(el, d);
   else el.append(h('p', { class: 'approval-reason', text: d.reason }));
 
-  const approveLabel = d.kind === 'continue' ? 'Continue' : 'Approve';
-  const rejectLabel = d.kind === 'continue' ? 'Stop' : 'Reject';
+  const approveLabel = d.kind === 'continue' ? 'Continue' : d.kind === 'user_hooks' ? 'Run them' : 'Approve';
+  const rejectLabel = d.kind === 'continue' ? 'Stop' : d.kind === 'user_hooks' ? 'Don’t run them' : 'Reject';
   el.append(
-    h('div', { class: 'field reject-field' },
+    // Declining hooks tells the agent nothing: no reason to write.
+    h('div', { class: 'field reject-field', hidden: d.kind === 'user_hooks' },
       h('label', { for: `reject-reason-${n}`, text: d.kind === 'continue' ? 'Reason if you stop (optional)' : 'Reason if you reject (optional, sent to the agent)' }),
       reason),
     h('div', { class: 'approval-actions' },
@@ -351,6 +370,42 @@ function commandBody(el, d) {
         h('p', { class: 'tag tag-danger', text: 'Destructive' }),
         d.reasons.length ? h('ul', { class: 'reasons' }, ...d.reasons.map((r) => h('li', { text: r }))) : null)
       : h('p', null, h('span', { class: 'tag tag-safe', text: 'Safe' }), h('span', { class: 'muted small', text: ' No destructive pattern found.' })));
+}
+
+/**
+ * @param {HTMLElement} el
+ * @param {Extract<import('./protocol').ApprovalDetail, { kind: 'tool_call' }>} d
+ */
+function toolCallBody(el, d) {
+  el.append(
+    h('p', { class: 'small' }, h('span', { class: 'muted', text: 'Tool ' }), h('code', { text: d.tool }),
+      d.target ? h('span', { class: 'muted', text: ' on ' }) : null, d.target ? h('code', { text: d.target }) : null),
+    h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Arguments' }, h('code', { text: d.arguments })));
+}
+
+/**
+ * The person's hooks, new or changed: what each runs, on what, from which file.
+ * @param {HTMLElement} el
+ * @param {Extract<import('./protocol').ApprovalDetail, { kind: 'user_hooks' }>} d
+ */
+function userHooksBody(el, d) {
+  el.append(h('p', { class: 'small', text: 'These hooks are new or changed since you last confirmed them. They run confined (nothing in the workspace is writable to them) on every matching event, and can refuse what the agent does. Until you confirm them, they do not run and the tools they check are refused.' }));
+  el.append(h('ul', { class: 'user-hooks' }, ...d.hooks.map((hook) => h('li', { class: 'user-hook' },
+    h('div', { class: 'tags' },
+      h('span', { class: 'tag', text: hook.event }),
+      hook.matcher !== '*' ? h('code', { text: hook.matcher }) : h('span', { class: 'muted small', text: 'every tool' }),
+      h('span', { class: 'small', text: hook.name }),
+      hook.advisory ? h('span', { class: 'tag', title: 'Its failures are reported, never a refusal', text: 'advisory' }) : null,
+      hook.network ? h('span', { class: 'tag tag-danger', title: 'It may reach the network', text: 'network' }) : null),
+    h('pre', { class: 'command' }, h('code', { text: hook.command })),
+    h('p', { class: 'muted small', text: `From ${hook.source} · at most ${hook.timeout_seconds} s` })))));
+  if (d.scripts.length) {
+    el.append(h('p', { class: 'small' }, h('span', { text: 'With the scripts they name: ' }),
+      ...d.scripts.flatMap((p, i) => [i ? ', ' : '', pathLink(p)])));
+  }
+  if (d.ignored.length) {
+    el.append(h('p', { class: 'muted small', text: `Not run by Mandate: ${d.ignored.join('; ')}.` }));
+  }
 }
 
 /**

@@ -102,7 +102,12 @@ summary: string,
  */
 output: string, };
 
-export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, };
+export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, 
+/**
+ * Why the person's own hooks ask for this approval (`your hook `name`: reason`), shown on
+ * the card; empty when only Mandate asks.
+ */
+hook_reasons: Array<string>, };
 
 export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, 
 /**
@@ -128,7 +133,37 @@ arguments: string,
 /**
  * What the server claims about the tool; hints, not guarantees.
  */
-annotations: McpAnnotations, };
+annotations: McpAnnotations, } | { "kind": "tool_call", tool: string, target: string, 
+/**
+ * The call's arguments as pretty JSON, shortened.
+ */
+arguments: string, } | { "kind": "user_hooks", hooks: Array<UserHookView>, 
+/**
+ * Workspace files the hooks' commands name, whose contents were confirmed with them.
+ */
+scripts: Array<string>, 
+/**
+ * What is configured but not run by Mandate.
+ */
+ignored: Array<string>, };
+
+export type UserHookView = { 
+/**
+ * `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop` or `SessionStart`.
+ */
+event: string, 
+/**
+ * `*` for every tool.
+ */
+matcher: string, name: string, 
+/**
+ * The shell command, or what Mandate cannot run.
+ */
+command: string, 
+/**
+ * The file it comes from.
+ */
+source: string, advisory: boolean, network: boolean, timeout_seconds: number, };
 
 export type CommandGrants = { network: boolean, write_git: boolean, };
 

@@ -24,4 +24,5 @@ pub mod settings;
 pub mod text;
 pub mod tools;
 pub mod undo;
+pub mod user_hooks;
 pub mod workspace;

@@ -558,6 +558,10 @@ pub struct ApprovalRequest {
     pub call_id: String,
     pub intent: Option<IntentView>,
     pub detail: ApprovalDetail,
+    /// Why the person's own hooks ask for this approval (`your hook `name`: reason`), shown on
+    /// the card; empty when only Mandate asks.
+    #[serde(default)]
+    pub hook_reasons: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -609,6 +613,39 @@ pub enum ApprovalDetail {
         /// What the server claims about the tool; hints, not guarantees.
         annotations: McpAnnotations,
     },
+    /// A call with no card of its own (a read, a question) that the person's hook wants them to
+    /// approve (`hook_reasons` says why).
+    ToolCall {
+        tool: String,
+        target: String,
+        /// The call's arguments as pretty JSON, shortened.
+        arguments: String,
+    },
+    /// The person's hooks are new or changed since they last confirmed them: run them?
+    UserHooks {
+        hooks: Vec<UserHookView>,
+        /// Workspace files the hooks' commands name, whose contents were confirmed with them.
+        scripts: Vec<String>,
+        /// What is configured but not run by Mandate.
+        ignored: Vec<String>,
+    },
+}
+
+/// One of the person's hooks, as the confirmation card shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UserHookView {
+    /// `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `Stop` or `SessionStart`.
+    pub event: String,
+    /// `*` for every tool.
+    pub matcher: String,
+    pub name: String,
+    /// The shell command, or what Mandate cannot run.
+    pub command: String,
+    /// The file it comes from.
+    pub source: String,
+    pub advisory: bool,
+    pub network: bool,
+    pub timeout_seconds: f64,
 }
 
 /// Rights a command may be given beyond its confinement: the network, writing `.git/`.
@@ -1069,6 +1106,7 @@ pub fn typescript_declarations() -> String {
         ToolCallView::decl(&cfg),
         ApprovalRequest::decl(&cfg),
         ApprovalDetail::decl(&cfg),
+        UserHookView::decl(&cfg),
         CommandGrants::decl(&cfg),
         DiffHunk::decl(&cfg),
         DiffLine::decl(&cfg),

@@ -171,6 +171,15 @@ pub fn protected_reason(rel: &str) -> Option<&'static str> {
                 "`.intentignore` lists the paths no intent may change; only the person edits it",
             )
         }
+        // The person's own hooks run on every tool call: the agent must not write them.
+        ".mandate" => {
+            return Some("`.mandate/` holds the person's hooks; only the person edits it")
+        }
+        ".claude" => {
+            return Some(
+                "`.claude/` holds the person's Claude Code settings and hooks; only the person edits it",
+            )
+        }
         _ => {}
     }
     // Any repository's database: the workspace's own, a submodule's or a nested clone's.

@@ -115,6 +115,11 @@ fn the_mandate_itself_and_every_repository_database_are_protected() {
     assert!(protected_reason("vendor/lib/.git/config").is_some());
     assert!(protected_reason("sub/.git").is_some());
     assert!(protected_reason("docs/.intentignore").is_none());
+    // The person's hooks.
+    assert!(protected_reason(".mandate/hooks.json").is_some());
+    assert!(protected_reason(".claude/settings.json").is_some());
+    assert!(protected_reason(".Claude/hooks/check.sh").is_some());
+    assert!(protected_reason("docs/.claude/settings.json").is_none());
     assert!(protected_reason("src/main.rs").is_none());
     assert!(protected_reason("").is_none());
 }

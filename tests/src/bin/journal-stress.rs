@@ -29,6 +29,7 @@ fn entry(tag: &str, n: usize) -> TraceEntry {
             accepted_hunks: vec![],
             rejected_hunks: vec![],
             edited: false,
+            user_hooks: vec![],
         },
         files: vec![],
         extra: Default::default(),

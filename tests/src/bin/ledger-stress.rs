@@ -44,6 +44,7 @@ fn main() {
                         accepted_hunks: vec![],
                         rejected_hunks: vec![],
                         edited: false,
+                        user_hooks: vec![],
                     },
                     files: vec![FileChange {
                         path: path.clone(),
@@ -85,6 +86,7 @@ fn main() {
                     accepted_hunks: vec![0],
                     rejected_hunks: vec![],
                     edited: false,
+                    user_hooks: vec![],
                 },
                 files: vec![FileChange {
                     path: path.clone(),
@@ -120,6 +122,7 @@ fn main() {
                         accepted_hunks: vec![],
                         rejected_hunks: vec![],
                         edited: false,
+                        user_hooks: vec![],
                     },
                     files: vec![FileChange {
                         path: "fill.txt".into(),

@@ -29,6 +29,7 @@ fn entry(call: String) -> TraceEntry {
             accepted_hunks: vec![],
             rejected_hunks: vec![],
             edited: false,
+            user_hooks: Vec::new(),
         },
         files: vec![],
         extra: Default::default(),

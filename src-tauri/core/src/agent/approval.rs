@@ -25,6 +25,7 @@ fn record(by: &str, accepted: Vec<u32>, rejected: Vec<u32>, edited: bool) -> App
         accepted_hunks: accepted,
         rejected_hunks: rejected,
         edited,
+        user_hooks: Vec::new(),
     }
 }
 
@@ -33,10 +34,21 @@ fn detail(
     reason: &AskReason,
     action: &Action,
     intents: &IntentsSnapshot,
-    root: &std::path::Path,
+    card: &Card<'_>,
     confined: bool,
 ) -> Option<ApprovalDetail> {
+    let root = card.env.gov.root();
     Some(match (reason, action) {
+        (AskReason::UserHook, _) => {
+            let arguments = serde_json::from_str::<serde_json::Value>(&card.call.arguments)
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .unwrap_or_else(|_| card.call.arguments.clone());
+            ApprovalDetail::ToolCall {
+                tool: card.call.name.clone(),
+                target: card.view.target.clone(),
+                arguments: crate::text::ellipsize(&arguments, 4_000).into_owned(),
+            }
+        }
         (
             AskReason::Intents,
             Action::Intents(IntentChange::ExpandScope {
@@ -99,17 +111,18 @@ fn detail(
 }
 
 /// Waits for the decision; on approval returns how it was approved (and `action` may change).
+/// `hook_reasons` says why the person's own hooks ask, if they do.
 pub(super) async fn ask(
     card: &mut Card<'_>,
     intents: &IntentsSnapshot,
     governance: &TaskGovernance,
     reason: AskReason,
     action: &mut Action,
+    hook_reasons: Vec<String>,
     cancel: &CancellationToken,
 ) -> Result<ApprovalRecord, Denial> {
-    let root = card.env.gov.root().to_path_buf();
     let confined = card.env.gov.confinement.is_confined();
-    let Some(detail) = detail(&reason, action, intents, &root, confined) else {
+    let Some(detail) = detail(&reason, action, intents, card, confined) else {
         return Err(Denial::new(
             DenialCode::HookFailure,
             "an approval was requested for an action that cannot be approved",
@@ -128,6 +141,7 @@ pub(super) async fn ask(
             .and_then(|id| intents.doc.get(id))
             .map(|i| i.view()),
         detail,
+        hook_reasons,
     };
     let approval_id = request.approval_id.clone();
     let (env, task) = (card.env, card.task);

@@ -79,6 +79,9 @@ pub struct Governance {
     pub app_dirs: Vec<PathBuf>,
     /// The owned files' stat cache for the images kept before each command.
     pub scope_cache: ScopeCache,
+    /// The person's own hooks (`.mandate/hooks.json`, `.claude/settings.json`) and which of
+    /// them they confirmed.
+    pub user_hooks: crate::user_hooks::UserHooks,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -99,6 +102,7 @@ impl Governance {
             confinement: Confinement::detect(),
             app_dirs: vec![dirs.config.clone(), dirs.data.clone()],
             scope_cache: ScopeCache::default(),
+            user_hooks: crate::user_hooks::UserHooks::new(&root, &dirs.data),
             ledger,
             hooks: HookEngine::standard(),
             policy: Reloading::new(),

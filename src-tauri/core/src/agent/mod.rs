@@ -10,6 +10,7 @@ mod approval;
 mod budget;
 mod env;
 mod governance;
+mod hook_steps;
 mod orchestrator;
 mod store;
 mod task;

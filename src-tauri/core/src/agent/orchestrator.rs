@@ -1,13 +1,15 @@
-//! One tool call, start to end, in one place: look up → parse → plan → pre-hooks → approval →
-//! run → post-hooks → result. Tools plan and run; the hooks decide; this file owns the order.
+//! One tool call, start to end, in one place: look up → parse → plan → pre-hooks → the
+//! person's PreToolUse hooks → approval → run → post-hooks → the person's PostToolUse hooks →
+//! result. Tools plan and run; the hooks decide; this file owns the order.
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{approval, AgentEnv, Governance, TaskHandle};
-use crate::hooks::{Action, Decision, Denial, DenialCode, HookContext};
+use super::{approval, hook_steps, AgentEnv, Governance, TaskHandle};
+use crate::hooks::{Action, AskReason, Decision, Denial, DenialCode, HookContext};
 use crate::llm::ToolCall;
 use crate::orchestration::intents::IntentsSnapshot;
+use crate::orchestration::ledger::ApprovalRecord;
 use crate::protocol::{ApprovalPolicy, Event, ToolCallStatus, ToolCallView, ToolKind, UiMessage};
 use crate::tools::{Planned, RunCx, ToolCx, ToolError, ToolOutput};
 
@@ -18,6 +20,14 @@ pub struct CallResult {
     pub is_error: bool,
     /// `attempt_completion`'s result.
     pub completed: Option<String>,
+}
+
+impl CallResult {
+    /// The result with what the person's hooks want the model to read.
+    fn with_context(mut self, context: Option<String>) -> CallResult {
+        self.content = hook_steps::with_context(&self.content, context);
+        self
+    }
 }
 
 /// Runs one tool call through governance, in its own log span.
@@ -68,7 +78,7 @@ async fn run_call(
         Err(denial) => return card.deny(denial),
     };
     let governance = task.governance();
-    let checked = plan_and_check(env, position, args, governance.clone()).await;
+    let checked = plan_and_check(env, position, args.clone(), governance.clone()).await;
     let (mut planned, decision, intents) = match checked {
         Ok(checked) => checked,
         Err(e) => return card.fail(e),
@@ -80,23 +90,22 @@ async fn run_call(
         Decision::Deny(d) => tracing::info!(code = %d.code_str(), "hooks: deny"),
         Decision::Ask(_) => tracing::info!("hooks: ask"),
     }
-    let approval = match decision {
-        Decision::Allow => approval::by_policy(),
-        Decision::Deny(denial) => return card.deny(denial),
-        Decision::Ask(reason) => {
-            let asked = approval::ask(
-                &mut card,
-                &intents,
-                &governance,
-                reason,
-                &mut planned.action,
-                cancel,
-            );
-            match asked.await {
-                Ok(record) => record,
-                Err(denial) => return card.deny(denial),
-            }
-        }
+    let gate = Gate {
+        call,
+        kind: tool.kind(),
+        args: &args,
+        intents: &intents,
+        governance: &governance,
+    };
+    let (approval, user) = match gate.decide(&mut card, decision, &mut planned, cancel).await {
+        Ok(decided) => decided,
+        Err((denial, context)) => return card.deny(denial).with_context(context),
+    };
+    let hooked = hook_steps::Hooked {
+        call,
+        args: &args,
+        action: planned.action.clone(),
+        pre: user,
     };
     let model_id = env.provider.model_id();
     let run = RunCx {
@@ -111,11 +120,92 @@ async fn run_call(
         approval: &approval,
     };
     match tool.run(planned, &run).await {
-        Ok(output) => {
+        Ok(mut output) => {
             post_hooks(env, &output).await;
+            hooked.after(env, task, &mut output, cancel).await;
             card.succeed(output)
         }
-        Err(e) => card.fail(e),
+        Err(e) => card.fail(e).with_context(hooked.pre.context),
+    }
+}
+
+/// What the gate looks at for one planned call.
+struct Gate<'a> {
+    call: &'a ToolCall,
+    kind: ToolKind,
+    args: &'a Value,
+    intents: &'a IntentsSnapshot,
+    governance: &'a crate::hooks::TaskGovernance,
+}
+
+impl Gate<'_> {
+    /// Mandate's decision, then the person's PreToolUse hooks (only when Mandate does not
+    /// deny: they may add a deny or an ask, never lift one), then the person's approval where
+    /// either asks. A refusal carries what the hooks want the model to read.
+    async fn decide(
+        &self,
+        card: &mut Card<'_>,
+        decision: Decision,
+        planned: &mut Planned,
+        cancel: &CancellationToken,
+    ) -> Result<(ApprovalRecord, hook_steps::PreHooks), (Denial, Option<String>)> {
+        let (env, task) = (card.env, card.task);
+        if let Decision::Deny(denial) = decision {
+            return Err((denial, None));
+        }
+        let before = hook_steps::before_tool(
+            env,
+            task,
+            self.call,
+            self.kind,
+            self.args,
+            &planned.action,
+            cancel,
+        );
+        let user = before.await?;
+        let decision = match decision {
+            Decision::Allow if !user.asks.is_empty() => {
+                Decision::Ask(ask_reason(env, &planned.action))
+            }
+            decision => decision,
+        };
+        let mut approval = match decision {
+            Decision::Ask(reason) => {
+                let asks = user.asks.clone();
+                let (intents, governance) = (self.intents, self.governance);
+                let asked = approval::ask(
+                    card,
+                    intents,
+                    governance,
+                    reason,
+                    &mut planned.action,
+                    asks,
+                    cancel,
+                );
+                asked
+                    .await
+                    .map_err(|denial| (denial, user.context.clone()))?
+            }
+            _ => approval::by_policy(),
+        };
+        approval.user_hooks = user.ran.clone();
+        Ok((approval, user))
+    }
+}
+
+/// Why the person is asked when only their hook asks: the card of the action's kind.
+fn ask_reason(env: &AgentEnv, action: &Action) -> AskReason {
+    match action {
+        Action::Write(_) => AskReason::Write,
+        Action::Intents(_) => AskReason::Intents,
+        Action::Command(cmd) => {
+            let policy = env.gov.policy().unwrap_or_else(|_| {
+                std::sync::Arc::new(crate::hooks::command_policy::CommandPolicy::builtin())
+            });
+            AskReason::Command(policy.classify(&cmd.command))
+        }
+        Action::External(_) => AskReason::External,
+        Action::Read { .. } | Action::Meta => AskReason::UserHook,
     }
 }
 

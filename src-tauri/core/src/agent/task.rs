@@ -254,9 +254,14 @@ impl TaskHandle {
     }
 
     /// The person's message starts a turn: it enters the conversation and the transcript under
-    /// one id, and where it sits is remembered so the turn can be taken back.
-    pub fn begin_turn(&self, sink: &dyn EventSink, text: String) {
+    /// one id, and where it sits is remembered so the turn can be taken back. `context` (from
+    /// the person's hooks) follows the message in the conversation only.
+    pub fn begin_turn(&self, sink: &dyn EventSink, text: String, context: Option<String>) {
         let id = uuid::Uuid::new_v4().to_string();
+        let sent = match context {
+            Some(context) => format!("{text}\n\n{context}"),
+            None => text.clone(),
+        };
         self.update(|r| {
             r.turns.push(super::store::TurnMark {
                 message_id: id.clone(),
@@ -264,8 +269,7 @@ impl TaskHandle {
                 conversation_at: r.conversation.len(),
                 messages_at: r.messages.len(),
             });
-            r.conversation
-                .push(ChatMessage::User { text: text.clone() });
+            r.conversation.push(ChatMessage::User { text: sent });
         });
         self.post(sink, UiMessage::User { id, text });
     }

@@ -63,32 +63,10 @@ async fn run_task_inner(
     let Some(cancel) = task.begin_run() else {
         return TaskEnd::AlreadyRunning;
     };
-    if let Some(text) = user_text {
-        task.begin_turn(env.sink.as_ref(), text);
-    }
-    task.repair_interrupted_calls(
-        &crate::hooks::Denial::new(
-            crate::hooks::DenialCode::HookFailure,
-            "This call was interrupted before it ran (Mandate stopped). Check the current state, then retry it if it is still needed.",
-        )
-        .to_tool_error(),
-    );
-    task.mark_running(env.provider.model_id());
-    task.emit_summary(env.sink.as_ref());
-    say_what_is_broken(&env);
-    let confinement = &env.gov.confinement;
-    if !confinement.is_confined() && task.first_unconfined_notice() {
-        env.sink.emit(Event::Notice {
-            level: NoticeLevel::Warning,
-            message: format!(
-                "Commands are not confined on this system ({}): every command waits for your approval.",
-                confinement.gaps.first().map(String::as_str).unwrap_or("no Landlock")
-            ),
-        });
-    }
-    task.checkpoint(env.sink.as_ref()).await;
-
-    let end = turn_loop(&env, &task, &cancel).await;
+    let end = match open_run(&env, &task, user_text, &cancel).await {
+        Some(end) => end,
+        None => turn_loop(&env, &task, &cancel).await,
+    };
 
     let (status, error) = match &end {
         TaskEnd::Completed(_) => (TaskStatus::Completed, None),
@@ -112,6 +90,63 @@ async fn run_task_inner(
         )),
     }
     end
+}
+
+/// The start of a run: the task marked running, what is broken said, the person's message
+/// added (after their SessionStart and UserPromptSubmit hooks). `Some` when the run ends here
+/// (a hook refused the message).
+async fn open_run(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    user_text: Option<String>,
+    cancel: &CancellationToken,
+) -> Option<TaskEnd> {
+    let first_run = task.record().conversation.is_empty();
+    task.mark_running(env.provider.model_id());
+    task.emit_summary(env.sink.as_ref());
+    say_what_is_broken(env);
+    let confinement = &env.gov.confinement;
+    if !confinement.is_confined() && task.first_unconfined_notice() {
+        env.sink.emit(Event::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "Commands are not confined on this system ({}): every command waits for your approval.",
+                confinement.gaps.first().map(String::as_str).unwrap_or("no Landlock")
+            ),
+        });
+    }
+    super::hook_steps::say_state(env).await;
+    let session = match first_run {
+        true => super::hook_steps::session_started(env, task, cancel).await,
+        false => None,
+    };
+    if let Some(text) = user_text {
+        match super::hook_steps::prompt_submitted(env, task, &text, cancel).await {
+            Ok(context) => {
+                let context = match (session, context) {
+                    (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+                    (a, b) => a.or(b),
+                };
+                task.begin_turn(env.sink.as_ref(), text, context);
+            }
+            Err(why) => {
+                add_error(env, task, why.clone());
+                return Some(match env.interactive {
+                    true => TaskEnd::Idle,
+                    false => TaskEnd::Failed(why),
+                });
+            }
+        }
+    }
+    task.repair_interrupted_calls(
+        &crate::hooks::Denial::new(
+            crate::hooks::DenialCode::HookFailure,
+            "This call was interrupted before it ran (Mandate stopped). Check the current state, then retry it if it is still needed.",
+        )
+        .to_tool_error(),
+    );
+    task.checkpoint(env.sink.as_ref()).await;
+    None
 }
 
 /// The window never shows a secret Mandate holds, even one the model wrote out.
@@ -237,9 +272,28 @@ fn signature(call: &crate::llm::ToolCall) -> String {
     format!("{}:{}", call.name, args)
 }
 
+/// What the loop keeps across turns: the same call in a row, failures in a row, and how many
+/// times the person's Stop hooks sent the agent back.
+#[derive(Default)]
+struct Streak {
+    last_signature: String,
+    repeats: u32,
+    mistakes: u32,
+    sent_back: u32,
+}
+
+/// After this many times in a row that a Stop hook sends the agent back, the next one fails
+/// the task instead.
+const MAX_SENT_BACK: u32 = 3;
+
+enum Flow {
+    Next,
+    End(TaskEnd),
+}
+
 async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) -> TaskEnd {
     let mut turns = 0u32;
-    let (mut last_signature, mut repeats, mut mistakes) = (String::new(), 0u32, 0u32);
+    let mut streak = Streak::default();
     loop {
         if let Some(max) = env.max_turns {
             if turns >= max {
@@ -261,60 +315,115 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
             if env.interactive {
                 return TaskEnd::Idle;
             }
-            mistakes += 1;
+            streak.mistakes += 1;
             task.push_conversation(ChatMessage::User {
                 text: "[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]".into(),
             });
         }
-        let calls = turn.tool_calls.clone();
-        for (i, call) in calls.iter().enumerate() {
-            if cancel.is_cancelled() {
-                skip_calls(task, &calls[i..], "the user stopped the task");
-                task.checkpoint(env.sink.as_ref()).await;
-                return TaskEnd::Cancelled;
-            }
-            let result = dispatch(env, task, call, cancel).await;
-            task.push_conversation(ChatMessage::ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: result.content.clone(),
-                is_error: result.is_error,
-            });
-            task.checkpoint(env.sink.as_ref()).await;
-            if let Some(done) = result.completed {
-                skip_calls(task, &calls[i + 1..], "the task was completed first");
-                return TaskEnd::Completed(done);
-            }
-            let sig = signature(call);
-            repeats = if sig == last_signature {
-                repeats + 1
-            } else {
-                1
-            };
-            last_signature = sig;
-            mistakes = if result.is_error { mistakes + 1 } else { 0 };
-            if cancel.is_cancelled() {
-                skip_calls(task, &calls[i + 1..], "the user stopped the task");
-                task.checkpoint(env.sink.as_ref()).await;
-                return TaskEnd::Cancelled;
-            }
+        if let Flow::End(end) = run_calls(env, task, &turn.tool_calls, &mut streak, cancel).await {
+            return end;
         }
-        if repeats >= 3 || mistakes >= 3 {
-            let reason = if repeats >= 3 {
-                format!("The agent made the same call {repeats} times in a row.")
+        if streak.repeats >= 3 || streak.mistakes >= 3 {
+            let reason = if streak.repeats >= 3 {
+                format!(
+                    "The agent made the same call {} times in a row.",
+                    streak.repeats
+                )
             } else {
-                format!("The agent's last {mistakes} steps failed or were refused.")
+                format!(
+                    "The agent's last {} steps failed or were refused.",
+                    streak.mistakes
+                )
             };
             if !ask_to_continue(env, task, &reason, cancel).await {
                 let m = format!("{reason} The task was stopped.");
                 add_error(env, task, m.clone());
                 return TaskEnd::Failed(m);
             }
-            repeats = 0;
-            mistakes = 0;
-            last_signature.clear();
+            streak.repeats = 0;
+            streak.mistakes = 0;
+            streak.last_signature.clear();
         }
     }
+}
+
+/// The turn's tool calls, one at a time through the orchestrator.
+async fn run_calls(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    calls: &[crate::llm::ToolCall],
+    streak: &mut Streak,
+    cancel: &CancellationToken,
+) -> Flow {
+    for (i, call) in calls.iter().enumerate() {
+        if cancel.is_cancelled() {
+            skip_calls(task, &calls[i..], "the user stopped the task");
+            task.checkpoint(env.sink.as_ref()).await;
+            return Flow::End(TaskEnd::Cancelled);
+        }
+        let result = dispatch(env, task, call, cancel).await;
+        task.push_conversation(ChatMessage::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: result.content.clone(),
+            is_error: result.is_error,
+        });
+        task.checkpoint(env.sink.as_ref()).await;
+        if let Some(done) = result.completed {
+            return complete(env, task, &calls[i + 1..], done, streak, cancel).await;
+        }
+        let sig = signature(call);
+        streak.repeats = if sig == streak.last_signature {
+            streak.repeats + 1
+        } else {
+            1
+        };
+        streak.last_signature = sig;
+        streak.mistakes = if result.is_error {
+            streak.mistakes + 1
+        } else {
+            0
+        };
+        if cancel.is_cancelled() {
+            skip_calls(task, &calls[i + 1..], "the user stopped the task");
+            task.checkpoint(env.sink.as_ref()).await;
+            return Flow::End(TaskEnd::Cancelled);
+        }
+    }
+    Flow::Next
+}
+
+/// The agent completed: the person's Stop hooks may send it back, a bounded number of times.
+async fn complete(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    rest: &[crate::llm::ToolCall],
+    done: String,
+    streak: &mut Streak,
+    cancel: &CancellationToken,
+) -> Flow {
+    let objection = super::hook_steps::stopping(env, task, &done, streak.sent_back > 0, cancel);
+    let Some(reason) = objection.await else {
+        skip_calls(task, rest, "the task was completed first");
+        return Flow::End(TaskEnd::Completed(done));
+    };
+    skip_calls(task, rest, "the task tried to complete first");
+    if streak.sent_back >= MAX_SENT_BACK {
+        let m = format!(
+            "The task did not complete: your Stop hooks sent the agent back {MAX_SENT_BACK} times in a row and still object ({reason})."
+        );
+        add_error(env, task, m.clone());
+        return Flow::End(TaskEnd::Failed(m));
+    }
+    streak.sent_back += 1;
+    env.notice(format!("The task is not finished yet, say {reason}."));
+    task.push_conversation(ChatMessage::User {
+        text: format!(
+            "[The task may not end yet, say {reason}. Continue the work, then call attempt_completion again.]"
+        ),
+    });
+    task.checkpoint(env.sink.as_ref()).await;
+    Flow::Next
 }
 
 fn skip_calls(task: &TaskHandle, calls: &[crate::llm::ToolCall], why: &str) {
@@ -341,6 +450,7 @@ async fn ask_to_continue(
         detail: ApprovalDetail::Continue {
             reason: reason.to_string(),
         },
+        hook_reasons: Vec::new(),
     };
     let approval_id = request.approval_id.clone();
     task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);

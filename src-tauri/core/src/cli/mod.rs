@@ -143,6 +143,11 @@ pub struct RunArgs {
     /// never starts a workspace's server without one or the other.
     #[arg(long = "trust-mcp", value_name = "NAME")]
     pub trust_mcp: Vec<String>,
+    /// Run the workspace's hooks (`.mandate/hooks.json`, `.claude/settings.json`) as they are
+    /// now, and remember that you confirmed them. Without it, hooks you have not confirmed (in
+    /// the window or with this flag) do not run, and tools they would check are refused.
+    #[arg(long)]
+    pub trust_hooks: bool,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }

@@ -71,7 +71,7 @@ impl EventSink for CliSink {
 }
 
 fn describe(request: &ApprovalRequest) -> String {
-    match &request.detail {
+    let what = match &request.detail {
         ApprovalDetail::Write { path, .. } => format!("write {path}"),
         ApprovalDetail::Command { command, .. } => format!("run `{command}`"),
         ApprovalDetail::Continue { reason } => reason.clone(),
@@ -82,6 +82,12 @@ fn describe(request: &ApprovalRequest) -> String {
         ApprovalDetail::McpCall { server, tool, .. } => {
             format!("call `{tool}` of MCP server `{server}`")
         }
+        ApprovalDetail::ToolCall { tool, target, .. } => format!("{tool} {target}"),
+        ApprovalDetail::UserHooks { hooks, .. } => format!("run {} hooks", hooks.len()),
+    };
+    match request.hook_reasons.is_empty() {
+        true => what,
+        false => format!("{what} ({})", request.hook_reasons.join("; ")),
     }
 }
 
@@ -123,10 +129,17 @@ impl Interaction for FlagInteraction {
             request.detail,
             ApprovalDetail::ScopeExpansion { .. } | ApprovalDetail::NewIntent { .. }
         );
+        // Hooks are confirmed with --trust-hooks, never by --approve.
+        let hooks = matches!(request.detail, ApprovalDetail::UserHooks { .. });
         self.sink.emit(Event::ApprovalRequested {
             task_id: task_id.into(),
             request,
         });
+        if hooks {
+            return ApprovalDecision::Reject {
+                reason: "hooks are confirmed with --trust-hooks".into(),
+            };
+        }
         if intents {
             // The agent's mandate is widened by a person, never by a flag.
             return ApprovalDecision::Reject {
@@ -205,6 +218,17 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
     let gov = Arc::new(Governance::new(workspace, &dirs));
     for done in &gov.recovered {
         eprintln!("mandate: recovered: {done}.");
+    }
+    if args.trust_hooks {
+        let hooks = gov.clone();
+        match tokio::task::spawn_blocking(move || hooks.user_hooks.confirm_current()).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => eprintln!(
+                "mandate: running the workspace's {n} hooks as they are now (--trust-hooks)."
+            ),
+            Ok(Err(e)) => return usage(&format!("--trust-hooks: the hooks do not load: {e}")),
+            Err(e) => return usage(&format!("--trust-hooks: {e}")),
+        }
     }
     let store = Arc::new(TaskStore::new(&dirs.data, gov.root()));
     let sink: Arc<dyn EventSink> = Arc::new(CliSink {

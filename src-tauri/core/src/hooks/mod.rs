@@ -44,6 +44,8 @@ pub enum DenialCode {
     CommandBlocked,
     InvalidArguments,
     HookFailure,
+    /// The person's own hook denied the call.
+    HookDenied,
 }
 
 /// A refusal, sent to the model as `{"error":{"code","message",...}}`.
@@ -205,6 +207,8 @@ pub enum AskReason {
     /// A mutating MCP tool: always a person's decision.
     External,
     Command(Classification),
+    /// The person's hook asks about a call Mandate has no card for (a read, a question).
+    UserHook,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -373,7 +377,7 @@ impl PreHook for CommandPolicyHook {
                 Denial::new(
                     DenialCode::CommandBlocked,
                     format!(
-                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list and the trace ledger are changed only by the user, through Mandate.",
+                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger and the person's hooks are changed only by the user.",
                         target.name, target.word
                     ),
                 )

@@ -20,6 +20,7 @@ fn entry() -> TraceEntry {
             accepted_hunks: Vec::new(),
             rejected_hunks: Vec::new(),
             edited: false,
+            user_hooks: Vec::new(),
         },
         files: Vec::new(),
         extra: Default::default(),

@@ -78,6 +78,9 @@ pub struct ApprovalRecord {
     pub accepted_hunks: Vec<u32>,
     pub rejected_hunks: Vec<u32>,
     pub edited: bool,
+    /// The names of the person's PreToolUse hooks that ran on the call (recorded as
+    /// `user_hooks` when there were any).
+    pub user_hooks: Vec<String>,
 }
 
 /// Everything a record says about one accepted mutation.
@@ -249,6 +252,9 @@ pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
             "edited": entry.approval.edited,
         }),
     );
+    if !entry.approval.user_hooks.is_empty() {
+        vendor.insert("user_hooks".into(), json!(entry.approval.user_hooks));
+    }
     for (k, v) in &entry.extra {
         vendor.insert(k.clone(), v.clone());
     }

@@ -22,6 +22,7 @@ pub(crate) fn entry(path: &str, ranges: &[(u32, u32, &[&str])]) -> TraceEntry {
             accepted_hunks: vec![0],
             rejected_hunks: vec![],
             edited: false,
+            user_hooks: Vec::new(),
         },
         files: vec![FileChange {
             path: path.into(),

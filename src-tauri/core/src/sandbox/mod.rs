@@ -40,6 +40,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use plan::SandboxRequest;
+pub(crate) use run::kill_group;
 pub use run::{run_confined, run_governed, CommandContext, CommandRun, GovernedRun};
 pub use scope::{scope_grants, Grant, GrantKind};
 pub use spawn::{bash, ConfinedCommand};

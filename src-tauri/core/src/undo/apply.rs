@@ -144,6 +144,7 @@ async fn apply_file(
             accepted_hunks: Vec::new(),
             rejected_hunks: choice.rejected_hunks.clone(),
             edited: false,
+            user_hooks: Vec::new(),
         },
         files: Vec::new(),
         extra,

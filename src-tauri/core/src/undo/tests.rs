@@ -40,6 +40,7 @@ fn entry(call: &str) -> TraceEntry {
             accepted_hunks: vec![],
             rejected_hunks: vec![],
             edited: false,
+            user_hooks: Vec::new(),
         },
         files: vec![],
         extra: Default::default(),

@@ -1,4 +1,5 @@
-//! Whether a command line names the mandate itself (`.orchestration/`, `.intentignore`), by
+//! Whether a command line names the mandate itself (`.orchestration/`, `.intentignore`) or the
+//! person's hooks (`.mandate/`, `.claude/`), by
 //! the path each word resolves to rather than by substring: `./.orchestration`,
 //! `x/../.orchestration`, a symlink to it, `.orch*` and `.orchestrat?on` are all found, and
 //! `docs/orchestration-notes.md` is not. A convenience for a clear refusal: what a command can
@@ -10,15 +11,15 @@ use globset::GlobBuilder;
 
 use super::parse::{self, RedirectKind, Script, Stage, Word};
 
-/// The top-level names only the person changes.
-const MANDATE_NAMES: [&str; 2] = [".orchestration", ".intentignore"];
+/// The top-level names only the person changes: the mandate and the person's hooks.
+const MANDATE_NAMES: [&str; 4] = [".orchestration", ".intentignore", ".mandate", ".claude"];
 
 /// A word of the command that refers to a protected path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtectedTarget {
     /// The word as written.
     pub word: String,
-    /// The protected name it reaches (`.orchestration` or `.intentignore`).
+    /// The protected name it reaches (`.orchestration`, `.intentignore`, `.mandate`, `.claude`).
     pub name: String,
 }
 
@@ -202,6 +203,10 @@ mod tests {
             "cd ../.orchestration && rm agent_trace.jsonl",
             "echo $(rm ../.orchestration/x)",
             "for f in ../.orchestration/*; do rm $f; done",
+            "echo '{}' > ../.mandate/hooks.json",
+            "rm -rf ../.claude",
+            "sed -i s/deny/allow/ ../.claude/hooks/check.sh",
+            "cp evil.json ../.Mandate/hooks.json",
         ] {
             assert!(hit(line).is_some(), "{line}");
         }
@@ -214,6 +219,7 @@ mod tests {
             "rm -rf ../*",
             "ls ../.orchestration.md.bak/..",
             "grep -r orchestration .",
+            "cat ../docs/claude-notes.md",
         ] {
             assert_eq!(hit(line), None, "{line}");
         }

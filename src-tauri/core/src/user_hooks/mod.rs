@@ -1,0 +1,240 @@
+//! The person's own hooks: command hooks in the Claude Code contract, run under Mandate's gate.
+//!
+//! Read from `.mandate/hooks.json` and the `hooks` section of `.claude/settings.json` and
+//! `.claude/settings.local.json` ([`config`]). Events: `PreToolUse` and `PostToolUse` (matched
+//! on the tool's name, Mandate's or the familiar alias, see [`names`]), `UserPromptSubmit`,
+//! `Stop`, `SessionStart`. Each hook gets the event as JSON on stdin ([`event_input`]) and runs
+//! confined ([`process`]); what it said is read by the contract ([`output`]).
+//!
+//! The rules Mandate adds to the contract:
+//! - **Under the gate.** PreToolUse hooks run after Mandate's own pre-hooks, only when those
+//!   allow or ask; a hook can add a deny or an ask, never lift one (`allow` does not skip an
+//!   approval Mandate asks for).
+//! - **Fail closed.** A hook that crashes, times out, exits with a code other than 0 or 2,
+//!   prints what cannot be read, or cannot run here, denies a tool that changes things
+//!   (writes, commands, intent changes), unless its entry says `"advisory": true`; either way
+//!   the person is told. On reads and the other events a failure is only reported.
+//! - **The person's, not the agent's.** `.mandate/` and `.claude/` are never writable by the
+//!   agent. Hooks (and the workspace scripts their commands name) that changed since the person
+//!   last confirmed them do not run until confirmed ([`trust`]): in the window a card asks;
+//!   headless, `mandate run --trust-hooks` confirms the hooks as they are when the run starts,
+//!   and without it (or if they change during the run) they do not run and tools that change
+//!   things are refused. A configuration that does not load is an error shown to the person,
+//!   and tools that change things are refused until it is fixed.
+//! - **In parallel, strictest wins.** The hooks of one event run at the same time (as in the
+//!   contract; one command configured twice runs once); deny > ask > allow, and every
+//!   context is passed on in configuration order.
+
+pub mod config;
+pub mod names;
+pub mod output;
+pub mod process;
+pub mod trust;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{ConfigError, HookCommand, HookConfig, HookEvent, HookSpec, Matcher};
+pub use output::{EventReport, HookAnswer, Said};
+pub use process::{run_hook, HookPlace, HookRun};
+pub use trust::{TrustError, TrustStore};
+
+/// Whether the person confirmed the hooks as they are now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    Confirmed,
+    /// The person said no in the window: not run, not asked again until they change.
+    Declined,
+    Unconfirmed,
+}
+
+/// The hooks of a workspace now.
+#[derive(Debug, Clone)]
+pub enum HooksState {
+    /// Nothing configured.
+    None,
+    /// A file cannot be used: no hook runs and tools that change things are refused.
+    Broken(ConfigError),
+    Ready {
+        hooks: Arc<HookConfig>,
+        fingerprint: String,
+        trust: Trust,
+    },
+}
+
+/// The hooks of one workspace and what the person decided about them.
+pub struct UserHooks {
+    root: PathBuf,
+    trust: TrustStore,
+    /// Confirmed in this process (also when the store could not be written).
+    confirmed: Mutex<HashSet<String>>,
+    declined: Mutex<HashSet<String>>,
+    /// One confirmation card at a time: a second task waits for the first answer.
+    pub asking: tokio::sync::Mutex<()>,
+}
+
+impl UserHooks {
+    /// `data_dir` keeps the confirmed fingerprints.
+    pub fn new(root: &Path, data_dir: &Path) -> UserHooks {
+        UserHooks {
+            root: root.to_path_buf(),
+            trust: TrustStore::new(data_dir),
+            confirmed: Mutex::default(),
+            declined: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Reads the files and the trust store (blocking).
+    pub fn state(&self) -> HooksState {
+        let config = match config::load(&self.root) {
+            Ok(c) => c,
+            Err(e) => return HooksState::Broken(e),
+        };
+        if config.is_empty() {
+            return HooksState::None;
+        }
+        let fingerprint = trust::fingerprint(&self.root, &config);
+        let here = |set: &Mutex<HashSet<String>>| {
+            set.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&fingerprint)
+        };
+        let trust = if here(&self.confirmed) || self.trust.is_confirmed(&self.root, &fingerprint) {
+            Trust::Confirmed
+        } else if here(&self.declined) {
+            Trust::Declined
+        } else {
+            Trust::Unconfirmed
+        };
+        HooksState::Ready {
+            hooks: Arc::new(config),
+            fingerprint,
+            trust,
+        }
+    }
+
+    /// Remembers the person's yes, here and for later runs.
+    pub fn confirm(&self, fingerprint: &str) -> Result<(), TrustError> {
+        self.confirmed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(fingerprint.to_string());
+        self.trust.confirm(&self.root, fingerprint)
+    }
+
+    pub fn decline(&self, fingerprint: &str) {
+        self.declined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(fingerprint.to_string());
+    }
+
+    /// Confirms the hooks as they are now (`mandate run --trust-hooks`); returns how many
+    /// there are. A configuration that does not load is an error.
+    pub fn confirm_current(&self) -> Result<usize, String> {
+        match self.state() {
+            HooksState::None => Ok(0),
+            HooksState::Broken(e) => Err(e.to_string()),
+            HooksState::Ready {
+                hooks, fingerprint, ..
+            } => {
+                self.confirm(&fingerprint).map_err(|e| e.to_string())?;
+                Ok(hooks.hooks.len())
+            }
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// The hooks as the confirmation card shows them.
+pub fn views(config: &HookConfig) -> Vec<crate::protocol::UserHookView> {
+    config
+        .hooks
+        .iter()
+        .map(|h| crate::protocol::UserHookView {
+            event: h.event.name().to_string(),
+            matcher: if h.event.uses_matcher() {
+                h.matcher.describe()
+            } else {
+                "*".into()
+            },
+            name: h.name.clone(),
+            command: match &h.command {
+                HookCommand::Shell(c) => c.clone(),
+                HookCommand::Unsupported(what) => format!("(Mandate does not run {what})"),
+            },
+            source: h.source.to_string(),
+            advisory: h.advisory,
+            network: h.network,
+            timeout_seconds: h.timeout.as_secs_f64(),
+        })
+        .collect()
+}
+
+/// What every event's input carries.
+pub struct Common<'a> {
+    /// The task id.
+    pub session_id: &'a str,
+    /// The workspace root.
+    pub cwd: &'a Path,
+    /// The intent the task holds (a Mandate field: `mandate_intent_id`).
+    pub intent_id: Option<&'a str>,
+}
+
+/// The JSON a hook reads on stdin: the contract's common fields (`session_id`,
+/// `transcript_path` — null: Mandate keeps no transcript file a hook could read —, `cwd`,
+/// `permission_mode` — always `default` —, `hook_event_name`), Mandate's `mandate_intent_id`,
+/// and the event's own `fields`.
+pub fn event_input(event: HookEvent, common: &Common<'_>, fields: Map<String, Value>) -> Value {
+    let mut input = json!({
+        "session_id": common.session_id,
+        "transcript_path": Value::Null,
+        "cwd": common.cwd,
+        "permission_mode": "default",
+        "hook_event_name": event.name(),
+        "mandate_intent_id": common.intent_id,
+    });
+    if let Value::Object(map) = &mut input {
+        map.extend(fields);
+    }
+    input
+}
+
+/// Runs `hooks` (all of `event`) at the same time; answers in configuration order.
+pub async fn run_event(
+    event: HookEvent,
+    hooks: &[&HookSpec],
+    input: &Value,
+    place: &HookPlace<'_>,
+    cancel: &CancellationToken,
+) -> EventReport {
+    let bytes = serde_json::to_vec(input).unwrap_or_default();
+    let runs = hooks.iter().map(|hook| {
+        let bytes = bytes.clone();
+        async move {
+            let run = match &hook.command {
+                HookCommand::Shell(command) => {
+                    run_hook(command, hook.network, hook.timeout, bytes, place, cancel).await
+                }
+                HookCommand::Unsupported(what) => {
+                    HookRun::failed(format!("Mandate does not run {what}"))
+                }
+            };
+            output::interpret(event, hook, run)
+        }
+    });
+    EventReport {
+        answers: futures_util::future::join_all(runs).await,
+    }
+}
