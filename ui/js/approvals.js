@@ -6,6 +6,7 @@ import { byId, closest, errorText, find, h, setMessage } from './dom.js';
 import { emit, intentById, listen, store } from './store.js';
 import { firstChangedLine, renderDiff } from './diffview.js';
 import { pathLink } from './editor.js';
+import { commandBody, newIntentBody, scopeBody } from './approvalcards.js';
 
 /** @typedef {import('./protocol').ApprovalRequest} ApprovalRequest */
 /** @typedef {import('./protocol').ApprovalDecision} ApprovalDecision */
@@ -21,6 +22,7 @@ import { pathLink } from './editor.js';
  * @property {HTMLTextAreaElement | null} edited
  * @property {HTMLTextAreaElement} reason
  * @property {boolean} busy
+ * @property {(() => ApprovalDecision | string) | null} approve  how a card other than a write approves
  */
 
 /** Pending approvals by id; Map order is arrival order. @type {Map<string, Entry>} */
@@ -28,6 +30,13 @@ const entries = new Map();
 let seq = 0;
 /** @type {(taskId: string) => void} */
 let openTask = () => {};
+
+/** @type {Partial<Record<import('./protocol').ApprovalDetail['kind'], (d: any) => string>>} */
+const TITLES = {
+  command: () => 'Run a command',
+  scope_expansion: (d) => `Widen the scope of ${d.intent_id}`,
+  new_intent: (d) => `Create intent ${d.intent.id}`,
+};
 
 /** @type {Record<string, string>} */
 const MUTATION_HELP = {
@@ -63,7 +72,7 @@ export function initApprovals(options) {
     const first = shownEntries()[0];
     if (!first || first.busy) return;
     ev.preventDefault();
-    if (ev.code === 'KeyA') decide(first, approveDecision(first));
+    if (ev.code === 'KeyA') approve(first);
     else decide(first, { decision: 'reject', reason: first.reason.value.trim() });
   });
 
@@ -126,6 +135,8 @@ function describe(req) {
   const d = req.detail;
   if (d.kind === 'write') return `${d.new_file ? 'create' : 'change'} ${d.path}`;
   if (d.kind === 'command') return `run ${d.destructive ? 'destructive ' : ''}command ${d.command}`;
+  if (d.kind === 'scope_expansion') return `widen the scope of ${d.intent_id}`;
+  if (d.kind === 'new_intent') return `create intent ${d.intent.id}`;
   return 'keep going';
 }
 
@@ -219,7 +230,7 @@ function buildEntry(taskId, req) {
     ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }),
       // A file that does not exist yet has nothing to open.
       d.new_file ? h('code', { class: 'approval-path', text: d.path }) : pathLink(d.path, firstChangedLine(d.hunks), { className: 'approval-path' }))
-    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: d.kind === 'command' ? 'Run a command' : 'Keep going?' });
+    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: TITLES[d.kind]?.(d) ?? 'Keep going?' });
   const el = h('article', {
     class: 'approval',
     'data-approval-id': req.approval_id,
@@ -229,14 +240,17 @@ function buildEntry(taskId, req) {
   }, title, h('p', { class: 'approval-task muted small', hidden: true }));
   // A "keep going?" request carries no intent; the task's own one is what is at stake.
   const taskIntent = intentById(store.tasks.get(taskId)?.intent_id ?? null) ?? null;
-  el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
+  // A proposed intent stands on its own; every other card says which intent it acts under.
+  if (d.kind !== 'new_intent' || req.intent) el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
 
   const reason = h('textarea', { name: 'reject-reason', rows: '2', id: `reject-reason-${n}`, placeholder: 'Optional: tell the agent why' });
   /** @type {Entry} */
-  const entry = { taskId, request: req, el, diff: null, edited: null, reason, busy: false };
+  const entry = { taskId, request: req, el, diff: null, edited: null, reason, busy: false, approve: null };
 
   if (d.kind === 'write') writeBody(entry, d);
-  else if (d.kind === 'command') commandBody(el, d);
+  else if (d.kind === 'command') entry.approve = commandBody(el, d, n);
+  else if (d.kind === 'scope_expansion') entry.approve = scopeBody(el, d, n);
+  else if (d.kind === 'new_intent') entry.approve = newIntentBody(el, d, n);
   else el.append(h('p', { class: 'approval-reason', text: d.reason }));
 
   const approveLabel = d.kind === 'continue' ? 'Continue' : 'Approve';
@@ -259,7 +273,7 @@ function buildEntry(taskId, req) {
   el.addEventListener('click', (ev) => {
     const action = closest(ev.target, '[data-action]')?.dataset.action;
     if (!action || entry.busy) return;
-    if (action === 'approve') decide(entry, approveDecision(entry));
+    if (action === 'approve') approve(entry);
     else if (action === 'reject') decide(entry, { decision: 'reject', reason: reason.value.trim() });
     else if (action === 'always-allow') decide(entry, { decision: 'always_allow' });
   });
@@ -336,29 +350,29 @@ function writeBody(entry, d) {
 }
 
 /**
- * @param {HTMLElement} el
- * @param {Extract<import('./protocol').ApprovalDetail, { kind: 'command' }>} d
- */
-function commandBody(el, d) {
-  el.append(
-    h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Command' }, h('code', { text: d.command })),
-    h('p', { class: 'small' }, h('span', { class: 'muted', text: 'In ' }), h('code', { text: d.cwd || '.' })),
-    d.destructive
-      ? h('div', { class: 'danger-box' },
-        h('p', { class: 'tag tag-danger', text: 'Destructive' }),
-        d.reasons.length ? h('ul', { class: 'reasons' }, ...d.reasons.map((r) => h('li', { text: r }))) : null)
-      : h('p', null, h('span', { class: 'tag tag-safe', text: 'Safe' }), h('span', { class: 'muted small', text: ' No destructive pattern found.' })));
-}
-
-/**
  * @param {Entry} entry
- * @returns {ApprovalDecision}
+ * @returns {ApprovalDecision | string}
  */
 function approveDecision(entry) {
   const d = entry.request.detail;
+  if (entry.approve) return entry.approve();
   if (d.kind !== 'write' || !entry.diff) return { decision: 'approve', rejected_hunks: [], edited_content: null };
   const edited = entry.edited && entry.edited.value !== d.new_text ? entry.edited.value : null;
   return { decision: 'approve', rejected_hunks: edited === null ? entry.diff.rejectedHunks() : [], edited_content: edited };
+}
+
+/**
+ * Approves as the card reads now; a card that cannot be approved as it is says why.
+ * @param {Entry} entry
+ */
+function approve(entry) {
+  const decision = approveDecision(entry);
+  if (typeof decision === 'string') {
+    const error = find(entry.el, '.approval-error', HTMLElement);
+    if (error) setMessage(error, decision);
+    return;
+  }
+  decide(entry, decision);
 }
 
 /**
