@@ -353,6 +353,17 @@ impl App {
             .await
     }
 
+    /// Controls under `root_css` that a screen reader could not name (no label, no aria-label,
+    /// no title, no text), as the start of their HTML; empty when every one has a name.
+    pub async fn unnamed_controls(&self, root_css: &str) -> anyhow::Result<Value> {
+        self.session
+            .execute(
+                "const unnamed = [];                 for (const el of document.querySelectorAll(arguments[0] + ' :is(button, input, select, textarea, [role=\"tab\"])')) {                   if (el.closest('[hidden]') || el.type === 'hidden') continue;                   const labelled = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.getAttribute('title') || (el.textContent || '').trim();                   if (!labelled) unnamed.push(el.outerHTML.slice(0, 120));                 }                 return unnamed;",
+                vec![Value::String(root_css.to_string())],
+            )
+            .await
+    }
+
     /// Saves a screenshot of the app's own X display under test-artifacts/screenshots.
     /// (WebDriver's screenshot never answers with compositing disabled, so the display is
     /// captured instead.)

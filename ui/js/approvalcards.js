@@ -34,8 +34,9 @@ export function commandBody(el, d, n) {
   const network = h('input', { type: 'checkbox', id: `grant-network-${n}`, name: 'grant-network', checked: d.needs.network });
   const git = h('input', { type: 'checkbox', id: `grant-git-${n}`, name: 'grant-write-git', checked: d.needs.write_git });
   const needs = [d.needs.network ? 'the network' : null, d.needs.write_git ? 'writing .git/' : null].filter(Boolean);
-  el.append(h('fieldset', { class: 'grants' },
-    h('legend', { text: 'Beyond its confinement' }),
+  // A div, not a fieldset: WebKit lays a fieldset out again when a button near it is pressed.
+  el.append(h('div', { class: 'grants', role: 'group', 'aria-labelledby': `grants-${n}` },
+    h('p', { class: 'grants-title', id: `grants-${n}`, text: 'Beyond its confinement' }),
     h('div', { class: 'check' }, network, h('label', { for: `grant-network-${n}`, text: 'Allow network' })),
     h('div', { class: 'check' }, git, h('label', { for: `grant-git-${n}`, text: 'Allow writing .git/' })),
     h('p', { class: 'muted small', text: needs.length
@@ -115,12 +116,13 @@ const codeList = (items) => items.length
  * @param {HTMLElement} el
  * @param {Extract<ApprovalDetail, { kind: 'scope_expansion' }>} d
  * @param {number} n
+ * @param {string | null} shownIntent  the intent the card already shows
  * @returns {Approve}
  */
-export function scopeBody(el, d, n) {
-  el.append(
-    h('div', { class: 'approval-reason' }, h('span', { class: 'muted', text: 'The agent’s reason: ' }), h('span', { text: d.reason })),
-    h('p', { class: 'scope-now small' }, h('span', { class: 'muted', text: `${d.intent_id} owns now: ` }), codeList(d.owned_scope)));
+export function scopeBody(el, d, n, shownIntent) {
+  el.append(h('div', { class: 'approval-reason' }, h('span', { class: 'muted', text: 'The agent’s reason: ' }), h('span', { text: d.reason })));
+  // The card's intent block shows the task's intent; another one's scope is said here.
+  if (shownIntent !== d.intent_id) el.append(h('p', { class: 'scope-now small' }, h('span', { class: 'muted', text: `${d.intent_id} owns now: ` }), codeList(d.owned_scope)));
   return editableGlobs(el, d.globs, d.preview, { id: `scope-globs-${n}`, label: 'Globs to add' });
 }
 

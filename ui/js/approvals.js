@@ -249,7 +249,7 @@ function buildEntry(taskId, req) {
 
   if (d.kind === 'write') writeBody(entry, d);
   else if (d.kind === 'command') entry.approve = commandBody(el, d, n);
-  else if (d.kind === 'scope_expansion') entry.approve = scopeBody(el, d, n);
+  else if (d.kind === 'scope_expansion') entry.approve = scopeBody(el, d, n, req.intent?.id ?? null);
   else if (d.kind === 'new_intent') entry.approve = newIntentBody(el, d, n);
   else el.append(h('p', { class: 'approval-reason', text: d.reason }));
 

@@ -5,6 +5,7 @@ import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
 import { canRetry, intentById, isBusy, statusLabel, store, taskEventMark, upsertTaskFromReply } from './store.js';
 import { domId } from './tasks.js';
 import { Transcript } from './transcript.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').TaskSummary} TaskSummary */
 
@@ -56,9 +57,8 @@ export class TaskPanel {
     this.retry.addEventListener('click', () => this.act({ type: 'retry_task', task_id: this.id }, this.retry));
     this.select.addEventListener('change', () => this.selectIntent());
     this.undo.addEventListener('click', () => {
-      /** @type {import('./protocol').UndoScope} */
-      const scope = { kind: 'task', task_id: this.id };
-      this.undo.dispatchEvent(new CustomEvent('mandate:undo', { bubbles: true, detail: scope }));
+      const title = store.tasks.get(this.id)?.title ?? '';
+      requestUndo(this.undo, { kind: 'task', task_id: this.id }, `Undo the task “${title}”`);
     });
     this.budget.addEventListener('click', () => {
       // A task paused by its own intent's budget is raised in the intent; any other in Settings.

@@ -6,6 +6,7 @@ import { listen, store } from './store.js';
 import { firstChangedLine, renderDiff } from './diffview.js';
 import { highlightLine } from './highlight.js';
 import { pathLink } from './editor.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').TraceChange} TraceChange */
 /** @typedef {import('./protocol').LineRange} LineRange */
@@ -86,9 +87,8 @@ function undoIntent() {
     }
     since = date.toISOString();
   }
-  /** @type {import('./protocol').UndoScope} */
-  const scope = { kind: 'intent', intent_id: intentId, since };
-  byId('trace-undo').dispatchEvent(new CustomEvent('mandate:undo', { bubbles: true, detail: scope }));
+  const label = `Undo ${intentId}’s changes${since ? ` since ${formatFullTime(since)}` : ''}`;
+  requestUndo(byId('trace-undo'), { kind: 'intent', intent_id: intentId, since }, label);
 }
 
 function fillIntentSelect() {

@@ -4,6 +4,7 @@ import { request } from './ipc.js';
 import { errorText, find, h, quote, setSafeHtml } from './dom.js';
 import { highlightCodeIn } from './highlight.js';
 import { pathLink } from './editor.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').UiMessage} UiMessage */
 /** @typedef {import('./protocol').ToolCallView} ToolCallView */
@@ -68,12 +69,16 @@ export class Transcript {
     this.log.addEventListener('click', (ev) => {
       const button = ev.target instanceof Element ? ev.target.closest('[data-action="undo-call"], [data-action="undo-turn"]') : null;
       if (!(button instanceof HTMLElement)) return;
-      const id = button.closest('[data-message-id]')?.getAttribute('data-message-id') ?? '';
-      /** @type {import('./protocol').UndoScope} */
-      const scope = button.dataset.action === 'undo-call'
-        ? { kind: 'call', task_id: this.taskId, call_id: id }
-        : { kind: 'turn', task_id: this.taskId, message_id: id };
-      button.dispatchEvent(new CustomEvent('mandate:undo', { bubbles: true, detail: scope }));
+      const holder = button.closest('[data-message-id]');
+      const id = holder?.getAttribute('data-message-id') ?? '';
+      if (button.dataset.action === 'undo-call') {
+        const what = [holder?.querySelector('.tool-name')?.textContent, holder?.querySelector('.tool-target')?.textContent].filter(Boolean).join(' ');
+        requestUndo(button, { kind: 'call', task_id: this.taskId, call_id: id }, `Undo ${what || 'this tool call'}`);
+      } else {
+        const text = holder?.querySelector('.content')?.textContent ?? '';
+        const short = text.length > 60 ? `${text.slice(0, 60)}…` : text;
+        requestUndo(button, { kind: 'turn', task_id: this.taskId, message_id: id }, `Undo from “${short}” on`);
+      }
     });
     this.jump.addEventListener('click', () => {
       this.stick = true;

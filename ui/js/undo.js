@@ -46,30 +46,31 @@ let current = 0;
 export function initUndo(options) {
   opts = options;
   document.addEventListener('mandate:undo', (ev) => {
-    if (ev instanceof CustomEvent && ev.detail && typeof ev.detail === 'object') previewUndo(ev.detail);
+    const detail = ev instanceof CustomEvent ? ev.detail : null;
+    if (detail && typeof detail === 'object' && detail.scope) previewUndo(detail.scope, String(detail.label ?? 'Undo'));
   });
 }
 
-/** @param {UndoScope} scope */
-function describeScope(scope) {
-  switch (scope.kind) {
-    case 'call': return 'Undo a tool call';
-    case 'turn': return 'Undo from a message on';
-    case 'task': return 'Undo a task';
-    case 'intent': return `Undo intent ${scope.intent_id}${scope.since ? ' since a time' : ''}`;
-  }
-  return 'Undo';
+/**
+ * Asks for a preview of undoing `scope`, from anywhere in the window.
+ * @param {EventTarget} from  where the person asked (the event bubbles from there)
+ * @param {UndoScope} scope
+ * @param {string} label  what is undone, in the person's words: the preview's title
+ */
+export function requestUndo(from, scope, label) {
+  from.dispatchEvent(new CustomEvent('mandate:undo', { bubbles: true, detail: { scope, label } }));
 }
 
 /**
  * Asks the host what undoing `scope` would do and shows it in the side panel.
  * @param {UndoScope} scope
+ * @param {string} label
  */
-export async function previewUndo(scope) {
+export async function previewUndo(scope, label) {
   opts.showView('chat');
   const n = ++seq;
   const mine = ++current;
-  const title = h('h3', { class: 'approval-title', id: `undo-title-${n}`, tabindex: '-1', text: describeScope(scope) });
+  const title = h('h3', { class: 'approval-title', id: `undo-title-${n}`, tabindex: '-1', text: label });
   const card = h('article', { class: 'approval undo-preview', 'aria-labelledby': `undo-title-${n}`, 'aria-busy': 'true' },
     title, h('p', { class: 'muted', text: 'Working out what undoing would change…' }));
   const area = byId('undo-area');
@@ -109,7 +110,7 @@ function closeButton(card, label = 'Close') {
 function fill(card, title, preview, scope) {
   card.removeAttribute('aria-busy');
   card.dataset.previewId = preview.preview_id;
-  title.textContent = `Undo ${preview.scope}`;
+  card.dataset.scope = preview.scope;
   const files = preview.files.length;
   const summary = h('p', { class: 'muted small', text: `${preview.records} recorded change${preview.records === 1 ? '' : 's'} · ${files} file${files === 1 ? '' : 's'}` });
   const rewind = preview.rewinds
@@ -149,7 +150,7 @@ function fill(card, title, preview, scope) {
     for (const b of actions.querySelectorAll('button')) if (b instanceof HTMLButtonElement) b.disabled = true;
     try {
       const { result } = await ask({ type: 'apply_undo', preview_id: preview.preview_id, files: chosen }, 'undo_applied');
-      showOutcome(card, title, result, preview);
+      showOutcome(card, title, result);
       if (result.rewound_text !== null && scope.kind === 'turn') await opts.rewound(scope.task_id, result.rewound_text);
     } catch (e) {
       card.removeAttribute('aria-busy');
@@ -182,7 +183,7 @@ function fileRow(file, n) {
   el.append(head, h('p', { class: 'muted small', text: action.explain }));
   if (file.reason) el.append(h('p', { class: applies ? 'small undo-reason' : 'danger-box undo-reason', text: file.reason }));
   if (applies) {
-    diff = renderDiff(file.hunks, { language: file.language, selectable: file.hunks.length > 1, label: `What undoing does to ${file.path}` });
+    diff = renderDiff(file.hunks, { language: file.language, selectable: file.hunks.length > 1, selectLabel: 'Undo', label: `What undoing does to ${file.path}` });
     el.append(h('div', { class: 'diff-scroll' }, diff.el));
     const handle = diff;
     box?.addEventListener('change', () => {
@@ -201,12 +202,11 @@ const OUTCOMES = { undone: 'Undone', skipped: 'Left alone', failed: 'Failed' };
  * @param {HTMLElement} card
  * @param {HTMLElement} title
  * @param {UndoResult} result
- * @param {UndoPreview} preview
  */
-function showOutcome(card, title, result, preview) {
+function showOutcome(card, title, result) {
   card.removeAttribute('aria-busy');
   const problems = result.files.filter((f) => f.outcome === 'failed').length;
-  title.textContent = problems ? `Undo of ${preview.scope}: ${problems} file${problems === 1 ? '' : 's'} failed` : `Undid ${preview.scope}`;
+  title.textContent = `${title.textContent} — ${problems ? `${problems} file${problems === 1 ? '' : 's'} failed` : 'done'}`;
   const list = h('ul', { class: 'undo-outcomes' }, ...result.files.map((f) => h('li', { class: 'undo-outcome', 'data-outcome': f.outcome, 'data-path': f.path },
     h('span', { class: 'tag', 'data-outcome': f.outcome, text: OUTCOMES[f.outcome] ?? f.outcome }), ' ',
     pathLink(f.path), f.reason ? h('span', { class: 'muted small', text: ` — ${f.reason}` }) : null)));
