@@ -291,6 +291,11 @@ impl App {
         })
     }
 
+    /// The app's own X display (`:N`), for tools that look at it from outside (the clipboard).
+    pub fn display_name(&self) -> &str {
+        &self.display.name
+    }
+
     pub async fn find(&self, css: &str) -> anyhow::Result<Element> {
         self.session.wait_for(css, Duration::from_secs(15)).await
     }

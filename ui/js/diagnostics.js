@@ -9,49 +9,44 @@ export function initDiagnostics() {
 }
 
 /**
- * Copies through the asynchronous clipboard where the webview offers it, else through the
- * selection (the page is its own origin; both need the click that got us here).
- * @param {HTMLTextAreaElement} area
+ * Starts writing to the clipboard at once, inside the click: the webview lets a page write only
+ * while the person's click is fresh, and the text comes from the host later. A ClipboardItem
+ * takes the text as a promise for exactly this.
+ * @param {Promise<string>} text
  * @returns {Promise<boolean>}
  */
-async function toClipboard(area) {
+function toClipboard(text) {
   try {
-    if (navigator.clipboard?.writeText) {
-      await navigator.clipboard.writeText(area.value);
-      return true;
-    }
+    if (!navigator.clipboard?.write || typeof ClipboardItem !== 'function') return Promise.resolve(false);
+    const item = new ClipboardItem({ 'text/plain': text.then((t) => new Blob([t], { type: 'text/plain' })) });
+    return navigator.clipboard.write([item]).then(() => true, () => false);
   } catch {
-    // Refused by the webview: fall back to the selection below.
-  }
-  area.focus();
-  area.select();
-  try {
-    return document.execCommand('copy');
-  } catch {
-    return false;
+    return Promise.resolve(false);
   }
 }
 
-async function copyDiagnostics() {
+function copyDiagnostics() {
   const button = byId('diagnostics-copy', HTMLButtonElement);
   const status = byId('diagnostics-status');
   const area = byId('diagnostics-text', HTMLTextAreaElement);
   button.disabled = true;
   status.textContent = 'Collecting…';
-  try {
-    const { text } = await ask({ type: 'diagnostics' }, 'diagnostics');
-    area.value = text;
+  delete status.dataset.copied;
+  const text = ask({ type: 'diagnostics' }, 'diagnostics').then((reply) => reply.text);
+  const copied = toClipboard(text);
+  text.then(async (t) => {
+    area.value = t;
     byId('diagnostics-field').hidden = false;
-    const copied = await toClipboard(area);
-    status.textContent = copied
+    const ok = await copied;
+    status.textContent = ok
       ? 'Copied to the clipboard. It is also below.'
-      : 'The clipboard could not be reached: select the text below and copy it.';
-    status.dataset.copied = String(copied);
+      : 'The clipboard could not be reached: the text is below, selected; copy it with Ctrl+C.';
+    status.dataset.copied = String(ok);
     area.focus();
     area.select();
-  } catch (e) {
+  }, (e) => {
     status.textContent = `Could not collect diagnostics: ${errorText(e)}`;
-  } finally {
+  }).finally(() => {
     button.disabled = false;
-  }
+  });
 }

@@ -28,9 +28,8 @@ export function setLedgerProblem(problem) {
 
 function render() {
   const view = store.intents;
-  const intents = view.error
-    ? `The intents file ${view.path} does not load: ${sentence(view.error)} Until it is fixed, only the last version that loaded is in use, and intents cannot be changed.`
-    : null;
+  // The host's sentence names the file, the line and what is wrong.
+  const intents = view.error ? `The intents file does not load: ${sentence(view.error)} Fix the file to change intents.` : null;
   setMessage(byId('health-intents-text'), intents);
   byId('health-intents').hidden = intents === null;
   setMessage(byId('health-ledger-text'), ledgerProblem);
