@@ -347,5 +347,10 @@ async fn a_broken_intents_file_and_a_tampered_ledger_are_said_in_every_view() {
     app.wait_until("document.querySelector('#health-intents').hidden")
         .await
         .expect("banner gone once fixed");
+    // So does a ledger put back as it was: it is checked again when it changes.
+    std::fs::write(&ledger, &record).expect("restore the ledger");
+    app.wait_until("document.querySelector('#health-ledger').hidden")
+        .await
+        .expect("ledger banner gone once the chain holds");
     app.close().await.expect("close");
 }

@@ -59,6 +59,20 @@ pub fn ledger_problem(root: &Path) -> Option<String> {
 }
 
 impl Host {
+    /// What was wrong with the open workspace's ledger at the last check (None before the
+    /// first): the window's first state must not wait for a check of a large ledger; the
+    /// watcher's first check follows at once and tells the window.
+    pub(super) fn known_ledger_problem(&self) -> Option<String> {
+        let root = self.governance().root().to_path_buf();
+        self.ledger_health
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|c| c.root == root)
+            .and_then(|c| c.problem.clone())
+    }
+
     /// What is wrong with the open workspace's ledger now, checked again only when the file
     /// changed since the last check; `Some(new)` when the answer changed.
     pub(super) async fn check_ledger(&self) -> (Option<String>, bool) {

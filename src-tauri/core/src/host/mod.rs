@@ -382,7 +382,7 @@ impl Host {
             settings: self.settings_view().await,
             tasks: self.task_list(),
             intents: gov.intents.snapshot().view(),
-            ledger_problem: self.check_ledger().await.0,
+            ledger_problem: self.known_ledger_problem(),
         }
     }
 
