@@ -291,6 +291,11 @@ impl App {
         })
     }
 
+    /// The app's own X display (`:N`), for tools that look at it from outside (the clipboard).
+    pub fn display_name(&self) -> &str {
+        &self.display.name
+    }
+
     pub async fn find(&self, css: &str) -> anyhow::Result<Element> {
         self.session.wait_for(css, Duration::from_secs(15)).await
     }
@@ -349,6 +354,17 @@ impl App {
                  window.__TAURI__.core.invoke('request', arguments[0])\
                    .then(ok => done({ok}), err => done({err}));",
                 vec![request],
+            )
+            .await
+    }
+
+    /// Controls under `root_css` that a screen reader could not name (no label, no aria-label,
+    /// no title, no text), as the start of their HTML; empty when every one has a name.
+    pub async fn unnamed_controls(&self, root_css: &str) -> anyhow::Result<Value> {
+        self.session
+            .execute(
+                "const unnamed = [];                 for (const el of document.querySelectorAll(arguments[0] + ' :is(button, input, select, textarea, [role=\"tab\"])')) {                   if (el.closest('[hidden]') || el.type === 'hidden') continue;                   const labelled = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.getAttribute('title') || (el.textContent || '').trim();                   if (!labelled) unnamed.push(el.outerHTML.slice(0, 120));                 }                 return unnamed;",
+                vec![Value::String(root_css.to_string())],
             )
             .await
     }

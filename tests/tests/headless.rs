@@ -925,3 +925,45 @@ fn walk_text(dir: &std::path::Path) -> String {
     }
     out
 }
+
+#[tokio::test]
+async fn a_damaged_ledger_is_said_at_the_start_and_no_change_is_buried_after_it() {
+    let ws = workspace(Some(INTENTS), &files());
+    let dirs = UserDirs::new();
+    let ledger_path = ws.path().join(".orchestration/agent_trace.jsonl");
+    let damaged = "{\"this is\": \"not a trace record\"}\n\u{0}\u{1}binary\n";
+    std::fs::write(&ledger_path, damaged).expect("damage the ledger");
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("w", "write_to_file", json!({"path": "src/greet/new.rs", "content": "x\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("done", "attempt_completion", json!({"result": "the ledger refused"})).reply(),
+    ])
+    .await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "add a file",
+        &dirs,
+    )
+    .await;
+    // Said at the start, with the file and the line.
+    assert!(
+        out.stdout
+            .contains("agent_trace.jsonl is damaged at line 1")
+            || out
+                .stderr
+                .contains("agent_trace.jsonl is damaged at line 1"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The write is refused with the reason, the model is told, and nothing follows the damage.
+    let refused = openai_tool_result(&server, 2, "w");
+    assert!(refused.contains("ledger"), "{refused}");
+    assert!(!ws.path().join("src/greet/new.rs").exists());
+    assert_eq!(
+        std::fs::read_to_string(&ledger_path).expect("ledger"),
+        damaged
+    );
+}

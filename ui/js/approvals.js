@@ -7,6 +7,7 @@ import { emit, intentById, listen, store } from './store.js';
 import { firstChangedLine, renderDiff } from './diffview.js';
 import { pathLink } from './editor.js';
 import { describeMcpCall, mcpCallBody } from './mcp.js';
+import { commandBody, newIntentBody, scopeBody } from './approvalcards.js';
 
 /** @typedef {import('./protocol').ApprovalRequest} ApprovalRequest */
 /** @typedef {import('./protocol').ApprovalDecision} ApprovalDecision */
@@ -22,6 +23,7 @@ import { describeMcpCall, mcpCallBody } from './mcp.js';
  * @property {HTMLTextAreaElement | null} edited
  * @property {HTMLTextAreaElement} reason
  * @property {boolean} busy
+ * @property {(() => ApprovalDecision | string) | null} approve  how a card other than a write approves
  */
 
 /** Pending approvals by id; Map order is arrival order. @type {Map<string, Entry>} */
@@ -30,12 +32,14 @@ let seq = 0;
 /** @type {(taskId: string) => void} */
 let openTask = () => {};
 
-/** Card titles by kind (writes have their own). @type {Record<string, string>} */
+/** @type {Partial<Record<import('./protocol').ApprovalDetail['kind'], (d: any) => string>>} */
 const TITLES = {
-  command: 'Run a command',
-  mcp_call: 'Call an MCP tool',
-  tool_call: 'Your hook asks about a call',
-  user_hooks: 'Run your hooks?',
+  command: () => 'Run a command',
+  scope_expansion: (d) => `Widen the scope of ${d.intent_id}`,
+  new_intent: (d) => `Create intent ${d.intent.id}`,
+  mcp_call: () => 'Call an MCP tool',
+  tool_call: () => 'Your hook asks about a call',
+  user_hooks: () => 'Run your hooks?',
 };
 
 /** @type {Record<string, string>} */
@@ -72,7 +76,7 @@ export function initApprovals(options) {
     const first = shownEntries()[0];
     if (!first || first.busy) return;
     ev.preventDefault();
-    if (ev.code === 'KeyA') decide(first, approveDecision(first));
+    if (ev.code === 'KeyA') approve(first);
     else decide(first, { decision: 'reject', reason: first.reason.value.trim() });
   });
 
@@ -138,6 +142,8 @@ function describe(req) {
   if (d.kind === 'mcp_call') return describeMcpCall(d);
   if (d.kind === 'tool_call') return `${d.tool} ${d.target}`;
   if (d.kind === 'user_hooks') return 'run your hooks';
+  if (d.kind === 'scope_expansion') return `widen the scope of ${d.intent_id}`;
+  if (d.kind === 'new_intent') return `create intent ${d.intent.id}`;
   return 'keep going';
 }
 
@@ -231,7 +237,7 @@ function buildEntry(taskId, req) {
     ? h('h3', { class: 'approval-title', id: `approval-title-${n}` }, h('span', { text: d.new_file ? 'Create ' : 'Change ' }),
       // A file that does not exist yet has nothing to open.
       d.new_file ? h('code', { class: 'approval-path', text: d.path }) : pathLink(d.path, firstChangedLine(d.hunks), { className: 'approval-path' }))
-    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: TITLES[d.kind] ?? 'Keep going?' });
+    : h('h3', { class: 'approval-title', id: `approval-title-${n}`, text: TITLES[d.kind]?.(d) ?? 'Keep going?' });
   const el = h('article', {
     class: 'approval',
     'data-approval-id': req.approval_id,
@@ -241,8 +247,9 @@ function buildEntry(taskId, req) {
   }, title, h('p', { class: 'approval-task muted small', hidden: true }));
   // A "keep going?" request carries no intent; the task's own one is what is at stake.
   const taskIntent = intentById(store.tasks.get(taskId)?.intent_id ?? null) ?? null;
-  // The hooks card is about the workspace, not about any intent.
-  if (d.kind !== 'user_hooks') el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
+  // The hooks card is about the workspace, and a proposed intent stands on its own; every other
+  // card says which intent it acts under.
+  if (d.kind !== 'user_hooks' && (d.kind !== 'new_intent' || req.intent)) el.append(intentBlock(req.intent ?? (d.kind === 'continue' ? taskIntent : null)));
   if (req.hook_reasons.length) {
     el.append(h('div', { class: 'hook-reasons' },
       h('p', { class: 'small', text: 'Your hooks ask for your decision:' }),
@@ -251,10 +258,12 @@ function buildEntry(taskId, req) {
 
   const reason = h('textarea', { name: 'reject-reason', rows: '2', id: `reject-reason-${n}`, placeholder: 'Optional: tell the agent why' });
   /** @type {Entry} */
-  const entry = { taskId, request: req, el, diff: null, edited: null, reason, busy: false };
+  const entry = { taskId, request: req, el, diff: null, edited: null, reason, busy: false, approve: null };
 
   if (d.kind === 'write') writeBody(entry, d);
-  else if (d.kind === 'command') commandBody(el, d);
+  else if (d.kind === 'command') entry.approve = commandBody(el, d, n);
+  else if (d.kind === 'scope_expansion') entry.approve = scopeBody(el, d, n, req.intent?.id ?? null);
+  else if (d.kind === 'new_intent') entry.approve = newIntentBody(el, d, n);
   else if (d.kind === 'mcp_call') mcpCallBody(el, d);
   else if (d.kind === 'tool_call') toolCallBody(el, d);
   else if (d.kind === 'user_hooks') userHooksBody(el, d);
@@ -281,7 +290,7 @@ function buildEntry(taskId, req) {
   el.addEventListener('click', (ev) => {
     const action = closest(ev.target, '[data-action]')?.dataset.action;
     if (!action || entry.busy) return;
-    if (action === 'approve') decide(entry, approveDecision(entry));
+    if (action === 'approve') approve(entry);
     else if (action === 'reject') decide(entry, { decision: 'reject', reason: reason.value.trim() });
     else if (action === 'always-allow') decide(entry, { decision: 'always_allow' });
   });
@@ -359,21 +368,6 @@ function writeBody(entry, d) {
 
 /**
  * @param {HTMLElement} el
- * @param {Extract<import('./protocol').ApprovalDetail, { kind: 'command' }>} d
- */
-function commandBody(el, d) {
-  el.append(
-    h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Command' }, h('code', { text: d.command })),
-    h('p', { class: 'small' }, h('span', { class: 'muted', text: 'In ' }), h('code', { text: d.cwd || '.' })),
-    d.destructive
-      ? h('div', { class: 'danger-box' },
-        h('p', { class: 'tag tag-danger', text: 'Destructive' }),
-        d.reasons.length ? h('ul', { class: 'reasons' }, ...d.reasons.map((r) => h('li', { text: r }))) : null)
-      : h('p', null, h('span', { class: 'tag tag-safe', text: 'Safe' }), h('span', { class: 'muted small', text: ' No destructive pattern found.' })));
-}
-
-/**
- * @param {HTMLElement} el
  * @param {Extract<import('./protocol').ApprovalDetail, { kind: 'tool_call' }>} d
  */
 function toolCallBody(el, d) {
@@ -410,13 +404,28 @@ function userHooksBody(el, d) {
 
 /**
  * @param {Entry} entry
- * @returns {ApprovalDecision}
+ * @returns {ApprovalDecision | string}
  */
 function approveDecision(entry) {
   const d = entry.request.detail;
+  if (entry.approve) return entry.approve();
   if (d.kind !== 'write' || !entry.diff) return { decision: 'approve', rejected_hunks: [], edited_content: null };
   const edited = entry.edited && entry.edited.value !== d.new_text ? entry.edited.value : null;
   return { decision: 'approve', rejected_hunks: edited === null ? entry.diff.rejectedHunks() : [], edited_content: edited };
+}
+
+/**
+ * Approves as the card reads now; a card that cannot be approved as it is says why.
+ * @param {Entry} entry
+ */
+function approve(entry) {
+  const decision = approveDecision(entry);
+  if (typeof decision === 'string') {
+    const error = find(entry.el, '.approval-error', HTMLElement);
+    if (error) setMessage(error, decision);
+    return;
+  }
+  decide(entry, decision);
 }
 
 /**

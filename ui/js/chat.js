@@ -176,10 +176,20 @@ export async function openTask(id, options = {}) {
     activate(id);
     return;
   }
+  activate(id);
+  await loadPanel(id, panel);
+}
+
+/**
+ * Fills a panel with the task's conversation from the host; what arrives meanwhile is kept and
+ * applied after.
+ * @param {string} id
+ * @param {TaskPanel} panel
+ */
+async function loadPanel(id, panel) {
   panel.loading = true;
   panel.transcript.showLoading('Loading the conversation…');
   buffers.set(id, []); // what arrives from now on; the detail covers the rest
-  activate(id);
   try {
     const mark = taskEventMark();
     const reply = await ask({ type: 'open_task', task_id: id }, 'task_detail');
@@ -196,6 +206,28 @@ export async function openTask(id, options = {}) {
     buffers.delete(id);
     panel.transcript.showLoading(`Could not open this task. ${errorText(e)}`);
   }
+}
+
+/**
+ * A turn was undone: the task's conversation went back to before one of the person's messages.
+ * Shows the task as it is now and puts that message in the composer, to edit and send again.
+ * @param {string} id
+ * @param {string} text
+ */
+export async function rewound(id, text) {
+  const panel = panels.get(id);
+  if (panel) {
+    activate(id);
+    await loadPanel(id, panel);
+  } else {
+    await openTask(id);
+  }
+  if (state.active !== id) return;
+  const input = byId('composer-input', HTMLTextAreaElement);
+  input.value = text;
+  setMessage(byId('composer-error'), null);
+  autosize();
+  input.focus();
 }
 
 /** @param {string | null} id */

@@ -11,6 +11,7 @@ import { highlightLine } from './highlight.js';
  * @typedef {object} DiffOptions
  * @property {string} language   for highlighting
  * @property {boolean} [selectable] one "apply" checkbox per hunk
+ * @property {string} [selectLabel] what the checkbox says (default "Apply")
  * @property {DiffMode} [mode]
  * @property {string} [label]    names the diff for assistive tech
  */
@@ -52,11 +53,11 @@ export function renderDiff(hunks, options) {
         class: 'hunk-accept',
         'data-hunk-index': hunk.index,
         checked: true,
-        'aria-label': `Apply change ${hunk.index + 1} (lines ${hunk.new_start}–${hunk.new_start + Math.max(0, hunk.new_lines - 1)})`,
+        'aria-label': `${options.selectLabel ?? 'Apply'} change ${hunk.index + 1} (lines ${hunk.new_start}–${hunk.new_start + Math.max(0, hunk.new_lines - 1)})`,
       });
       box.addEventListener('change', () => section.classList.toggle('rejected', !box.checked));
       boxes.push(box);
-      head.append(h('label', { class: 'hunk-toggle' }, box, h('span', { text: 'Apply' })));
+      head.append(h('label', { class: 'hunk-toggle' }, box, h('span', { text: options.selectLabel ?? 'Apply' })));
     }
     head.append(range, h('span', { class: 'hunk-left-out', text: 'left out' }));
     const body = h('div', { class: 'hunk-body' });

@@ -5,17 +5,6 @@ import { request } from './ipc.js';
 import { closest, errorText, h } from './dom.js';
 import { showNotice } from './notices.js';
 
-/** Tools whose target is one file of the workspace. */
-const FILE_TOOLS = new Set(['read_file', 'write_to_file', 'apply_diff', 'search_replace']);
-
-/**
- * @param {string} tool
- * @returns {boolean}
- */
-export function targetsAFile(tool) {
-  return FILE_TOOLS.has(tool);
-}
-
 /**
  * A button showing `path` that opens it at `line`.
  * @param {string} path workspace-relative

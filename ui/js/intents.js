@@ -1,10 +1,11 @@
 // The Intents view: the ordered list, and an editor that survives changes made on disk.
 
 import { ask, request } from './ipc.js';
-import { byId, closest, debounce, errorText, h, quote, sentence, setMessage } from './dom.js';
+import { byId, closest, debounce, errorText, h, quote, setMessage } from './dom.js';
 import { intentStatusLabel, listen, setIntents, store } from './store.js';
 import { ListEditor } from './listeditor.js';
 import { confirmAction } from './confirm.js';
+import { readCap } from './settings.js';
 
 /** @typedef {import('./protocol').IntentView} IntentView */
 /** @typedef {import('./protocol').IntentDraft} IntentDraft */
@@ -36,7 +37,7 @@ export function initIntents() {
   criteria = new ListEditor(byId('intent-criteria'), { label: 'Criterion', onChange: markDirty });
 
   const form = byId('intent-form', HTMLFormElement);
-  for (const id of ['intent-id', 'intent-name', 'intent-status']) {
+  for (const id of ['intent-id', 'intent-name', 'intent-status', 'intent-max-cost', 'intent-max-tokens']) {
     byId(id).addEventListener('input', markDirty);
     byId(id).addEventListener('change', markDirty);
   }
@@ -74,6 +75,14 @@ export function initIntents() {
     fromGuide = false;
     byId('intent-back-to-chat').hidden = true;
     document.dispatchEvent(new CustomEvent('mandate:show-view', { detail: 'chat' }));
+  });
+
+  // A task paused at its intent's budget: the person is sent here to raise it.
+  document.addEventListener('mandate:edit-intent', async (ev) => {
+    const id = ev instanceof CustomEvent ? String(ev.detail) : '';
+    if (id !== editor.original && !(await mayDiscard())) return;
+    if (id !== editor.original) load(find(id) ?? null);
+    byId('intent-max-cost').focus();
   });
 
   listen('intents', onIntentsChanged);
@@ -115,6 +124,9 @@ function load(intent) {
   scope.set(intent?.owned_scope.length ? intent.owned_scope : ['']);
   constraints.set(intent?.constraints ?? []);
   criteria.set(intent?.acceptance_criteria ?? []);
+  const cap = (/** @type {number | null | undefined} */ v) => (v === null || v === undefined ? '' : String(v));
+  byId('intent-max-cost', HTMLInputElement).value = cap(intent?.budget?.max_cost_usd);
+  byId('intent-max-tokens', HTMLInputElement).value = cap(intent?.budget?.max_tokens);
   byId('intent-delete').hidden = intent === null;
   byId('intent-disk-note').hidden = true;
   setMessage(byId('intent-error'), null);
@@ -122,8 +134,21 @@ function load(intent) {
   schedulePreview();
 }
 
+/**
+ * The budget as typed: null when both caps are empty, a sentence when one is not a number.
+ * @returns {import('./protocol').Budget | null | string}
+ */
+function budget() {
+  const cost = readCap('intent-max-cost', false);
+  const tokens = readCap('intent-max-tokens', true);
+  if (typeof cost === 'string') return cost;
+  if (typeof tokens === 'string') return tokens;
+  return cost === null && tokens === null ? null : { max_cost_usd: cost, max_tokens: tokens };
+}
+
 /** @returns {IntentDraft} */
 function draft() {
+  const b = budget();
   return {
     id: byId('intent-id', HTMLInputElement).value.trim(),
     name: byId('intent-name', HTMLInputElement).value.trim(),
@@ -131,6 +156,7 @@ function draft() {
     owned_scope: scope.values(),
     constraints: constraints.values(),
     acceptance_criteria: criteria.values(),
+    budget: typeof b === 'string' || b === null ? undefined : b,
   };
 }
 
@@ -140,8 +166,8 @@ function draft() {
  */
 function same(a, b) {
   if (!a || !b) return a === b;
-  return JSON.stringify([a.id, a.name, a.status, a.owned_scope, a.constraints, a.acceptance_criteria])
-    === JSON.stringify([b.id, b.name, b.status, b.owned_scope, b.constraints, b.acceptance_criteria]);
+  return JSON.stringify([a.id, a.name, a.status, a.owned_scope, a.constraints, a.acceptance_criteria, a.budget ?? null])
+    === JSON.stringify([b.id, b.name, b.status, b.owned_scope, b.constraints, b.acceptance_criteria, b.budget ?? null]);
 }
 
 async function save() {
@@ -151,6 +177,12 @@ async function save() {
   if (missing.length) {
     setMessage(error, `The intent needs ${missing.join(' and ')}.`);
     byId(!d.id ? 'intent-id' : 'intent-name').focus();
+    return;
+  }
+  const b = budget();
+  if (typeof b === 'string') {
+    setMessage(error, b);
+    byId('intent-max-cost').focus();
     return;
   }
   setMessage(error, null);
@@ -217,8 +249,6 @@ async function move(id, delta) {
 function onIntentsChanged() {
   renderList();
   const view = store.intents;
-  const banner = byId('intents-file-error');
-  setMessage(banner, view.error ? `The intents file (${view.path}) cannot be read: ${sentence(view.error)} The last version that loaded is shown; fix the file to make changes.` : null);
   byId('intents-path').textContent = view.exists
     ? `Stored in ${view.path}`
     : `No intents file yet: saving creates ${view.path || 'it'}.`;

@@ -5,7 +5,7 @@ import { byId, closest, errorText, setMessage } from './dom.js';
 import { setIntents, store } from './store.js';
 import { initConfirm } from './confirm.js';
 import { showNotice } from './notices.js';
-import { handleTaskEvent, initChat, newTask, openTask, setTasks } from './chat.js';
+import { handleTaskEvent, initChat, newTask, openTask, rewound, setTasks } from './chat.js';
 import { initApprovals, onApprovalRequested, onApprovalResolved } from './approvals.js';
 import { initIntents } from './intents.js';
 import { initTrace } from './trace.js';
@@ -14,6 +14,9 @@ import { initEditorLinks } from './editor.js';
 import { initWorkspaceMenu } from './workspace.js';
 import { initGuide } from './guide.js';
 import { renderMcpServers } from './mcp.js';
+import { initHealth, setLedgerProblem } from './health.js';
+import { initUndo } from './undo.js';
+import { initDiagnostics } from './diagnostics.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -42,9 +45,12 @@ function wireShell() {
   initIntents();
   initTrace();
   initSettings();
+  initDiagnostics();
   initEditorLinks();
   initWorkspaceMenu();
   initGuide({ showView });
+  initHealth({ showView });
+  initUndo({ showView, rewound });
   document.addEventListener('mandate:show-view', (ev) => {
     const view = ev instanceof CustomEvent ? ev.detail : null;
     if (VIEWS.includes(view)) showView(view);
@@ -106,6 +112,7 @@ function dispatch(ev) {
       case 'intents_changed': setIntents(ev.intents); break;
       case 'settings_changed': applySettings(ev.settings); break;
       case 'notice': showNotice(ev.level, ev.message); break;
+      case 'ledger_checked': setLedgerProblem(ev.problem); break;
       case 'approval_requested': onApprovalRequested(ev.task_id, ev.request); break;
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
       case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
@@ -130,6 +137,7 @@ function applyState(state) {
   applySettings(state.settings, true);
   setIntents(state.intents);
   setTasks(state.tasks);
+  setLedgerProblem(state.ledger_problem);
 }
 
 async function connect() {

@@ -5,6 +5,7 @@ import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
 import { canRetry, intentById, isBusy, statusLabel, store, taskEventMark, upsertTaskFromReply } from './store.js';
 import { domId } from './tasks.js';
 import { Transcript } from './transcript.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').TaskSummary} TaskSummary */
 
@@ -23,6 +24,8 @@ export class TaskPanel {
     this.usage = h('span', { class: 'task-usage' });
     this.stop = h('button', { type: 'button', 'data-action': 'stop', text: 'Stop', title: 'Stop the agent (the task can be retried)' });
     this.retry = h('button', { type: 'button', 'data-action': 'retry', text: 'Retry', title: 'Run the last turn again' });
+    this.undo = h('button', { type: 'button', class: 'quiet', 'data-action': 'undo-task', text: 'Undo task…', title: 'Take back every change this task made (shows what would change first)' });
+    this.budget = h('button', { type: 'button', class: 'quiet', 'data-action': 'budget', hidden: true, text: 'Budget settings', title: 'Raise the budget, then Retry to go on' });
     this.lastError = h('p', { class: 'task-last-error', hidden: true });
     this.error = h('p', { class: 'inline-error task-error', role: 'alert' });
 
@@ -31,6 +34,7 @@ export class TaskPanel {
         this.title,
         this.status,
         h('span', { class: 'spacer' }),
+        this.undo,
         this.stop,
         this.retry),
       h('div', { class: 'task-header-row' },
@@ -39,7 +43,7 @@ export class TaskPanel {
         this.select,
         h('span', { class: 'spacer' }),
         this.usage),
-      this.lastError,
+      h('div', { class: 'task-header-row' }, this.lastError, this.budget),
       this.error);
     this.el = h('section', {
       class: 'task-panel',
@@ -52,6 +56,18 @@ export class TaskPanel {
     this.stop.addEventListener('click', () => this.act({ type: 'cancel_task', task_id: this.id }, this.stop));
     this.retry.addEventListener('click', () => this.act({ type: 'retry_task', task_id: this.id }, this.retry));
     this.select.addEventListener('change', () => this.selectIntent());
+    this.undo.addEventListener('click', () => {
+      const title = store.tasks.get(this.id)?.title ?? '';
+      requestUndo(this.undo, { kind: 'task', task_id: this.id }, `Undo the task “${title}”`);
+    });
+    this.budget.addEventListener('click', () => {
+      // A task paused by its own intent's budget is raised in the intent; any other in Settings.
+      const task = store.tasks.get(this.id);
+      const intentCap = task?.intent_id && (task.error ?? '').startsWith(`Intent ${task.intent_id} `);
+      document.dispatchEvent(new CustomEvent('mandate:show-view', { detail: intentCap ? 'intents' : 'settings' }));
+      if (intentCap) document.dispatchEvent(new CustomEvent('mandate:edit-intent', { detail: task.intent_id }));
+      else document.getElementById('settings-max-cost')?.focus();
+    });
 
     const task = store.tasks.get(taskId);
     if (task) this.update(task);
@@ -105,9 +121,13 @@ export class TaskPanel {
     this.usage.title = `${tin.toLocaleString()} input tokens, ${tout.toLocaleString()} output tokens${cost === null ? '' : `, about $${cost.toFixed(4)} (estimate from list prices)`}${task.model ? ` — ${task.model}` : ''}`;
     this.stop.disabled = !isBusy(task.status);
     this.retry.disabled = !canRetry(task);
+    this.undo.disabled = isBusy(task.status);
     const showError = task.error !== null && canRetry(task);
-    this.lastError.textContent = showError ? `Last run: ${task.error}` : '';
+    const paused = task.status === 'paused';
+    this.lastError.textContent = showError ? `${paused ? 'Paused' : 'Last run'}: ${task.error}` : '';
     this.lastError.hidden = !showError;
+    this.lastError.dataset.paused = String(paused);
+    this.budget.hidden = !paused;
     this.el.dataset.status = task.status;
     this.refreshIntents();
   }

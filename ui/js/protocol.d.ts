@@ -1,18 +1,23 @@
 // Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, };
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "diagnostics" };
 
-export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, };
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
 export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
 
-export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
+export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 
-export type AppState = { workspace: string, version: string, settings: SettingsView, tasks: Array<TaskSummary>, intents: IntentsView, };
+export type AppState = { workspace: string, version: string, settings: SettingsView, tasks: Array<TaskSummary>, intents: IntentsView, 
+/**
+ * Why the trace ledger cannot be trusted (a broken chain, a malformed line), in words that
+ * name the file and the line; None when it holds.
+ */
+ledger_problem: string | null, };
 
 export type ProviderKind = "anthropic" | "openai";
 
@@ -42,13 +47,39 @@ editor: string, editors: Array<EditorOption>,
 /**
  * Workspaces opened before, most recent first (existing folders only).
  */
-recent_workspaces: Array<string>, };
+recent_workspaces: Array<string>, 
+/**
+ * How commands are confined on this machine.
+ */
+confinement: ConfinementView, 
+/**
+ * The cap on what one task may spend (none when both are None).
+ */
+budget: Budget, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
 /**
  * `auto` or the id of one of `SettingsView::editors`.
  */
-editor: string, };
+editor: string, 
+/**
+ * The cap on what one task may spend; absent is no cap.
+ */
+budget?: Budget, };
+
+export type ConfinementView = { 
+/**
+ * False: nothing but a person's approval stops a command.
+ */
+confined: boolean, 
+/**
+ * One line: `landlock ABI 7 + bwrap`, `landlock ABI 7 only`, `none`.
+ */
+summary: string, 
+/**
+ * What this confinement does not stop, in the user's words.
+ */
+gaps: Array<string>, };
 
 export type EditorOption = { id: string, label: string, 
 /**
@@ -100,7 +131,19 @@ summary: string,
 /**
  * Command output or result text, truncated for display.
  */
-output: string, };
+output: string, 
+/**
+ * The workspace file the call acts on (reads and writes), to open in the editor.
+ */
+path: string | null, 
+/**
+ * Where in `path` to open it (a write: its first changed line), 1-based.
+ */
+line: number | null, 
+/**
+ * Workspace files the call changed and recorded in the ledger: what undoing it takes back.
+ */
+changed_paths: Array<string>, };
 
 export type ApprovalRequest = { approval_id: string, call_id: string, intent: IntentView | null, detail: ApprovalDetail, 
 /**
@@ -183,9 +226,17 @@ grant?: CommandGrants, } | { "decision": "reject", reason: string, } | { "decisi
 
 export type IntentStatus = "NOT_STARTED" | "IN_PROGRESS" | "DONE" | "BLOCKED";
 
-export type IntentView = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, };
+export type IntentView = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, 
+/**
+ * The `budget` key of the intent: a cap over all tasks that hold it.
+ */
+budget: Budget | null, };
 
-export type IntentDraft = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, };
+export type IntentDraft = { id: string, name: string, status: IntentStatus, owned_scope: Array<string>, constraints: Array<string>, acceptance_criteria: Array<string>, 
+/**
+ * The intent's own budget; absent or None removes it.
+ */
+budget?: Budget, };
 
 export type IntentsView = { 
 /**

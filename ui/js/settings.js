@@ -83,6 +83,7 @@ export function applySettings(s, force = false) {
   byId('settings-key-status').textContent = keyStatus(s);
   byId('settings-key-status').dataset.set = String(s.api_key_set);
   setMessage(byId('settings-keyring-error'), s.keyring_error ? `The system keyring cannot be used: ${s.keyring_error}` : null);
+  showConfinement(s.confinement);
   if (dirty && !force) return;
   dirty = false;
   const preset = select('settings-preset');
@@ -95,6 +96,39 @@ export function applySettings(s, force = false) {
   input('settings-ask-writes').checked = s.approval.ask_before_writes;
   input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
   byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
+  input('settings-max-cost').value = s.budget.max_cost_usd === null ? '' : String(s.budget.max_cost_usd);
+  input('settings-max-tokens').value = s.budget.max_tokens === null ? '' : String(s.budget.max_tokens);
+}
+
+/**
+ * Which confinement commands run under, and what it does not stop; without one, a warning.
+ * @param {import('./protocol').ConfinementView} c
+ */
+function showConfinement(c) {
+  byId('confinement-summary').textContent = c.confined
+    ? `Commands run confined by the kernel: ${c.summary}. They write only in the selected intent’s scope, a private temporary directory and build outputs, and reach the network only when you allow it on their approval card.`
+    : 'Commands are not confined on this machine (no Landlock in the kernel).';
+  setMessage(byId('confinement-warning'), c.confined ? null
+    : 'Without confinement every command asks for your approval first, and once approved nothing else stops it: it runs with your rights, can change any of your files and reach the network.');
+  const gaps = byId('confinement-gaps');
+  gaps.replaceChildren(...c.gaps.map((g) => h('li', { text: g })));
+  byId('confinement-gaps-label').hidden = c.gaps.length === 0;
+}
+
+/**
+ * A cap typed in a number field: empty is no cap; anything else must be a positive number.
+ * @param {string} id
+ * @param {boolean} whole
+ * @returns {number | null | string}  a string says what is wrong
+ */
+export function readCap(id, whole) {
+  const text = input(id).value.trim();
+  if (text === '') return null;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0 || (whole && !Number.isInteger(value))) {
+    return whole ? 'A token cap is a whole number above 0 (or empty for no cap).' : 'A cost cap is an amount above 0 (or empty for no cap).';
+  }
+  return value;
 }
 
 /**
@@ -142,6 +176,15 @@ async function save() {
     input('settings-base-url').focus();
     return;
   }
+  const maxCost = readCap('settings-max-cost', false);
+  const maxTokens = readCap('settings-max-tokens', true);
+  for (const [cap, id] of /** @type {const} */ ([[maxCost, 'settings-max-cost'], [maxTokens, 'settings-max-tokens']])) {
+    if (typeof cap === 'string') {
+      showError(input(id), cap);
+      input(id).focus();
+      return;
+    }
+  }
   button.disabled = true;
   try {
     const { settings } = await ask({
@@ -156,6 +199,10 @@ async function save() {
         approval: {
           ask_before_writes: input('settings-ask-writes').checked,
           ask_before_safe_commands: input('settings-ask-safe-commands').checked,
+        },
+        budget: {
+          max_cost_usd: /** @type {number | null} */ (maxCost),
+          max_tokens: /** @type {number | null} */ (maxTokens),
         },
       },
     }, 'settings');

@@ -6,6 +6,7 @@ import { listen, store } from './store.js';
 import { firstChangedLine, renderDiff } from './diffview.js';
 import { highlightLine } from './highlight.js';
 import { pathLink } from './editor.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').TraceChange} TraceChange */
 /** @typedef {import('./protocol').LineRange} LineRange */
@@ -34,7 +35,11 @@ const FINDINGS = {
 export function initTrace() {
   listen('intents', fillIntentSelect);
   fillIntentSelect();
-  byId('trace-intent').addEventListener('change', loadChanges);
+  byId('trace-intent').addEventListener('change', () => {
+    byId('trace-undo', HTMLButtonElement).disabled = byId('trace-intent', HTMLSelectElement).value === '';
+    loadChanges();
+  });
+  byId('trace-undo').addEventListener('click', undoIntent);
 
   const table = byId('trace-changes');
   table.addEventListener('click', (ev) => {
@@ -63,6 +68,29 @@ export function initTrace() {
   byId('verify-run').addEventListener('click', verify);
 }
 
+/** Asks for a preview of undoing the chosen intent's changes (since the time given, if any). */
+function undoIntent() {
+  const intentId = byId('trace-intent', HTMLSelectElement).value;
+  const error = byId('trace-error');
+  setMessage(error, null);
+  if (!intentId) return;
+  const local = byId('trace-undo-since', HTMLInputElement).value;
+  /** @type {string | null} */
+  let since = null;
+  if (local) {
+    // The field holds local time without a zone; the host wants RFC 3339.
+    const date = new Date(local);
+    if (Number.isNaN(date.getTime())) {
+      setMessage(error, 'The time is not a date and time.');
+      byId('trace-undo-since').focus();
+      return;
+    }
+    since = date.toISOString();
+  }
+  const label = `Undo ${intentId}’s changes${since ? ` since ${formatFullTime(since)}` : ''}`;
+  requestUndo(byId('trace-undo'), { kind: 'intent', intent_id: intentId, since }, label);
+}
+
 function fillIntentSelect() {
   const select = byId('trace-intent', HTMLSelectElement);
   const current = select.value;
@@ -71,6 +99,7 @@ function fillIntentSelect() {
   if (current && !store.intents.intents.some((i) => i.id === current)) options.push(h('option', { value: current, text: `${current} (no longer in the file)` }));
   select.replaceChildren(...options);
   select.value = current;
+  byId('trace-undo', HTMLButtonElement).disabled = select.value === '';
 }
 
 /** @param {LineRange[]} ranges */

@@ -3,7 +3,8 @@
 import { request } from './ipc.js';
 import { errorText, find, h, quote, setSafeHtml } from './dom.js';
 import { highlightCodeIn } from './highlight.js';
-import { pathLink, targetsAFile } from './editor.js';
+import { pathLink } from './editor.js';
+import { requestUndo } from './undo.js';
 
 /** @typedef {import('./protocol').UiMessage} UiMessage */
 /** @typedef {import('./protocol').ToolCallView} ToolCallView */
@@ -64,6 +65,21 @@ export class Transcript {
       this.stick = this.atBottom();
       if (this.stick) this.jump.hidden = true;
     }, { passive: true });
+    // Undo asks for a preview; the side panel shows it (undo.js).
+    this.log.addEventListener('click', (ev) => {
+      const button = ev.target instanceof Element ? ev.target.closest('[data-action="undo-call"], [data-action="undo-turn"]') : null;
+      if (!(button instanceof HTMLElement)) return;
+      const holder = button.closest('[data-message-id]');
+      const id = holder?.getAttribute('data-message-id') ?? '';
+      if (button.dataset.action === 'undo-call') {
+        const what = [holder?.querySelector('.tool-name')?.textContent, holder?.querySelector('.tool-target')?.textContent].filter(Boolean).join(' ');
+        requestUndo(button, { kind: 'call', task_id: this.taskId, call_id: id }, `Undo ${what || 'this tool call'}`);
+      } else {
+        const text = holder?.querySelector('.content')?.textContent ?? '';
+        const short = text.length > 60 ? `${text.slice(0, 60)}…` : text;
+        requestUndo(button, { kind: 'turn', task_id: this.taskId, message_id: id }, `Undo from “${short}” on`);
+      }
+    });
     this.jump.addEventListener('click', () => {
       this.stick = true;
       this.toBottom();
@@ -236,7 +252,14 @@ export class Transcript {
       case 'user':
         return h('div', { class: 'message', 'data-role': 'user', 'data-message-id': m.id },
           h('span', { class: 'visually-hidden', text: 'You: ' }),
-          h('div', { class: 'content plain', text: m.text }));
+          h('div', { class: 'content plain', text: m.text }),
+          h('button', {
+            type: 'button',
+            class: 'undo-button quiet',
+            'data-action': 'undo-turn',
+            title: 'Take back what the agent changed from this message on, and edit the message to send it again',
+            text: 'Undo from here',
+          }));
       case 'assistant': {
         const content = h('div', { class: 'content markdown' });
         const el = h('div', { class: 'message', 'data-role': 'assistant', 'data-message-id': m.id },
@@ -335,6 +358,7 @@ function toolCard(call) {
     h('div', { class: 'tool-head-row' }, head, h('span', { class: 'tool-open' })),
     h('p', { class: 'tool-summary-line' }),
     h('button', { type: 'button', class: 'tool-review quiet', 'data-action': 'review', hidden: true, text: 'Review in Approvals' }),
+    h('button', { type: 'button', class: 'undo-button quiet', 'data-action': 'undo-call', hidden: true, text: 'Undo' }),
     h('div', { class: 'tool-body', id: bodyId, hidden: true },
       h('p', { class: 'tool-summary' }),
       h('p', { class: 'tool-trimmed muted small', hidden: true, text: 'Earlier output was trimmed.' }),
@@ -367,9 +391,17 @@ function updateCard(card, call) {
   set('.tool-target', call.target);
   find(card, '.tool-target', HTMLElement)?.setAttribute('title', call.target);
   const open = find(card, '.tool-open', HTMLElement);
-  if (open && open.dataset.path !== call.target) {
-    open.dataset.path = call.target;
-    open.replaceChildren(targetsAFile(call.tool) && call.target ? pathLink(call.target, null, { label: 'Open', className: 'quiet-link' }) : '');
+  const where = call.path ? `${call.path}:${call.line ?? ''}` : '';
+  if (open && open.dataset.where !== where) {
+    open.dataset.where = where;
+    open.replaceChildren(call.path ? pathLink(call.path, call.line, { label: 'Open', className: 'quiet-link' }) : '');
+  }
+  const undo = find(card, '[data-action="undo-call"]', HTMLElement);
+  if (undo) {
+    const n = call.changed_paths.length;
+    undo.hidden = n === 0;
+    undo.setAttribute('aria-label', n === 1 ? `Undo this call's change to ${call.changed_paths[0]}` : `Undo this call's changes to ${n} files`);
+    undo.title = n ? `Take back what this call changed: ${call.changed_paths.join(', ')}` : '';
   }
   set('.tool-state-text', TOOL_STATUS[call.status] ?? call.status);
   // An open card always says something, even before there is a result.

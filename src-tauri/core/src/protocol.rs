@@ -160,6 +160,9 @@ pub enum Request {
     RestartMcpServer {
         name: String,
     },
+    /// A text block for a bug report: version, system, confinement, provider and settings
+    /// (never a key), and the end of the log.
+    Diagnostics,
 }
 
 /// The answer to one [`Request`].
@@ -218,6 +221,9 @@ pub enum Reply {
     },
     McpServers {
         overview: McpOverview,
+    },
+    Diagnostics {
+        text: String,
     },
 }
 
@@ -325,6 +331,10 @@ pub enum Event {
     SettingsChanged {
         settings: SettingsView,
     },
+    /// The trace ledger's chain was checked again (after it changed): what is wrong, or None.
+    LedgerChecked {
+        problem: Option<String>,
+    },
     Notice {
         level: NoticeLevel,
         message: String,
@@ -350,6 +360,9 @@ pub struct AppState {
     pub settings: SettingsView,
     pub tasks: Vec<TaskSummary>,
     pub intents: IntentsView,
+    /// Why the trace ledger cannot be trusted (a broken chain, a malformed line), in words that
+    /// name the file and the line; None when it holds.
+    pub ledger_problem: Option<String>,
 }
 
 // ---- settings -------------------------------------------------------------------------------
@@ -411,6 +424,21 @@ pub struct SettingsView {
     pub editors: Vec<EditorOption>,
     /// Workspaces opened before, most recent first (existing folders only).
     pub recent_workspaces: Vec<String>,
+    /// How commands are confined on this machine.
+    pub confinement: ConfinementView,
+    /// The cap on what one task may spend (none when both are None).
+    pub budget: Budget,
+}
+
+/// The confinement commands run under, as Settings shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ConfinementView {
+    /// False: nothing but a person's approval stops a command.
+    pub confined: bool,
+    /// One line: `landlock ABI 7 + bwrap`, `landlock ABI 7 only`, `none`.
+    pub summary: String,
+    /// What this confinement does not stop, in the user's words.
+    pub gaps: Vec<String>,
 }
 
 /// An editor Mandate can open files in.
@@ -444,6 +472,10 @@ pub struct SettingsUpdate {
     pub approval: ApprovalPolicy,
     /// `auto` or the id of one of `SettingsView::editors`.
     pub editor: String,
+    /// The cap on what one task may spend; absent is no cap.
+    #[serde(default)]
+    #[ts(optional)]
+    pub budget: Option<Budget>,
 }
 
 // ---- tasks and messages ---------------------------------------------------------------------
@@ -548,6 +580,15 @@ pub struct ToolCallView {
     pub summary: String,
     /// Command output or result text, truncated for display.
     pub output: String,
+    /// The workspace file the call acts on (reads and writes), to open in the editor.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Where in `path` to open it (a write: its first changed line), 1-based.
+    #[serde(default)]
+    pub line: Option<u32>,
+    /// Workspace files the call changed and recorded in the ledger: what undoing it takes back.
+    #[serde(default)]
+    pub changed_paths: Vec<String>,
 }
 
 // ---- approvals ------------------------------------------------------------------------------
@@ -825,7 +866,7 @@ pub enum IntentStatus {
     Blocked,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct IntentView {
     pub id: String,
     pub name: String,
@@ -833,9 +874,11 @@ pub struct IntentView {
     pub owned_scope: Vec<String>,
     pub constraints: Vec<String>,
     pub acceptance_criteria: Vec<String>,
+    /// The `budget` key of the intent: a cap over all tasks that hold it.
+    pub budget: Option<Budget>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
 pub struct IntentDraft {
     pub id: String,
@@ -844,9 +887,13 @@ pub struct IntentDraft {
     pub owned_scope: Vec<String>,
     pub constraints: Vec<String>,
     pub acceptance_criteria: Vec<String>,
+    /// The intent's own budget; absent or None removes it.
+    #[serde(default)]
+    #[ts(optional)]
+    pub budget: Option<Budget>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct IntentsView {
     /// Workspace-relative path of the intents file.
     pub path: String,
@@ -1094,6 +1141,7 @@ pub fn typescript_declarations() -> String {
         ApprovalPolicy::decl(&cfg),
         SettingsView::decl(&cfg),
         SettingsUpdate::decl(&cfg),
+        ConfinementView::decl(&cfg),
         EditorOption::decl(&cfg),
         LocalServer::decl(&cfg),
         TaskStatus::decl(&cfg),

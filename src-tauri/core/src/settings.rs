@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
-use crate::protocol::{ApprovalPolicy, ProviderKind, SettingsUpdate};
+use crate::protocol::{ApprovalPolicy, Budget, ProviderKind, SettingsUpdate};
 
 /// Where Mandate keeps per-user files. Overridable for tests and portable installs.
 #[derive(Debug, Clone)]
@@ -46,6 +46,8 @@ pub struct Settings {
     pub editor: String,
     /// Absolute paths of workspaces opened in the window, most recent first.
     pub recent_workspaces: Vec<String>,
+    /// What one task may spend before it pauses (no cap by default).
+    pub budget: Budget,
 }
 
 /// How many recent workspaces are remembered.
@@ -62,6 +64,7 @@ impl Default for Settings {
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
             recent_workspaces: Vec::new(),
+            budget: Budget::default(),
         }
     }
 }
@@ -163,7 +166,10 @@ impl Settings {
                 update.editor
             )));
         }
+        let budget = update.budget.unwrap_or_default();
+        check_budget(&budget)?;
         Ok(Settings {
+            budget,
             provider: update.provider,
             preset: update.preset,
             base_url,
@@ -185,6 +191,25 @@ impl Settings {
         self.recent_workspaces.truncate(RECENT_WORKSPACES);
         true
     }
+}
+
+/// A cap is a positive number: dollars up to a million, tokens up to a trillion.
+pub fn check_budget(budget: &Budget) -> Result<(), SettingsError> {
+    if let Some(cost) = budget.max_cost_usd {
+        if !cost.is_finite() || cost <= 0.0 || cost > 1e6 {
+            return Err(SettingsError::Invalid(format!(
+                "a cost cap is more than $0 and at most $1,000,000, not {cost}"
+            )));
+        }
+    }
+    if let Some(tokens) = budget.max_tokens {
+        if tokens == 0 || tokens > 1_000_000_000_000 {
+            return Err(SettingsError::Invalid(format!(
+                "a token cap is 1 to 1,000,000,000,000 tokens, not {tokens}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A provider base URL must be http(s) with a host; anything else is refused before any request.
@@ -243,6 +268,7 @@ mod tests {
             custom_instructions: String::new(),
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
+            budget: None,
         };
         let old = Settings {
             recent_workspaces: vec!["/w".into()],
@@ -267,6 +293,45 @@ mod tests {
             ..update("http://x/v1", "m")
         };
         assert_eq!(old.with_update(zed).expect("zed").editor, "zed");
+    }
+
+    #[test]
+    fn budgets_are_positive_and_bounded() {
+        let with = |max_cost_usd: Option<f64>, max_tokens: Option<u64>| SettingsUpdate {
+            provider: ProviderKind::Openai,
+            preset: "custom".into(),
+            base_url: "http://x/v1".into(),
+            model: "m".into(),
+            custom_instructions: String::new(),
+            approval: ApprovalPolicy::default(),
+            editor: "auto".into(),
+            budget: Some(Budget {
+                max_cost_usd,
+                max_tokens,
+            }),
+        };
+        let s = Settings::default();
+        let ok = s.with_update(with(Some(2.5), Some(10_000))).expect("valid");
+        assert_eq!(ok.budget.max_cost_usd, Some(2.5));
+        assert_eq!(ok.budget.max_tokens, Some(10_000));
+        assert_eq!(
+            s.with_update(with(None, None)).expect("no cap").budget,
+            Budget::default()
+        );
+        for (cost, tokens) in [
+            (Some(0.0), None),
+            (Some(-1.0), None),
+            (Some(f64::NAN), None),
+            (Some(f64::INFINITY), None),
+            (Some(2e6), None),
+            (None, Some(0)),
+            (None, Some(u64::MAX)),
+        ] {
+            assert!(
+                s.with_update(with(cost, tokens)).is_err(),
+                "{cost:?} {tokens:?}"
+            );
+        }
     }
 
     #[test]

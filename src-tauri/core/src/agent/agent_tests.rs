@@ -259,3 +259,72 @@ async fn approval_settings_never_skip_the_person_for_intent_changes() {
     assert_eq!(f.person.shown.lock().expect("shown").len(), 1);
     assert!(f.env.gov.intents.snapshot().doc.get("INT-2").is_none());
 }
+
+/// A ledger with a damaged line, and a write the agent then tries.
+async fn damaged_ledger_then_a_write(decision: ApprovalDecision) -> (Fixture, CallResult) {
+    let mut f = fixture(decision);
+    f.env.interactive = true;
+    // Only the ledger question reaches the person; the write itself goes by policy.
+    f.env.approval.ask_before_writes = false;
+    let ledger = f
+        .env
+        .gov
+        .root()
+        .join(crate::orchestration::ledger::LEDGER_FILE);
+    std::fs::write(&ledger, "not a record\n").expect("damage");
+    super::ledger_check::check_at_start(&f.env, &f.task, &CancellationToken::new()).await;
+    let result = call(
+        &f,
+        "write_to_file",
+        json!({"path": "src/auth/login.rs", "content": "fn login() {}\n", "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"}),
+    )
+    .await;
+    (f, result)
+}
+
+#[tokio::test]
+async fn a_damaged_ledger_is_asked_about_and_accepting_it_is_recorded_before_new_changes() {
+    let (f, result) = damaged_ledger_then_a_write(ApprovalDecision::Approve {
+        rejected_hunks: vec![],
+        edited_content: None,
+        grant: None,
+    })
+    .await;
+    let shown = f.person.shown.lock().expect("shown").clone();
+    let ApprovalDetail::Continue { reason } = &shown[0].detail else {
+        panic!("{:?}", shown[0].detail)
+    };
+    assert!(reason.contains("damaged at line 1"), "{reason}");
+    assert!(!result.is_error, "{}", result.content);
+    let ledger = std::fs::read_to_string(
+        f.env
+            .gov
+            .root()
+            .join(crate::orchestration::ledger::LEDGER_FILE),
+    )
+    .expect("ledger");
+    let lines: Vec<&str> = ledger.lines().collect();
+    assert_eq!(lines.len(), 3, "{ledger}");
+    assert_eq!(lines[0], "not a record", "the damage stays visible");
+    assert!(lines[1].contains("accepted_break"), "{}", lines[1]);
+    assert!(lines[2].contains("src/auth/login.rs"), "{}", lines[2]);
+}
+
+#[tokio::test]
+async fn a_damaged_ledger_the_person_does_not_accept_refuses_every_change() {
+    let (f, result) = damaged_ledger_then_a_write(ApprovalDecision::Reject {
+        reason: String::new(),
+    })
+    .await;
+    assert!(result.is_error, "{}", result.content);
+    assert!(result.content.contains("line 1"), "{}", result.content);
+    assert!(!f.env.gov.root().join("src/auth/login.rs").exists());
+    let ledger = std::fs::read_to_string(
+        f.env
+            .gov
+            .root()
+            .join(crate::orchestration::ledger::LEDGER_FILE),
+    )
+    .expect("ledger");
+    assert_eq!(ledger, "not a record\n");
+}

@@ -11,6 +11,7 @@ mod budget;
 mod env;
 mod governance;
 mod hook_steps;
+mod ledger_check;
 mod orchestrator;
 mod store;
 mod task;

@@ -84,7 +84,7 @@ async fn run_call(
         Err(e) => return card.fail(e),
     };
     let tool = &env.tools[position];
-    card.started(&planned.target);
+    card.started(&planned);
     match &decision {
         Decision::Allow => tracing::info!("hooks: allow"),
         Decision::Deny(d) => tracing::info!(code = %d.code_str(), "hooks: deny"),
@@ -339,6 +339,9 @@ impl<'a> Card<'a> {
                 status: ToolCallStatus::Running,
                 summary: String::new(),
                 output: String::new(),
+                path: None,
+                line: None,
+                changed_paths: Vec::new(),
             },
             announced: false,
         }
@@ -352,10 +355,18 @@ impl<'a> Card<'a> {
         });
     }
 
-    fn started(&mut self, target: &str) {
+    fn started(&mut self, planned: &Planned) {
         self.view.target = crate::redact::Redactor::global()
-            .redact(target)
+            .redact(&planned.target)
             .into_owned();
+        (self.view.path, self.view.line) = match &planned.action {
+            Action::Read { path } => (Some(path.rel.clone()), None),
+            Action::Write(w) => (
+                Some(w.path.rel.clone()),
+                Some(first_changed_line(&w.old_text(), &w.new_content)),
+            ),
+            _ => (None, None),
+        };
         self.emit();
     }
 
@@ -415,6 +426,7 @@ impl<'a> Card<'a> {
 
     fn succeed(mut self, output: ToolOutput) -> CallResult {
         self.view.output = crate::text::tail_marked(&output.display, 64 * 1024).into_owned();
+        self.view.changed_paths = changed_paths(self.view.path.as_deref(), &output.consequences);
         let status = if output.failed {
             ToolCallStatus::Failed
         } else {
@@ -425,4 +437,34 @@ impl<'a> Card<'a> {
         result.completed = output.completed;
         result
     }
+}
+
+/// The files a call changed and recorded (what undoing it takes back): a write's own file, a
+/// command's in-scope changes.
+fn changed_paths(path: Option<&str>, consequences: &[crate::tools::Consequence]) -> Vec<String> {
+    use crate::tools::Consequence;
+    let mut paths: Vec<String> = Vec::new();
+    for c in consequences {
+        match c {
+            Consequence::CommandFinished(outcome) => {
+                paths.extend(outcome.changed_in_scope.iter().cloned())
+            }
+            Consequence::Changed { .. } => paths.extend(path.map(str::to_string)),
+        }
+    }
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
+
+/// The 1-based line of `new` where it first differs from `old` (where an editor should open).
+fn first_changed_line(old: &str, new: &str) -> u32 {
+    let same = old
+        .lines()
+        .zip(new.lines())
+        .take_while(|(a, b)| a == b)
+        .count();
+    // Lines removed at the end: the last line there is.
+    let line = (same + 1).min(new.lines().count().max(1));
+    u32::try_from(line).unwrap_or(u32::MAX)
 }

@@ -115,6 +115,7 @@ async fn open_run(
             ),
         });
     }
+    super::ledger_check::check_at_start(env, task, cancel).await;
     super::hook_steps::say_state(env).await;
     let session = match first_run {
         true => super::hook_steps::session_started(env, task, cancel).await,

@@ -2,10 +2,13 @@
 //! JSON from the untrusted UI), validates it, and answers with a [`Reply`] or an [`IpcError`].
 
 mod desktop;
+mod diagnostics;
 mod discovery;
 pub mod editor;
+mod health;
 mod intents;
 mod interaction;
+mod settings_view;
 mod undo;
 
 use std::collections::HashMap;
@@ -14,15 +17,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 pub use desktop::{Desktop, NoDesktop};
+pub use health::ledger_problem;
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
-use crate::llm::{provider_for, ProviderConfig, RetryPolicy};
-use crate::protocol::{
-    AppState, Event, IpcError, IpcErrorCode, ProviderKind, Reply, Request, SettingsView,
-    TaskSummary,
-};
-use crate::secrets::{api_key_name, Secret, SecretStore, API_KEY_ENV};
+use crate::llm::provider_for;
+use crate::protocol::{AppState, Event, IpcError, IpcErrorCode, Reply, Request, TaskSummary};
+use crate::secrets::{api_key_name, Secret, SecretStore};
 use crate::settings::{AppDirs, Settings};
 use crate::workspace::Workspace;
 
@@ -95,6 +96,7 @@ pub struct Host {
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
     previews: undo::Previews,
+    ledger_health: health::LedgerHealth,
 }
 
 impl Host {
@@ -125,6 +127,7 @@ impl Host {
             runtime,
             watching: Default::default(),
             previews: Default::default(),
+            ledger_health: Default::default(),
         });
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
@@ -207,6 +210,7 @@ impl Host {
                         intents: snapshot.view(),
                     });
                 }
+                host.watch_ledger().await;
             }
         });
     }
@@ -360,6 +364,9 @@ impl Host {
             Request::DiscoverLocalServers => Ok(Reply::LocalServers {
                 servers: discovery::discover(&discovery::Probes::from_env()).await,
             }),
+            Request::Diagnostics => Ok(Reply::Diagnostics {
+                text: self.diagnostics().await,
+            }),
             Request::ListIntents => self.list_intents().await,
             Request::SaveIntent {
                 original_id,
@@ -445,91 +452,8 @@ impl Host {
             settings: self.settings_view().await,
             tasks: self.task_list(),
             intents: gov.intents.snapshot().view(),
+            ledger_problem: self.known_ledger_problem(),
         }
-    }
-
-    async fn settings_changed(&self) -> Result<Reply, IpcError> {
-        let settings = self.settings_view().await;
-        self.sink.emit(Event::SettingsChanged {
-            settings: settings.clone(),
-        });
-        Ok(Reply::Settings { settings })
-    }
-
-    /// The settings view, with where the key comes from (never the key).
-    pub async fn settings_view(&self) -> SettingsView {
-        let settings = self.settings();
-        let (key, source, keyring_error) = self.api_key(settings.provider).await;
-        let recent = settings.recent_workspaces.clone();
-        // Both look at the disk (PATH directories, folders): off the async workers.
-        let (editors, recent_workspaces) = tokio::task::spawn_blocking(move || {
-            let editors = editor::options(&editor::EditorEnv::from_process());
-            let recent: Vec<String> = recent
-                .into_iter()
-                .filter(|r| Path::new(r).is_dir())
-                .collect();
-            (editors, recent)
-        })
-        .await
-        .unwrap_or_default();
-        SettingsView {
-            provider: settings.provider,
-            needs_key: key.is_none() && !discovery::is_on_this_machine(&settings.base_url),
-            preset: settings.preset,
-            base_url: settings.base_url,
-            model: settings.model,
-            api_key_set: key.is_some(),
-            api_key_source: source,
-            custom_instructions: settings.custom_instructions,
-            approval: settings.approval,
-            keyring_error,
-            editor: settings.editor,
-            editors,
-            recent_workspaces,
-        }
-    }
-
-    /// The key from the keyring, else from `MANDATE_API_KEY`; with its source and any keyring error.
-    async fn api_key(&self, provider: ProviderKind) -> (Option<Secret>, String, Option<String>) {
-        let secrets = self.secrets.clone();
-        let from_keyring =
-            tokio::task::spawn_blocking(move || secrets.get(&api_key_name(provider)))
-                .await
-                .unwrap_or_else(|e| Err(crate::secrets::SecretError::Unavailable(e.to_string())));
-        let (key, error) = match from_keyring {
-            Ok(Some(k)) => {
-                crate::secrets::remember(&k);
-                return (Some(k), "keyring".into(), None);
-            }
-            Ok(None) => (None, None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        match crate::secrets::from_environment(API_KEY_ENV) {
-            Some(k) => {
-                crate::secrets::remember(&k);
-                (Some(k), format!("env:{API_KEY_ENV}"), error)
-            }
-            None => (key, "none".into(), error),
-        }
-    }
-
-    async fn provider_config(&self) -> Result<ProviderConfig, IpcError> {
-        let settings = self.settings();
-        let (key, _, keyring_error) = self.api_key(settings.provider).await;
-        if key.is_none() && settings.provider == ProviderKind::Anthropic {
-            let mut message = "No API key is set for Anthropic. Add one in Settings.".to_string();
-            if let Some(e) = keyring_error {
-                message = format!("{message} ({e})");
-            }
-            return Err(err(IpcErrorCode::Keyring, message));
-        }
-        Ok(ProviderConfig {
-            kind: settings.provider,
-            base_url: settings.base_url,
-            model: settings.model,
-            api_key: key,
-            retry: RetryPolicy::from_env(),
-        })
     }
 
     async fn env(&self, opened: &Opened) -> Result<Arc<AgentEnv>, IpcError> {
@@ -563,7 +487,7 @@ impl Host {
             interactive: true,
             render_interval: Duration::from_millis(100),
             max_tokens: 8192,
-            budget: crate::protocol::Budget::default(),
+            budget: settings.budget,
         }))
     }
 

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::yaml::{self, Mapping, Value};
-use crate::protocol::{IntentDraft, IntentStatus, IntentView};
+use crate::protocol::{Budget, IntentDraft, IntentStatus, IntentView};
 
 pub const INTENTS_FILE: &str = ".orchestration/active_intents.yaml";
 
@@ -77,8 +77,39 @@ impl Intent {
             owned_scope: self.owned_scope.clone(),
             constraints: self.constraints.clone(),
             acceptance_criteria: self.acceptance_criteria.clone(),
+            budget: budget_of(&self.extra),
         }
     }
+}
+
+/// The key under which an intent keeps its own budget (unknown to the rest of the file format).
+const BUDGET_KEY: &str = "budget";
+
+/// The intent's `budget: {max_cost_usd, max_tokens}`, when it has a readable one.
+pub fn budget_of(extra: &Mapping) -> Option<Budget> {
+    let value = extra.get(BUDGET_KEY)?;
+    let json = serde_json::to_value(value).ok()?;
+    serde_json::from_value::<Budget>(json).ok()
+}
+
+/// Writes `budget` into the intent's other keys; None (or a budget with no cap) removes it.
+fn set_budget(extra: &mut Mapping, budget: Option<Budget>) {
+    let key = Value::String(BUDGET_KEY.into());
+    let Some(b) = budget.filter(|b| b.max_cost_usd.is_some() || b.max_tokens.is_some()) else {
+        // A budget written by hand that does not read is left for the person to fix, not dropped.
+        if budget_of(extra).is_some() {
+            extra.remove(&key);
+        }
+        return;
+    };
+    let mut map = Mapping::new();
+    if let Some(cost) = b.max_cost_usd {
+        map.insert(Value::String("max_cost_usd".into()), Value::from(cost));
+    }
+    if let Some(tokens) = b.max_tokens {
+        map.insert(Value::String("max_tokens".into()), Value::from(tokens));
+    }
+    extra.insert(key, Value::Mapping(map));
 }
 
 /// The parsed file: intents in file order plus the top-level keys Mandate does not own.
@@ -532,7 +563,7 @@ fn id_lines(text: &str, id: &str, max: usize) -> Vec<usize> {
 }
 
 /// Builds a validated intent from a GUI draft (keeping unknown keys of the one it replaces).
-pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, IntentError> {
+pub fn intent_from_draft(draft: IntentDraft, mut extra: Mapping) -> Result<Intent, IntentError> {
     let id = draft.id.trim().to_string();
     if id.is_empty()
         || id.len() > 64
@@ -559,6 +590,10 @@ pub fn intent_from_draft(draft: IntentDraft, extra: Mapping) -> Result<Intent, I
     for pattern in &owned_scope {
         check_glob(pattern).map_err(reject)?;
     }
+    if let Some(budget) = &draft.budget {
+        crate::settings::check_budget(budget).map_err(|e| reject(e.to_string()))?;
+    }
+    set_budget(&mut extra, draft.budget);
     Ok(Intent {
         id,
         name: draft.name.trim().to_string(),

@@ -257,3 +257,52 @@ fn the_quick_glob_check_agrees_with_building_the_glob() {
         );
     }
 }
+
+#[test]
+fn a_budget_from_the_editor_is_kept_as_the_budget_key_and_cleared_with_it() {
+    let doc = IntentsDoc::parse(CANONICAL, "f").expect("parses");
+    let original = doc.intents[0].clone();
+    let draft = |budget| IntentDraft {
+        id: original.id.clone(),
+        name: original.name.clone(),
+        status: original.status,
+        owned_scope: original.owned_scope.clone(),
+        constraints: original.constraints.clone(),
+        acceptance_criteria: original.acceptance_criteria.clone(),
+        budget,
+    };
+    let capped = Budget {
+        max_cost_usd: Some(2.5),
+        max_tokens: Some(10_000),
+    };
+    let with = intent_from_draft(draft(Some(capped)), original.extra.clone()).expect("valid");
+    assert_eq!(with.view().budget, Some(capped));
+    let yaml = IntentsDoc {
+        intents: vec![with.clone()],
+        ..IntentsDoc::default()
+    }
+    .to_yaml()
+    .expect("yaml");
+    assert!(
+        yaml.contains("max_cost_usd: 2.5") && yaml.contains("max_tokens: 10000"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("owner: alice"), "other keys kept: {yaml}");
+    let again = IntentsDoc::parse(&yaml, "f").expect("parses");
+    assert_eq!(again.intents[0].view().budget, Some(capped));
+
+    let cleared = intent_from_draft(draft(None), with.extra.clone()).expect("valid");
+    assert_eq!(cleared.view().budget, None);
+    assert!(!cleared.extra.contains_key("budget"));
+
+    let bad = Budget {
+        max_cost_usd: Some(-1.0),
+        max_tokens: None,
+    };
+    assert!(intent_from_draft(draft(Some(bad)), original.extra.clone()).is_err());
+    // A budget written by hand that does not read is not dropped by a save without one.
+    let mut odd = original.extra.clone();
+    odd.insert(Value::String("budget".into()), Value::String("lots".into()));
+    let kept = intent_from_draft(draft(None), odd).expect("valid");
+    assert!(kept.extra.contains_key("budget"));
+}

@@ -52,6 +52,7 @@ impl AgentTool for ProposeIntent {
             owned_scope: args.owned_scope,
             constraints: args.constraints.unwrap_or_default(),
             acceptance_criteria: args.acceptance_criteria.unwrap_or_default(),
+            budget: None,
         };
         // Checked as the window checks a new intent, so the card never offers one that cannot be saved.
         intent_from_draft(draft.clone(), Default::default())

@@ -1,0 +1,101 @@
+//! The ledger is checked at the start of every run. A damaged one is said out loud, and new
+//! records after the damage are the person's decision: asked in the window (accepting appends a
+//! record of that decision, so the break is never buried), refused in a headless run (the
+//! ledger refuses the append and every write says why).
+
+use tokio_util::sync::CancellationToken;
+
+use super::env::AgentEnv;
+use super::task::TaskHandle;
+use crate::orchestration::ledger::LedgerHealth;
+use crate::orchestration::ledger::LEDGER_FILE;
+use crate::protocol::{
+    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus,
+};
+
+/// What is wrong with the ledger, in a sentence naming the file and the line; None when it holds.
+async fn problem(env: &AgentEnv) -> Option<String> {
+    let ledger = env.gov.ledger.clone();
+    let health = tokio::task::spawn_blocking(move || ledger.health()).await;
+    match health {
+        Ok(Ok(LedgerHealth::Ok { .. })) => None,
+        Ok(Ok(LedgerHealth::Broken { line: 0, reason })) => Some(format!(
+            "The trace ledger {LEDGER_FILE} cannot be trusted: {reason}."
+        )),
+        Ok(Ok(LedgerHealth::Broken { line, reason })) => Some(format!(
+            "The trace ledger {LEDGER_FILE} is damaged at line {line}: {reason}."
+        )),
+        Ok(Ok(LedgerHealth::Missing { records, reason })) => Some(format!(
+            "The trace ledger {LEDGER_FILE} lost the {records} records Mandate wrote to it: {reason}."
+        )),
+        Ok(Err(e)) => Some(format!(
+            "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
+        )),
+        Err(e) => Some(format!(
+            "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
+        )),
+    }
+}
+
+/// Says what is wrong with the ledger, if anything, and in the window asks whether new records
+/// may follow the damage.
+pub(super) async fn check_at_start(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) {
+    let Some(problem) = problem(env).await else {
+        return;
+    };
+    let notice = |level, message: String| env.sink.emit(Event::Notice { level, message });
+    tracing::warn!(problem = %problem, "the ledger is damaged");
+    if !env.interactive {
+        notice(
+            NoticeLevel::Error,
+            format!(
+                "{problem} No change is recorded after the damage without a person's decision, so this run's writes are refused: repair the ledger (see `mandate trace verify`), or accept it as it is in the window."
+            ),
+        );
+        return;
+    }
+    notice(NoticeLevel::Error, problem.clone());
+    let request = ApprovalRequest {
+        approval_id: uuid::Uuid::new_v4().to_string(),
+        call_id: String::new(),
+        intent: None,
+        detail: ApprovalDetail::Continue {
+            reason: format!(
+                "{problem} Accept the ledger as it is and record new changes after it? Your decision is recorded in the ledger, and `trace verify` keeps reporting the damage. Otherwise every change is refused until the ledger is repaired."
+            ),
+        },
+        hook_reasons: Vec::new(),
+    };
+    let approval_id = request.approval_id.clone();
+    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
+    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    task.set_status(env.sink.as_ref(), TaskStatus::Running);
+    let accepted = !matches!(decision, ApprovalDecision::Reject { .. }) && !cancel.is_cancelled();
+    env.sink.emit(Event::ApprovalResolved {
+        task_id: task.id.clone(),
+        approval_id,
+        outcome: if accepted { "accepted" } else { "refused" }.into(),
+    });
+    if !accepted {
+        notice(
+            NoticeLevel::Warning,
+            "The ledger stays as it is: changes are refused until it is repaired.".into(),
+        );
+        return;
+    }
+    let ledger = env.gov.ledger.clone();
+    match tokio::task::spawn_blocking(move || ledger.accept_broken()).await {
+        Ok(Ok(_)) => notice(
+            NoticeLevel::Info,
+            "Your decision is recorded in the ledger; new changes are recorded after it.".into(),
+        ),
+        Ok(Err(e)) => notice(
+            NoticeLevel::Error,
+            format!("Your decision could not be recorded ({e}): changes stay refused."),
+        ),
+        Err(e) => notice(
+            NoticeLevel::Error,
+            format!("Your decision could not be recorded ({e}): changes stay refused."),
+        ),
+    }
+}
