@@ -153,7 +153,7 @@ impl HitSink<'_> {
         self.last_line = n;
         let line = String::from_utf8_lossy(bytes);
         let line = line.trim_end_matches(['\n', '\r']);
-        let shown: String = line.chars().take(300).collect();
+        let shown = crate::text::first_chars(line, 300);
         self.out.push_str(&format!("{n:>6}{sep} {shown}\n"));
     }
 }

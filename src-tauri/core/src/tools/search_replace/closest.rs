@@ -5,11 +5,7 @@ use super::*;
 
 /// Trims the end and cuts to `QUOTE_CHARS` characters for quoting in a message.
 pub(super) fn quote(line: &str) -> String {
-    let line = line.trim_end();
-    match line.char_indices().nth(QUOTE_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
-    }
+    crate::text::ellipsize(line.trim_end(), QUOTE_CHARS).into_owned()
 }
 
 pub(super) fn range(start: usize, end: usize) -> String {
@@ -159,7 +155,11 @@ pub(super) fn levenshtein(a: &[char], b: &[char]) -> usize {
 /// distances of the trimmed lines over their summed lengths.
 pub(super) fn window_similarity(file: &[&str], search: &[&str], start: usize) -> f64 {
     let (mut distance, mut total) = (0, 0);
-    let chars = |s: &str| s.trim().chars().take(LINE_CHARS).collect::<Vec<char>>();
+    let chars = |s: &str| {
+        crate::text::first_chars(s.trim(), LINE_CHARS)
+            .chars()
+            .collect::<Vec<char>>()
+    };
     for (i, s) in search.iter().enumerate() {
         let (a, b) = (chars(s), chars(file.get(start + i).copied().unwrap_or("")));
         total += a.len().max(b.len());
