@@ -13,7 +13,7 @@ use globset::GlobSet;
 use super::yaml::{self, Mapping, Value};
 use crate::protocol::{Budget, IntentDraft, IntentStatus, IntentView};
 
-pub const INTENTS_FILE: &str = ".orchestration/active_intents.yaml";
+pub const INTENTS_FILE: &str = crate::orchestration_file!("active_intents.yaml");
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IntentError {

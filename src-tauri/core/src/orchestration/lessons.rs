@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
-pub const LESSONS_FILE: &str = ".orchestration/AGENT.md";
+pub const LESSONS_FILE: &str = crate::orchestration_file!("AGENT.md");
 const HEADER: &str = "# Shared lessons\n\nAppended by Mandate when a command fails or a lesson is recorded. Read by every task.\n";
 
 /// Appends one lesson under a dated heading; the file is created with a header if missing.
