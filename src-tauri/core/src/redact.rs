@@ -107,8 +107,8 @@ impl Redactor {
         for m in matcher.find_iter(text) {
             // A match may start or end inside a multi-byte character only if the secret
             // does; widen it to whole characters.
-            let start = floor_boundary(text, m.start()).max(last);
-            let end = ceil_boundary(text, m.end());
+            let start = crate::text::floor_boundary(text, m.start()).max(last);
+            let end = crate::text::ceil_boundary(text, m.end());
             out.push_str(&text[last..start]);
             out.push_str(REDACTED);
             last = end;
@@ -128,20 +128,6 @@ impl Redactor {
     fn longest(&self) -> usize {
         self.inner.read().map(|i| i.longest).unwrap_or(0)
     }
-}
-
-fn floor_boundary(text: &str, mut at: usize) -> usize {
-    while at > 0 && !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-fn ceil_boundary(text: &str, mut at: usize) -> usize {
-    while at < text.len() && !text.is_char_boundary(at) {
-        at += 1;
-    }
-    at
 }
 
 /// The forms of `secret` to look for.

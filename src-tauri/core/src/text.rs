@@ -3,28 +3,31 @@
 
 use std::borrow::Cow;
 
+/// The nearest character boundary at or before byte `at` (at most `s.len()`).
+pub fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while at > 0 && !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The nearest character boundary at or after byte `at` (at most `s.len()`).
+pub fn ceil_boundary(s: &str, mut at: usize) -> usize {
+    while at < s.len() && !s.is_char_boundary(at) {
+        at += 1;
+    }
+    at.min(s.len())
+}
+
 /// The longest prefix of `s` of at most `max` bytes.
 pub fn prefix(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..floor_boundary(s, max)]
 }
 
 /// The longest suffix of `s` of at most `max` bytes.
 pub fn suffix(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
+    &s[ceil_boundary(s, s.len().saturating_sub(max))..]
 }
 
 /// Alias of [`prefix`] for byte budgets (diffs, records).
@@ -58,6 +61,16 @@ pub fn ellipsize(s: &str, n: usize) -> Cow<'_, str> {
         Cow::Borrowed(s)
     } else {
         Cow::Owned(format!("{kept}…"))
+    }
+}
+
+/// At most `n` characters in all, the `…` in place of what was cut included (a reason that must
+/// fit a line).
+pub fn ellipsize_within(s: &str, n: usize) -> Cow<'_, str> {
+    if first_chars(s, n).len() == s.len() {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(format!("{}…", first_chars(s, n.saturating_sub(1))))
     }
 }
 
@@ -100,6 +113,11 @@ mod tests {
         assert_eq!(last_chars(s, 99), s);
         assert_eq!(ellipsize(s, 3), "aé€…");
         assert_eq!(ellipsize(s, 5), s);
+        assert_eq!(ellipsize_within(s, 3), "aé…");
+        assert_eq!(ellipsize_within(s, 5), s);
+        assert_eq!(floor_boundary(s, 2), 1);
+        assert_eq!(ceil_boundary(s, 2), 3);
+        assert_eq!(floor_boundary(s, 99), s.len());
         assert_eq!(tail_marked("abcdef", 2), "[…]\nef");
         assert_eq!(
             head_and_tail("abcdefgh", 2, 2),

@@ -195,7 +195,7 @@ fn check_characters(input: &str) -> Result<(), PathError> {
     }
     if input.len() > 4096 {
         return Err(PathError::Io {
-            path: format!("{}…", input.chars().take(40).collect::<String>()),
+            path: crate::text::ellipsize(input, 40).into_owned(),
             message: "the path is longer than 4096 bytes".into(),
         });
     }

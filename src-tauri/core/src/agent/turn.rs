@@ -253,7 +253,7 @@ async fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
         lessons: inputs.lessons.as_deref(),
         os: std::env::consts::OS,
         shell: "sh",
-        date: &date[..10.min(date.len())],
+        date: crate::text::prefix(&date, 10),
         objective: &record.objective,
         custom_instructions: &env.custom_instructions,
         tool_names: &tool_names,

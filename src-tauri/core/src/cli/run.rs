@@ -182,35 +182,21 @@ fn usage(message: &str) -> i32 {
 }
 
 pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
-    if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
-        return usage(&e.to_string());
+    match run_checked(root, args).await {
+        Ok(code) | Err(code) => code,
     }
-    if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
-        return usage("--max-cost must be a positive number of US dollars");
-    }
-    let prompt = args.prompt.join(" ");
-    if prompt.trim().is_empty() && args.resume.is_none() {
-        return usage("give the request as the last argument (or --resume TASK_ID)");
-    }
+}
+
+/// The run itself; `Err` is the exit code of a usage error, already printed.
+async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
+    let prompt = checked_prompt(&args)?;
     let kind = match args.provider {
         ProviderArg::Openai => ProviderKind::Openai,
         ProviderArg::Anthropic => ProviderKind::Anthropic,
     };
-    let workspace = match Workspace::new(root) {
-        Ok(w) => w,
-        Err(e) => return usage(&format!("cannot open {}: {e}", root.display())),
-    };
-    let api_key = match &args.api_key_env {
-        Some(var) => match crate::secrets::from_environment(var) {
-            Some(key) => Some(key),
-            None => {
-                return usage(&format!(
-                    "--api-key-env {var}: that environment variable is not set"
-                ))
-            }
-        },
-        None => key_from_keyring_or_env(kind).await,
-    };
+    let workspace =
+        Workspace::new(root).map_err(|e| usage(&format!("cannot open {}: {e}", root.display())))?;
+    let api_key = api_key(&args, kind).await?;
     if let Some(key) = &api_key {
         crate::secrets::remember(key);
     }
@@ -220,15 +206,7 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         eprintln!("mandate: recovered: {done}.");
     }
     if args.trust_hooks {
-        let hooks = gov.clone();
-        match tokio::task::spawn_blocking(move || hooks.user_hooks.confirm_current()).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(n)) => eprintln!(
-                "mandate: running the workspace's {n} hooks as they are now (--trust-hooks)."
-            ),
-            Ok(Err(e)) => return usage(&format!("--trust-hooks: the hooks do not load: {e}")),
-            Err(e) => return usage(&format!("--trust-hooks: {e}")),
-        }
+        trust_hooks(&gov).await?;
     }
     let store = Arc::new(TaskStore::new(&dirs.data, gov.root()));
     let sink: Arc<dyn EventSink> = Arc::new(CliSink {
@@ -253,8 +231,86 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
         api_key,
         retry: RetryPolicy::from_env(),
     });
-    let env = Arc::new(AgentEnv {
-        gov: gov.clone(),
+    let env = agent_env(&args, gov, provider, sink.clone(), store, tools);
+    let (task, text) = task_to_run(&args, &env, prompt)?;
+    sink.emit(Event::TaskUpdated {
+        task: task.summary(),
+    });
+    let cancel_task = task.clone();
+    let interrupted = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel_task.cancel();
+        }
+    });
+    let end = run_task(env, task.clone(), text).await;
+    interrupted.abort();
+    mcp.shutdown();
+    if !args.json {
+        report_end(&end, &task);
+    }
+    Ok(match end {
+        TaskEnd::Completed(_) => EXIT_OK,
+        _ => EXIT_FAILED,
+    })
+}
+
+/// The request, after the arguments that can be wrong without opening anything are checked.
+fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
+    if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
+        return Err(usage(&e.to_string()));
+    }
+    if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
+        return Err(usage("--max-cost must be a positive number of US dollars"));
+    }
+    let prompt = args.prompt.join(" ");
+    if prompt.trim().is_empty() && args.resume.is_none() {
+        return Err(usage(
+            "give the request as the last argument (or --resume TASK_ID)",
+        ));
+    }
+    Ok(prompt)
+}
+
+/// The key named by `--api-key-env`, else the one in the keyring or the usual variable.
+async fn api_key(args: &RunArgs, kind: ProviderKind) -> Result<Option<Secret>, i32> {
+    match &args.api_key_env {
+        Some(var) => match crate::secrets::from_environment(var) {
+            Some(key) => Ok(Some(key)),
+            None => Err(usage(&format!(
+                "--api-key-env {var}: that environment variable is not set"
+            ))),
+        },
+        None => Ok(key_from_keyring_or_env(kind).await),
+    }
+}
+
+/// `--trust-hooks`: the workspace's hooks as they are now are confirmed for this run.
+async fn trust_hooks(gov: &Arc<Governance>) -> Result<(), i32> {
+    let hooks = gov.clone();
+    match tokio::task::spawn_blocking(move || hooks.user_hooks.confirm_current()).await {
+        Ok(Ok(0)) => Ok(()),
+        Ok(Ok(n)) => {
+            eprintln!(
+                "mandate: running the workspace's {n} hooks as they are now (--trust-hooks)."
+            );
+            Ok(())
+        }
+        Ok(Err(e)) => Err(usage(&format!("--trust-hooks: the hooks do not load: {e}"))),
+        Err(e) => Err(usage(&format!("--trust-hooks: {e}"))),
+    }
+}
+
+/// What the agent runs with, headless: `--approve` answers for the person.
+fn agent_env(
+    args: &RunArgs,
+    gov: Arc<Governance>,
+    provider: Box<dyn crate::llm::Provider>,
+    sink: Arc<dyn EventSink>,
+    store: Arc<TaskStore>,
+    tools: Vec<Box<dyn crate::tools::Tool>>,
+) -> Arc<AgentEnv> {
+    Arc::new(AgentEnv {
+        gov,
         provider: Arc::from(provider),
         sink: sink.clone(),
         interaction: Arc::new(FlagInteraction {
@@ -263,9 +319,9 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
                 network: args.grant.contains(&GrantArg::Network),
                 write_git: args.grant.contains(&GrantArg::Git),
             },
-            sink: sink.clone(),
+            sink,
         }),
-        store: store.clone(),
+        store,
         tools: Arc::new(tools),
         approval: ApprovalPolicy {
             ask_before_writes: true,
@@ -280,51 +336,46 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
             max_cost_usd: args.max_cost,
             max_tokens: args.max_tokens,
         },
-    });
-    let (task, text) = match &args.resume {
+    })
+}
+
+/// The task `--resume` names (with the request as a new message, if one is given), or a new one.
+fn task_to_run(
+    args: &RunArgs,
+    env: &AgentEnv,
+    prompt: String,
+) -> Result<(Arc<TaskHandle>, Option<String>), i32> {
+    let store = &env.store;
+    Ok(match &args.resume {
         Some(id) => match store.load(id) {
             Ok(record) => (
                 TaskHandle::new(record, store.clone()),
                 (!prompt.trim().is_empty()).then_some(prompt),
             ),
-            Err(e) => return usage(&e.to_string()),
+            Err(e) => return Err(usage(&e.to_string())),
         },
         None => (
             TaskHandle::create(
                 store.clone(),
-                &gov.root().display().to_string(),
+                &env.gov.root().display().to_string(),
                 &prompt,
                 &env.provider.model_id(),
             ),
             Some(prompt),
         ),
-    };
-    sink.emit(Event::TaskUpdated {
-        task: task.summary(),
-    });
-    let cancel_task = task.clone();
-    let interrupted = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel_task.cancel();
-        }
-    });
-    let end = run_task(env, task.clone(), text).await;
-    interrupted.abort();
-    mcp.shutdown();
-    if !args.json {
-        match &end {
-            TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
-            TaskEnd::Failed(m) => eprintln!("\nFailed: {m}"),
-            TaskEnd::Cancelled => eprintln!("\nStopped."),
-            TaskEnd::Paused(m) => eprintln!("\nPaused: {m}"),
-            TaskEnd::Idle | TaskEnd::AlreadyRunning => {}
-        }
-        eprintln!("task {}", task.id);
-    }
+    })
+}
+
+/// The end of the run for a person reading the terminal.
+fn report_end(end: &TaskEnd, task: &TaskHandle) {
     match end {
-        TaskEnd::Completed(_) => EXIT_OK,
-        _ => EXIT_FAILED,
+        TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
+        TaskEnd::Failed(m) => eprintln!("\nFailed: {m}"),
+        TaskEnd::Cancelled => eprintln!("\nStopped."),
+        TaskEnd::Paused(m) => eprintln!("\nPaused: {m}"),
+        TaskEnd::Idle | TaskEnd::AlreadyRunning => {}
     }
+    eprintln!("task {}", task.id);
 }
 
 /// Mandate's tools and those of the MCP servers this run may start; what the person should know

@@ -8,6 +8,7 @@ pub mod editor;
 mod health;
 mod intents;
 mod interaction;
+mod routes;
 mod settings_view;
 mod undo;
 
@@ -23,7 +24,7 @@ pub use interaction::{GuiInteraction, Pending};
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
 use crate::llm::provider_for;
 use crate::protocol::{AppState, Event, IpcError, IpcErrorCode, Reply, Request, TaskSummary};
-use crate::secrets::{api_key_name, Secret, SecretStore};
+use crate::secrets::SecretStore;
 use crate::settings::{AppDirs, Settings};
 use crate::workspace::Workspace;
 
@@ -227,170 +228,44 @@ impl Host {
     }
 
     pub async fn handle(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
+        // Every request is named here, in the list of its area (no catch-all): a new request
+        // does not compile until it is routed.
         match request {
-            Request::GetState => Ok(Reply::State {
-                state: self.state().await,
-            }),
-            Request::SaveSettings { settings } => {
-                let new = self
-                    .settings()
-                    .with_update(settings)
-                    .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
-                new.save(&self.dirs)
-                    .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-                *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = new;
-                self.settings_changed().await
-            }
-            Request::SetApiKey { provider, api_key } => {
-                let key = api_key.trim().to_string();
-                if key.is_empty() || key.len() > 1000 || key.chars().any(char::is_control) {
-                    return Err(err(
-                        IpcErrorCode::InvalidInput,
-                        "an API key is 1 to 1000 printable characters",
-                    ));
-                }
-                let secrets = self.secrets.clone();
-                tokio::task::spawn_blocking(move || {
-                    secrets.set(&api_key_name(provider), &Secret::new(key))
-                })
-                .await
-                .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-                .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
-                self.settings_changed().await
-            }
-            Request::ClearApiKey { provider } => {
-                let secrets = self.secrets.clone();
-                tokio::task::spawn_blocking(move || secrets.delete(&api_key_name(provider)))
-                    .await
-                    .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-                    .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
-                self.settings_changed().await
-            }
-            Request::ListModels => {
-                let provider = provider_for(self.provider_config().await?);
-                let models = provider
-                    .list_models()
-                    .await
-                    .map_err(|e| err(IpcErrorCode::Provider, e.to_string()))?;
-                Ok(Reply::Models { models })
-            }
-            Request::StartTask { text } => self.start_task(text).await,
-            Request::SendMessage { task_id, text } => {
-                let text = non_empty(text)?;
-                let task = self.task(&task_id)?;
-                self.spawn_run(task, Some(text)).await?;
-                Ok(Reply::Ok)
-            }
-            Request::CancelTask { task_id } => {
-                self.task(&task_id)?.cancel();
-                Ok(Reply::Ok)
-            }
-            Request::RetryTask { task_id } => {
-                let task = self.task(&task_id)?;
-                // Retrying after a plain answer asks for that answer again.
-                task.drop_plain_answer();
-                self.spawn_run(task, None).await?;
-                Ok(Reply::Ok)
-            }
-            Request::AnswerQuestion {
-                task_id,
-                call_id,
-                answer,
-            } => {
-                if self.pending.answer(&task_id, &call_id, answer) {
-                    Ok(Reply::Ok)
-                } else {
-                    Err(err(
-                        IpcErrorCode::NotFound,
-                        "that question is no longer waiting for an answer",
-                    ))
-                }
-            }
-            Request::DecideApproval {
-                task_id,
-                approval_id,
-                decision,
-            } => {
-                if self.pending.decide(&task_id, &approval_id, decision) {
-                    Ok(Reply::Ok)
-                } else {
-                    Err(err(
-                        IpcErrorCode::NotFound,
-                        "that approval is no longer pending (it was decided already or the task stopped)",
-                    ))
-                }
-            }
-            Request::ListTasks => Ok(Reply::Tasks {
-                tasks: self.task_list(),
-            }),
-            Request::OpenTask { task_id } => {
-                let task = self.task(&task_id)?;
-                let record = task.record();
-                Ok(Reply::TaskDetail {
-                    task: record.summary,
-                    messages: record.messages,
-                })
-            }
-            Request::DeleteTask { task_id } => {
-                let task = self.task(&task_id)?;
-                if task.is_running() {
-                    return Err(err(
-                        IpcErrorCode::Conflict,
-                        "the task is running; stop it first",
-                    ));
-                }
-                let opened = self.opened();
-                opened
-                    .store
-                    .delete(&task_id)
-                    .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-                opened
-                    .tasks
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&task_id);
-                self.sink.emit(Event::TaskDeleted { task_id });
-                Ok(Reply::Ok)
-            }
-            Request::SelectIntent { task_id, intent_id } => {
-                self.select_intent(&task_id, intent_id).await?;
-                Ok(Reply::Ok)
-            }
-            Request::OpenInEditor { path, line } => {
-                self.open_in_editor(&path, line).await?;
-                Ok(Reply::Ok)
-            }
-            Request::OpenWorkspace { path } => self.open_workspace(path).await,
-            Request::DiscoverLocalServers => Ok(Reply::LocalServers {
-                servers: discovery::discover(&discovery::Probes::from_env()).await,
-            }),
-            Request::Diagnostics => Ok(Reply::Diagnostics {
-                text: self.diagnostics().await,
-            }),
-            Request::ListIntents => self.list_intents().await,
-            Request::SaveIntent {
-                original_id,
-                intent,
-            } => self.save_intent(original_id, intent).await,
-            Request::DeleteIntent { id } => self.delete_intent(id).await,
-            Request::ReorderIntents { ids } => self.reorder_intents(ids).await,
-            Request::SetIntentStatus { id, status } => self.set_intent_status(id, status).await,
-            Request::PreviewScope { globs } => self.preview_scope(globs).await,
-            Request::IntentTrace { intent_id } => self.intent_trace(intent_id).await,
-            Request::Blame { path } => self.blame(path).await,
-            Request::VerifyTrace => self.verify_trace().await,
-            Request::ChangeDiff { record_id, path } => self.change_diff(record_id, path).await,
-            Request::OpenExternal { url } => {
-                intents::open_external(&url)?;
-                Ok(Reply::Ok)
-            }
-            Request::CheckCommand { command } => self.check_command(command).await,
-            Request::PreviewUndo { scope } => self.preview_undo(scope).await,
-            Request::ApplyUndo { preview_id, files } => self.apply_undo(preview_id, files).await,
-            Request::ListMcpServers => Ok(Reply::McpServers {
-                overview: self.opened().mcp.overview(true).await,
-            }),
-            r @ (Request::SaveMcpServer { .. }
+            r @ (Request::GetState
+            | Request::SaveSettings { .. }
+            | Request::SetApiKey { .. }
+            | Request::ClearApiKey { .. }
+            | Request::ListModels
+            | Request::DiscoverLocalServers
+            | Request::Diagnostics) => self.handle_settings(r).await,
+            r @ (Request::StartTask { .. }
+            | Request::SendMessage { .. }
+            | Request::CancelTask { .. }
+            | Request::RetryTask { .. }
+            | Request::AnswerQuestion { .. }
+            | Request::DecideApproval { .. }
+            | Request::ListTasks
+            | Request::OpenTask { .. }
+            | Request::DeleteTask { .. }
+            | Request::SelectIntent { .. }) => self.handle_task(r).await,
+            r @ (Request::ListIntents
+            | Request::SaveIntent { .. }
+            | Request::DeleteIntent { .. }
+            | Request::ReorderIntents { .. }
+            | Request::SetIntentStatus { .. }
+            | Request::PreviewScope { .. }
+            | Request::CheckCommand { .. }) => self.handle_intents(r).await,
+            r @ (Request::IntentTrace { .. }
+            | Request::Blame { .. }
+            | Request::VerifyTrace
+            | Request::ChangeDiff { .. }
+            | Request::PreviewUndo { .. }
+            | Request::ApplyUndo { .. }) => self.handle_trace(r).await,
+            r @ (Request::OpenInEditor { .. }
+            | Request::OpenWorkspace { .. }
+            | Request::OpenExternal { .. }) => self.handle_desktop(r).await,
+            r @ (Request::ListMcpServers
+            | Request::SaveMcpServer { .. }
             | Request::RemoveMcpServer { .. }
             | Request::SetMcpSecret { .. }
             | Request::ClearMcpSecret { .. }
@@ -399,49 +274,6 @@ impl Host {
             | Request::SetMcpTrust { .. }
             | Request::RestartMcpServer { .. }) => self.handle_mcp(r).await,
         }
-    }
-
-    /// The requests that change MCP servers.
-    async fn handle_mcp(&self, request: Request) -> Result<Reply, IpcError> {
-        let opened = self.opened();
-        let mcp = &opened.mcp;
-        let result = match request {
-            Request::SaveMcpServer { name, server } => mcp.save_server(name, server).await,
-            Request::RemoveMcpServer { name } => mcp.remove_server(name).await,
-            Request::SetMcpSecret {
-                server,
-                name,
-                value,
-            } => mcp.set_secret(server, name, Some(value)).await,
-            Request::ClearMcpSecret { server, name } => mcp.set_secret(server, name, None).await,
-            Request::GrantMcpConsent {
-                name,
-                definition_hash,
-            } => mcp.grant_consent(name, definition_hash).await,
-            Request::RevokeMcpConsent { name } => mcp.revoke_consent(name).await,
-            Request::SetMcpTrust { name, trusted } => mcp.set_trust(name, trusted).await,
-            Request::RestartMcpServer { name } => mcp.restart(name).await,
-            _ => {
-                return Err(err(
-                    IpcErrorCode::Internal,
-                    "this request is not an MCP request",
-                ))
-            }
-        };
-        result
-            .map(|overview| Reply::McpServers { overview })
-            .map_err(|e| {
-                use crate::mcp::ManageError as E;
-                let code = match &e {
-                    E::Invalid(_) => IpcErrorCode::InvalidInput,
-                    E::NotFound(_) => IpcErrorCode::NotFound,
-                    E::Conflict(_) => IpcErrorCode::Conflict,
-                    E::File(_) => IpcErrorCode::Io,
-                    E::Keyring(_) => IpcErrorCode::Keyring,
-                    E::Internal(_) => IpcErrorCode::Internal,
-                };
-                err(code, e.to_string())
-            })
     }
 
     async fn state(&self) -> AppState {

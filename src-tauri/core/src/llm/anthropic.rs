@@ -136,99 +136,119 @@ impl EventDecoder {
             .and_then(Value::as_str)
             .unwrap_or(event.event.as_str())
             .to_string();
-        let mut out = Vec::new();
-        match kind.as_str() {
+        Some(self.event(&kind, &data))
+    }
+
+    fn event(&mut self, kind: &str, data: &Value) -> Vec<Result<ModelEvent, LlmError>> {
+        match kind {
             "message_start" => {
-                self.input_tokens = data
-                    .pointer("/message/usage/input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                self.output_tokens = data
-                    .pointer("/message/usage/output_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
+                self.message_start(data);
+                Vec::new()
             }
-            "content_block_start" => {
-                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let block = data.get("content_block").unwrap_or(&Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => out.push(Ok(ModelEvent::ToolCallStart {
-                        index,
-                        id: str_at(block, "id"),
-                        name: str_at(block, "name"),
-                    })),
-                    Some("text") => {
-                        let text = str_at(block, "text");
-                        if !text.is_empty() {
-                            out.push(Ok(ModelEvent::TextDelta(text)));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "content_block_delta" => {
-                let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let delta = data.get("delta").unwrap_or(&Value::Null);
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        out.push(Ok(ModelEvent::TextDelta(str_at(delta, "text"))))
-                    }
-                    Some("input_json_delta") => {
-                        let partial = str_at(delta, "partial_json");
-                        if !partial.is_empty() {
-                            out.push(Ok(ModelEvent::ToolCallArgs {
-                                index,
-                                delta: partial,
-                            }));
-                        }
-                    }
-                    // thinking and signature deltas are not shown
-                    _ => {}
-                }
-            }
+            "content_block_start" => block_start(data).into_iter().map(Ok).collect(),
+            "content_block_delta" => block_delta(data).into_iter().map(Ok).collect(),
             "message_delta" => {
-                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(reason.to_string());
-                }
-                if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-                    self.output_tokens = n;
-                }
-                if let Some(n) = data.pointer("/usage/input_tokens").and_then(Value::as_u64) {
-                    self.input_tokens = self.input_tokens.max(n);
-                }
+                self.message_delta(data);
+                Vec::new()
             }
-            "message_stop" => {
-                self.done = true;
-                out.push(Ok(ModelEvent::Usage {
-                    input_tokens: self.input_tokens,
-                    output_tokens: self.output_tokens,
-                    cost_usd: estimate_cost(&self.model, self.input_tokens, self.output_tokens),
-                }));
-                out.push(Ok(ModelEvent::Finished {
-                    stop_reason: self
-                        .stop_reason
-                        .clone()
-                        .unwrap_or_else(|| "end_turn".into()),
-                }));
-            }
+            "message_stop" => self.message_stop(),
             "error" => {
                 self.done = true;
-                let message = data
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error");
-                let kind = data
-                    .pointer("/error/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error");
-                out.push(Err(LlmError::Provider {
-                    message: format!("{kind}: {message}"),
-                }));
+                vec![Err(stream_error(data))]
             }
             // ping, content_block_stop and event types added later are ignored
-            _ => {}
+            _ => Vec::new(),
         }
-        Some(out)
+    }
+
+    fn message_start(&mut self, data: &Value) {
+        self.input_tokens = data
+            .pointer("/message/usage/input_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        self.output_tokens = data
+            .pointer("/message/usage/output_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+    }
+
+    fn message_delta(&mut self, data: &Value) {
+        if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+            self.stop_reason = Some(reason.to_string());
+        }
+        if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+            self.output_tokens = n;
+        }
+        if let Some(n) = data.pointer("/usage/input_tokens").and_then(Value::as_u64) {
+            self.input_tokens = self.input_tokens.max(n);
+        }
+    }
+
+    fn message_stop(&mut self) -> Vec<Result<ModelEvent, LlmError>> {
+        self.done = true;
+        vec![
+            Ok(ModelEvent::Usage {
+                input_tokens: self.input_tokens,
+                output_tokens: self.output_tokens,
+                cost_usd: estimate_cost(&self.model, self.input_tokens, self.output_tokens),
+            }),
+            Ok(ModelEvent::Finished {
+                stop_reason: self
+                    .stop_reason
+                    .clone()
+                    .unwrap_or_else(|| "end_turn".into()),
+            }),
+        ]
+    }
+}
+
+/// The start of a content block: a tool call, or text that may already hold some words.
+fn block_start(data: &Value) -> Option<ModelEvent> {
+    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let block = data.get("content_block").unwrap_or(&Value::Null);
+    match block.get("type").and_then(Value::as_str) {
+        Some("tool_use") => Some(ModelEvent::ToolCallStart {
+            index,
+            id: str_at(block, "id"),
+            name: str_at(block, "name"),
+        }),
+        Some("text") => {
+            let text = str_at(block, "text");
+            (!text.is_empty()).then_some(ModelEvent::TextDelta(text))
+        }
+        _ => None,
+    }
+}
+
+fn block_delta(data: &Value) -> Option<ModelEvent> {
+    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let delta = data.get("delta").unwrap_or(&Value::Null);
+    match delta.get("type").and_then(Value::as_str) {
+        Some("text_delta") => Some(ModelEvent::TextDelta(str_at(delta, "text"))),
+        Some("input_json_delta") => {
+            let partial = str_at(delta, "partial_json");
+            (!partial.is_empty()).then_some(ModelEvent::ToolCallArgs {
+                index,
+                delta: partial,
+            })
+        }
+        // thinking and signature deltas are not shown
+        _ => None,
+    }
+}
+
+/// An `error` event in the stream (an overload, for one), as the provider named it.
+fn stream_error(data: &Value) -> LlmError {
+    let message = data
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown error");
+    let kind = data
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or("error");
+    LlmError::Provider {
+        message: format!("{kind}: {message}"),
     }
 }
 

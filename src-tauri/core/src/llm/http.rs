@@ -212,14 +212,7 @@ pub(crate) fn error_message(body: &str, status: reqwest::StatusCode) -> String {
             trimmed.to_string()
         }
     });
-    truncate(&text, 300)
-}
-
-pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
+    crate::text::ellipsize(&text, 300).into_owned()
 }
 
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -411,7 +404,7 @@ pub(crate) fn parse_data(data: &str) -> Result<serde_json::Value, LlmError> {
     serde_json::from_str(data).map_err(|e| LlmError::Malformed {
         message: format!(
             "an event's data is not JSON ({e}): `{}`",
-            truncate(data, 80)
+            crate::text::ellipsize(data, 80)
         ),
     })
 }

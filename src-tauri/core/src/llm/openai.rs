@@ -126,70 +126,85 @@ impl ChunkDecoder {
         }
         let mut out = Vec::new();
         if let Some(choice) = chunk.pointer("/choices/0") {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    out.push(Ok(ModelEvent::TextDelta(text.to_string())));
-                }
-            }
-            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for (position, call) in calls.iter().enumerate() {
-                    let index = call
-                        .get("index")
-                        .and_then(Value::as_u64)
-                        .map(|i| i as usize)
-                        .unwrap_or(position);
-                    let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                    let name = call
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    if !id.is_empty() || !name.is_empty() {
-                        out.push(Ok(ModelEvent::ToolCallStart {
-                            index,
-                            id: id.to_string(),
-                            name: name.to_string(),
-                        }));
-                    }
-                    let args = call
-                        .pointer("/function/arguments")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    if !args.is_empty() {
-                        out.push(Ok(ModelEvent::ToolCallArgs {
-                            index,
-                            delta: args.to_string(),
-                        }));
-                    }
-                }
-            }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finished = true;
-                out.push(Ok(ModelEvent::Finished {
-                    stop_reason: reason.to_string(),
-                }));
-            }
+            self.choice(choice, &mut out);
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            let input = usage
-                .get("prompt_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            let output = usage
-                .get("completion_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            let cost = usage
-                .get("cost")
-                .and_then(Value::as_f64)
-                .or_else(|| estimate_cost(&self.model, input, output));
-            out.push(Ok(ModelEvent::Usage {
-                input_tokens: input,
-                output_tokens: output,
-                cost_usd: cost,
-            }));
+            out.push(Ok(self.usage(usage)));
         }
         Some(out)
+    }
+
+    /// The text, the pieces of tool calls and the finish reason in the first choice.
+    fn choice(&mut self, choice: &Value, out: &mut Vec<Result<ModelEvent, LlmError>>) {
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                out.push(Ok(ModelEvent::TextDelta(text.to_string())));
+            }
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for (position, call) in calls.iter().enumerate() {
+                tool_call_delta(call, position, out);
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finished = true;
+            out.push(Ok(ModelEvent::Finished {
+                stop_reason: reason.to_string(),
+            }));
+        }
+    }
+
+    /// The tokens of the answer, and its cost as the server reports it or as estimated.
+    fn usage(&self, usage: &Value) -> ModelEvent {
+        let input = usage
+            .get("prompt_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let output = usage
+            .get("completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let cost = usage
+            .get("cost")
+            .and_then(Value::as_f64)
+            .or_else(|| estimate_cost(&self.model, input, output));
+        ModelEvent::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost_usd: cost,
+        }
+    }
+}
+
+/// One piece of a tool call: its start (when it names an id or a tool) and more of its arguments.
+fn tool_call_delta(call: &Value, position: usize, out: &mut Vec<Result<ModelEvent, LlmError>>) {
+    let index = call
+        .get("index")
+        .and_then(Value::as_u64)
+        .map(|i| i as usize)
+        .unwrap_or(position);
+    let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+    let name = call
+        .pointer("/function/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !id.is_empty() || !name.is_empty() {
+        out.push(Ok(ModelEvent::ToolCallStart {
+            index,
+            id: id.to_string(),
+            name: name.to_string(),
+        }));
+    }
+    let args = call
+        .pointer("/function/arguments")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !args.is_empty() {
+        out.push(Ok(ModelEvent::ToolCallArgs {
+            index,
+            delta: args.to_string(),
+        }));
     }
 }
 

@@ -112,8 +112,11 @@ pub fn tool_name(server: &str, tool: &str) -> String {
         return full;
     }
     let hash = crate::fsutil::sha256_hex(format!("{server}\0{tool}").as_bytes());
-    // Every character is ASCII after sanitizing, so byte offsets are character boundaries.
-    format!("{}_{}", &full[..MAX_NAME - 9], &hash[..8])
+    format!(
+        "{}_{}",
+        crate::text::prefix(&full, MAX_NAME - 9),
+        crate::text::prefix(&hash, 8)
+    )
 }
 
 /// A tool the model may call.

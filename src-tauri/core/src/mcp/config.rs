@@ -166,12 +166,9 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
 
 /// A hostile name or value shown in a message: control characters escaped, length capped.
 pub fn printable(text: &str, max: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .take(max)
-        .flat_map(char::escape_debug)
-        .collect();
-    if text.chars().count() > max {
+    let kept = crate::text::first_chars(text, max);
+    let mut out: String = kept.chars().flat_map(char::escape_debug).collect();
+    if kept.len() < text.len() {
         out.push('…');
     }
     out

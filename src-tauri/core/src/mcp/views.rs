@@ -1,8 +1,9 @@
 //! The servers as Settings show them: definition (command or URL, variables with references
 //! unresolved), status, error, tools with how each runs, and which secrets are stored.
 
-use super::config::{Source, Transport};
-use super::hub::{catalog_of, Shared, Slots, PROJECT_FILE};
+use super::catalog::{Entry, Hidden, ToolInfo};
+use super::config::{ConfigProblem, Source, Transport};
+use super::hub::{catalog_of, Shared, Slot, Slots, PROJECT_FILE};
 use crate::protocol::{
     McpOverview, McpServerView, McpSource, McpStatus, McpToolView, McpTransportKind, McpVariable,
 };
@@ -24,69 +25,10 @@ pub(super) fn of(slots: &Slots) -> McpOverview {
     let mut servers: Vec<McpServerView> = slots
         .servers
         .iter()
-        .map(|(name, slot)| {
-            let def = &slot.server.def;
-            let state = slot.server.state();
-            let (transport, variables) = match &def.transport {
-                Transport::Stdio { env, .. } => (McpTransportKind::Stdio, env),
-                Transport::Http { headers, .. } => (McpTransportKind::Http, headers),
-            };
-            let mut tools: Vec<McpToolView> = state
-                .tools
-                .iter()
-                .map(|tool| {
-                    let entry = entries
-                        .iter()
-                        .find(|e| e.server == *name && e.tool.name == tool.name);
-                    let why_hidden = hidden
-                        .iter()
-                        .find(|h| {
-                            h.server == *name && h.tool == super::config::printable(&tool.name, 80)
-                        })
-                        .map(|h| h.reason.clone());
-                    McpToolView {
-                        tool: tool.name.clone(),
-                        model_name: entry.map(|e| e.model_name.clone()).unwrap_or_default(),
-                        description: tool.description.clone(),
-                        annotations: tool.annotations.clone(),
-                        runs_as_read: slot.trusts_hints && tool.annotations.read_only == Some(true),
-                        hidden: if entry.is_some() {
-                            None
-                        } else {
-                            why_hidden.or_else(|| Some("the server is not running".into()))
-                        },
-                    }
-                })
-                .collect();
-            tools.extend(state.refused.iter().map(|(tool, why)| McpToolView {
-                tool: tool.clone(),
-                model_name: String::new(),
-                description: String::new(),
-                annotations: Default::default(),
-                runs_as_read: false,
-                hidden: Some(why.clone()),
-            }));
-            McpServerView {
-                name: name.clone(),
-                source: source(def.source),
-                transport: Some(transport),
-                target: def.display_target(),
-                variables: variables
-                    .iter()
-                    .map(|(name, value)| McpVariable {
-                        name: name.clone(),
-                        value: value.clone(),
-                    })
-                    .collect(),
-                definition_hash: slot.server.hash.clone(),
-                status: state.status,
-                error: state.error,
-                trusts_read_only_hints: slot.trusts_hints,
-                secrets: slot.secrets.clone(),
-                tools,
-            }
-        })
+        .map(|(name, slot)| server_view(name, slot, &entries, &hidden))
         .collect();
+    // A server whose definition does not load is shown with its problem, unless a server of the
+    // same name and source loaded.
     for p in &slots.problems {
         let Some(name) = &p.server else { continue };
         if servers
@@ -95,20 +37,102 @@ pub(super) fn of(slots: &Slots) -> McpOverview {
         {
             continue;
         }
-        servers.push(McpServerView {
-            name: name.clone(),
-            source: source(p.source),
-            transport: None,
-            target: String::new(),
-            variables: Vec::new(),
-            definition_hash: String::new(),
-            status: McpStatus::Invalid,
-            error: Some(p.message.clone()),
-            trusts_read_only_hints: false,
-            secrets: Vec::new(),
-            tools: Vec::new(),
-        });
+        servers.push(invalid_server(name, p));
     }
+    McpOverview {
+        servers,
+        problems: file_problems(slots),
+    }
+}
+
+fn server_view(name: &str, slot: &Slot, entries: &[Entry], hidden: &[Hidden]) -> McpServerView {
+    let def = &slot.server.def;
+    let state = slot.server.state();
+    let (transport, variables) = match &def.transport {
+        Transport::Stdio { env, .. } => (McpTransportKind::Stdio, env),
+        Transport::Http { headers, .. } => (McpTransportKind::Http, headers),
+    };
+    let mut tools: Vec<McpToolView> = state
+        .tools
+        .iter()
+        .map(|tool| tool_view(name, slot, tool, entries, hidden))
+        .collect();
+    tools.extend(state.refused.iter().map(|(tool, why)| McpToolView {
+        tool: tool.clone(),
+        model_name: String::new(),
+        description: String::new(),
+        annotations: Default::default(),
+        runs_as_read: false,
+        hidden: Some(why.clone()),
+    }));
+    McpServerView {
+        name: name.to_string(),
+        source: source(def.source),
+        transport: Some(transport),
+        target: def.display_target(),
+        variables: variables
+            .iter()
+            .map(|(name, value)| McpVariable {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+        definition_hash: slot.server.hash.clone(),
+        status: state.status,
+        error: state.error,
+        trusts_read_only_hints: slot.trusts_hints,
+        secrets: slot.secrets.clone(),
+        tools,
+    }
+}
+
+/// A tool the server lists: the name the model knows it by, or why the model is not given it.
+fn tool_view(
+    server: &str,
+    slot: &Slot,
+    tool: &ToolInfo,
+    entries: &[Entry],
+    hidden: &[Hidden],
+) -> McpToolView {
+    let entry = entries
+        .iter()
+        .find(|e| e.server == server && e.tool.name == tool.name);
+    let why_hidden = hidden
+        .iter()
+        .find(|h| h.server == server && h.tool == super::config::printable(&tool.name, 80))
+        .map(|h| h.reason.clone());
+    McpToolView {
+        tool: tool.name.clone(),
+        model_name: entry.map(|e| e.model_name.clone()).unwrap_or_default(),
+        description: tool.description.clone(),
+        annotations: tool.annotations.clone(),
+        runs_as_read: slot.trusts_hints && tool.annotations.read_only == Some(true),
+        hidden: if entry.is_some() {
+            None
+        } else {
+            why_hidden.or_else(|| Some("the server is not running".into()))
+        },
+    }
+}
+
+fn invalid_server(name: &str, p: &ConfigProblem) -> McpServerView {
+    McpServerView {
+        name: name.to_string(),
+        source: source(p.source),
+        transport: None,
+        target: String::new(),
+        variables: Vec::new(),
+        definition_hash: String::new(),
+        status: McpStatus::Invalid,
+        error: Some(p.message.clone()),
+        trusts_read_only_hints: false,
+        secrets: Vec::new(),
+        tools: Vec::new(),
+    }
+}
+
+/// The problems of the files themselves and of definitions that name no server.
+fn file_problems(slots: &Slots) -> Vec<String> {
     let mut problems = slots.file_problems.clone();
     problems.extend(
         slots
@@ -124,5 +148,5 @@ pub(super) fn of(slots: &Slots) -> McpOverview {
                 format!("{file}: {}", p.message)
             }),
     );
-    McpOverview { servers, problems }
+    problems
 }

@@ -93,8 +93,12 @@ fn create_if_missing(root: &Path, rel: &str, text: &str) -> Result<Step, InitErr
 /// Sets the workspace at `root` up; `mandate` is the binary git should run.
 pub fn init(root: &Path, mandate: &Path, hook: bool) -> Result<Vec<Step>, InitError> {
     let mut steps = vec![
-        create_if_missing(root, ".orchestration/active_intents.yaml", INTENTS_TEMPLATE)?,
-        create_if_missing(root, ".orchestration/command_policy.yaml", POLICY_TEMPLATE)?,
+        create_if_missing(root, super::intents::INTENTS_FILE, INTENTS_TEMPLATE)?,
+        create_if_missing(
+            root,
+            crate::orchestration_file!("command_policy.yaml"),
+            POLICY_TEMPLATE,
+        )?,
     ];
     let Some(repo) = git::discover(root) else {
         let note =

@@ -190,7 +190,7 @@ fn git_explains_absence(root: &Path, key: &str, head: &BranchHead) -> Option<Str
 }
 
 pub fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
+    crate::text::prefix(sha, 12)
 }
 
 /// How many leading lines of `bytes` are exactly a ledger git has committed: HEAD's, or that

@@ -11,7 +11,7 @@ use super::ledger::{read_lines, LEDGER_FILE};
 use super::trace::blame_records;
 use crate::fsutil::write_atomic;
 
-pub const INTENT_MAP_FILE: &str = ".orchestration/intent_map.md";
+pub const INTENT_MAP_FILE: &str = crate::orchestration_file!("intent_map.md");
 
 /// Renders the map. Files that no longer exist are left out.
 pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {

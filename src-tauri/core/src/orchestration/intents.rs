@@ -8,12 +8,12 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 
 use super::yaml::{self, Mapping, Value};
 use crate::protocol::{Budget, IntentDraft, IntentStatus, IntentView};
 
-pub const INTENTS_FILE: &str = ".orchestration/active_intents.yaml";
+pub const INTENTS_FILE: &str = crate::orchestration_file!("active_intents.yaml");
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IntentError {
@@ -454,68 +454,6 @@ fn intent_from_fields(id: String, mut map: impl Fields) -> Result<Intent, (Strin
     }
 }
 
-/// Longer globs are refused at load: a matcher built later must not fail on its size.
-const MAX_GLOB_CHARS: usize = 1024;
-
-/// Checks one glob as `compile_glob` would, without keeping the result.
-fn check_glob(pattern: &str) -> Result<(), String> {
-    if pattern.len() > MAX_GLOB_CHARS {
-        return Err(format!(
-            "an owned_scope entry is longer than {MAX_GLOB_CHARS} characters"
-        ));
-    }
-    // Only classes and alternates can make a glob fail to parse; other globs are checked for
-    // their shape alone, without building them (that is most of the cost of a large file).
-    if pattern.contains(['[', ']', '{', '}']) {
-        compile_glob(pattern).map(drop)
-    } else {
-        check_shape(pattern.trim())
-    }
-}
-
-/// A workspace-relative, non-empty pattern with `/` separators and no `..`.
-fn check_shape(trimmed: &str) -> Result<(), String> {
-    if trimmed.is_empty() {
-        return Err("an owned_scope entry is empty".into());
-    }
-    if trimmed.starts_with('/') || trimmed.contains('\\') || trimmed.split('/').any(|c| c == "..") {
-        return Err(format!(
-            "owned_scope entry `{trimmed}` must be a workspace-relative path with `/` separators and no `..`"
-        ));
-    }
-    Ok(())
-}
-
-/// One glob of an owned scope. `dir/` means everything under `dir`; `*` does not cross `/`.
-pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
-    let trimmed = pattern.trim();
-    check_shape(trimmed)?;
-    let normalized = trimmed.trim_start_matches("./");
-    let normalized = if let Some(dir) = normalized.strip_suffix('/') {
-        format!("{dir}/**")
-    } else {
-        normalized.to_string()
-    };
-    GlobBuilder::new(&normalized)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| {
-            format!(
-                "owned_scope entry `{trimmed}` is not a valid glob: {}",
-                e.kind()
-            )
-        })
-}
-
-pub fn compile_scope(patterns: &[String]) -> Result<GlobSet, String> {
-    let mut builder = GlobSetBuilder::new();
-    for p in patterns {
-        builder.add(compile_glob(p)?);
-    }
-    builder.build().map_err(|e| e.to_string())
-}
-
 fn intent_to_value(intent: &Intent) -> Value {
     let mut m = Mapping::with_capacity(6 + intent.extra.len());
     let list =
@@ -605,6 +543,11 @@ pub fn intent_from_draft(draft: IntentDraft, mut extra: Mapping) -> Result<Inten
         scope: OnceLock::new(),
     })
 }
+
+#[path = "intents_globs.rs"]
+mod globs;
+use globs::check_glob;
+pub use globs::{compile_glob, compile_scope};
 
 #[path = "intents_store.rs"]
 mod store;

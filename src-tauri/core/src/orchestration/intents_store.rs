@@ -123,7 +123,7 @@ impl IntentStore {
             file: INTENTS_FILE.into(),
             message: e.to_string(),
         };
-        let dir = self.root.join(".orchestration");
+        let dir = crate::orchestration::dir(&self.root);
         std::fs::create_dir_all(&dir).map_err(io)?;
         let lock = std::fs::OpenOptions::new()
             .create(true)

@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
-pub const LESSONS_FILE: &str = ".orchestration/AGENT.md";
+pub const LESSONS_FILE: &str = crate::orchestration_file!("AGENT.md");
 const HEADER: &str = "# Shared lessons\n\nAppended by Mandate when a command fails or a lesson is recorded. Read by every task.\n";
 
 /// Appends one lesson under a dated heading; the file is created with a header if missing.
@@ -27,7 +27,7 @@ pub fn append(root: &Path, source: &str, lesson: &str) -> std::io::Result<()> {
     let when = super::ledger::now_rfc3339();
     text.push_str(&format!(
         "\n## {} ({source})\n\n",
-        &when[..when.len().min(19)]
+        crate::text::prefix(&when, 19)
     ));
     for line in lesson.lines() {
         text.push_str(&format!("{line}\n"));
@@ -37,18 +37,14 @@ pub fn append(root: &Path, source: &str, lesson: &str) -> std::io::Result<()> {
     file.unlock()
 }
 
-/// The lessons for the prompt, at most `max_chars` from the end (the newest matter most).
-pub fn read_recent(root: &Path, max_chars: usize) -> Option<String> {
+/// The lessons for the prompt, at most `max_bytes` from the end (the newest matter most).
+pub fn read_recent(root: &Path, max_bytes: usize) -> Option<String> {
     let text = std::fs::read_to_string(root.join(LESSONS_FILE)).ok()?;
     let text = text.trim();
     if text.is_empty() {
         return None;
     }
-    let start = text.len().saturating_sub(max_chars);
-    let start = (start..text.len())
-        .find(|i| text.is_char_boundary(*i))
-        .unwrap_or(0);
-    Some(text[start..].to_string())
+    Some(crate::text::suffix(text, max_bytes).to_string())
 }
 
 #[cfg(test)]

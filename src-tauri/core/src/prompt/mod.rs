@@ -95,7 +95,7 @@ pub fn load_rules(root: &Path) -> Vec<(String, String)> {
             if text.is_empty() {
                 return None;
             }
-            let capped: String = text.chars().take(CAP).collect();
+            let capped = crate::text::first_chars(text, CAP).to_string();
             Some((rel, capped))
         })
         .collect()

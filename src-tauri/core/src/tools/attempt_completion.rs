@@ -88,8 +88,8 @@ async fn complete_intent(cx: &RunCx<'_>, result: &str) -> String {
         .acceptance_criteria
         .iter()
         .filter(|c| {
-            let key: String = normalize(c).chars().take(40).collect();
-            !reported.contains(&key)
+            let key = normalize(c);
+            !reported.contains(crate::text::first_chars(&key, 40))
         })
         .map(String::as_str)
         .collect();

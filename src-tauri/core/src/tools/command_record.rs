@@ -132,44 +132,11 @@ pub(super) async fn record(
             .collect())
     })
     .await?;
-    let redactor = Redactor::global();
-    let (mut images, mut diffs) = (Map::new(), Map::new());
-    let mut files = Vec::new();
-    for r in recorded {
-        images.insert(r.file.path.clone(), r.image);
-        if let Some(d) = r.diff {
-            diffs.insert(
-                r.file.path.clone(),
-                json!(crate::text::truncate_bytes(
-                    &redactor.redact(&d),
-                    256 * 1024
-                )),
-            );
-        }
-        files.push(r.file);
-    }
-    // Out-of-scope changes that could not be undone are there now: recorded without lines.
-    for path in &unrestored {
-        files.push(FileChange {
-            path: path.to_string(),
-            ranges: Vec::new(),
-        });
-    }
-    let run = &governed.run;
+    let (files, images, diffs) = files_images_and_diffs(recorded, &unrestored);
     let mut extra = Map::new();
     extra.insert(
         "command".into(),
-        json!({
-            "command": redactor.redact(&cmd.command),
-            "cwd": cmd.cwd.rel,
-            "exit_code": run.exit_code,
-            "timed_out": run.timed_out,
-            "granted": {"network": cmd.granted.network, "write_git": cmd.granted.write_git},
-            "confinement": cx.gov.confinement.summary(),
-            "changed_in_scope": in_scope.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
-            "changed_out_of_scope": governed.changes.out_of_scope_paths(),
-            "not_undone": unrestored,
-        }),
+        command_detail(cx, cmd, governed, &in_scope, &unrestored),
     );
     extra.insert("images".into(), Value::Object(images));
     extra.insert("diffs".into(), Value::Object(diffs));
@@ -198,4 +165,57 @@ pub(super) async fn record(
     })
     .await?;
     Ok(paths)
+}
+
+/// The files for the record, with the image each was kept as and its diff (redacted, bounded).
+fn files_images_and_diffs(
+    recorded: Vec<Recorded>,
+    unrestored: &[&str],
+) -> (Vec<FileChange>, Map<String, Value>, Map<String, Value>) {
+    let redactor = Redactor::global();
+    let (mut images, mut diffs) = (Map::new(), Map::new());
+    let mut files = Vec::new();
+    for r in recorded {
+        images.insert(r.file.path.clone(), r.image);
+        if let Some(d) = r.diff {
+            diffs.insert(
+                r.file.path.clone(),
+                json!(crate::text::truncate_bytes(
+                    &redactor.redact(&d),
+                    256 * 1024
+                )),
+            );
+        }
+        files.push(r.file);
+    }
+    // Out-of-scope changes that could not be undone are there now: recorded without lines.
+    for path in unrestored {
+        files.push(FileChange {
+            path: path.to_string(),
+            ranges: Vec::new(),
+        });
+    }
+    (files, images, diffs)
+}
+
+/// What ran, where, how it ended, and what it changed, for the record's `command` field.
+fn command_detail(
+    cx: &RunCx<'_>,
+    cmd: &CommandAction,
+    governed: &GovernedRun,
+    in_scope: &[Change],
+    unrestored: &[&str],
+) -> Value {
+    let run = &governed.run;
+    json!({
+        "command": Redactor::global().redact(&cmd.command),
+        "cwd": cmd.cwd.rel,
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "granted": {"network": cmd.granted.network, "write_git": cmd.granted.write_git},
+        "confinement": cx.gov.confinement.summary(),
+        "changed_in_scope": in_scope.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
+        "changed_out_of_scope": governed.changes.out_of_scope_paths(),
+        "not_undone": unrestored,
+    })
 }

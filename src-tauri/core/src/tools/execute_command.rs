@@ -221,58 +221,12 @@ fn output(
 ) -> ToolOutput {
     let run = &governed.run;
     let status = status_line(cmd, run);
-    let redactor = Redactor::global();
-    let shown_command = redactor.redact(&cmd.command).into_owned();
-    let mut content = format!(
-        "The command {status}.\nOutput:\n{}",
-        crate::text::head_and_tail(&run.output, 2_000, 8_000)
-    );
-    if !in_scope.is_empty() {
-        content.push_str(&format!(
-            "\nFiles it changed (recorded in the trace ledger under {intent_id}): {}.",
-            in_scope.join(", ")
-        ));
-    }
-    if !governed.changes.permitted.is_empty() {
-        let permitted: Vec<&str> = governed
-            .changes
-            .permitted
-            .iter()
-            .take(20)
-            .map(|(c, _)| c.path.as_str())
-            .collect();
-        content.push_str(&format!(
-            "\nIt also wrote build output or approved `.git/` changes (not recorded): {}{}.",
-            permitted.join(", "),
-            if governed.changes.permitted.len() > 20 {
-                ", …"
-            } else {
-                ""
-            }
-        ));
-    }
-    if !governed.unreadable.is_empty() {
-        content.push_str(&format!(
-            "\nNote: these directories could not be read to find changes: {}.",
-            governed.unreadable.join(", ")
-        ));
-    }
+    let shown_command = Redactor::global().redact(&cmd.command).into_owned();
+    let mut content = report(&status, governed, &in_scope, intent_id);
     let out_of_scope = governed.changes.out_of_scope_paths();
     let mut failed = run.cancelled || run.timed_out || run.exit_code != Some(0);
     if !out_of_scope.is_empty() {
-        let described: Vec<String> = governed
-            .restored
-            .iter()
-            .map(|r| match &r.result {
-                Ok(_) => format!("{} (undone)", r.path),
-                Err(why) => format!("{} (could not be undone: {why})", r.path),
-            })
-            .collect();
-        let message = format!(
-            "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
-            if owned_scope.is_empty() { "nothing".to_string() } else { owned_scope.join(", ") },
-            described.join(", ")
-        );
+        let message = scope_violation(&shown_command, governed, intent_id, owned_scope);
         notice(cx, message.clone());
         content = serde_json::json!({"error": {
             "code": "SCOPE_VIOLATION",
@@ -313,6 +267,67 @@ fn output(
         completed: None,
         consequences,
     }
+}
+
+/// How the command ended, its output (head and tail), and the files it changed.
+fn report(status: &str, governed: &GovernedRun, in_scope: &[String], intent_id: &str) -> String {
+    let mut content = format!(
+        "The command {status}.\nOutput:\n{}",
+        crate::text::head_and_tail(&governed.run.output, 2_000, 8_000)
+    );
+    if !in_scope.is_empty() {
+        content.push_str(&format!(
+            "\nFiles it changed (recorded in the trace ledger under {intent_id}): {}.",
+            in_scope.join(", ")
+        ));
+    }
+    if !governed.changes.permitted.is_empty() {
+        let permitted: Vec<&str> = governed
+            .changes
+            .permitted
+            .iter()
+            .take(20)
+            .map(|(c, _)| c.path.as_str())
+            .collect();
+        content.push_str(&format!(
+            "\nIt also wrote build output or approved `.git/` changes (not recorded): {}{}.",
+            permitted.join(", "),
+            if governed.changes.permitted.len() > 20 {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !governed.unreadable.is_empty() {
+        content.push_str(&format!(
+            "\nNote: these directories could not be read to find changes: {}.",
+            governed.unreadable.join(", ")
+        ));
+    }
+    content
+}
+
+/// The files changed outside the owned scope, each with whether it was undone.
+fn scope_violation(
+    shown_command: &str,
+    governed: &GovernedRun,
+    intent_id: &str,
+    owned_scope: &[String],
+) -> String {
+    let described: Vec<String> = governed
+        .restored
+        .iter()
+        .map(|r| match &r.result {
+            Ok(_) => format!("{} (undone)", r.path),
+            Err(why) => format!("{} (could not be undone: {why})", r.path),
+        })
+        .collect();
+    format!(
+        "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+        if owned_scope.is_empty() { "nothing".to_string() } else { owned_scope.join(", ") },
+        described.join(", ")
+    )
 }
 
 fn notice(cx: &RunCx<'_>, message: String) {

@@ -153,7 +153,7 @@ impl HitSink<'_> {
         self.last_line = n;
         let line = String::from_utf8_lossy(bytes);
         let line = line.trim_end_matches(['\n', '\r']);
-        let shown: String = line.chars().take(300).collect();
+        let shown = crate::text::first_chars(line, 300);
         self.out.push_str(&format!("{n:>6}{sep} {shown}\n"));
     }
 }
@@ -199,6 +199,18 @@ pub fn search(
         ),
         None => None,
     };
+    let (hits, stopped) = search_files(dir, &matcher, pattern.as_ref(), context);
+    Ok(format_hits(hits, stopped, regex, dir))
+}
+
+/// The matches in every file under `dir` (in parallel), and whether the search stopped at
+/// [`MAX_MATCHES`].
+fn search_files(
+    dir: &ResolvedPath,
+    matcher: &grep_regex::RegexMatcher,
+    pattern: Option<&globset::GlobMatcher>,
+    context: usize,
+) -> (Vec<FileHits>, bool) {
     let hits: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
     let budget_left = AtomicUsize::new(MAX_MATCHES);
     let done = AtomicBool::new(false);
@@ -211,7 +223,7 @@ pub fn search(
             .after_context(context)
             .binary_detection(BinaryDetection::quit(0))
             .build();
-        let (hits, budget_left, done, pattern) = (&hits, &budget_left, &done, &pattern);
+        let (hits, budget_left, done) = (&hits, &budget_left, &done);
         let (base, base_rel) = (dir.abs.as_path(), dir.rel.as_str());
         Box::new(move |entry| {
             if done.load(Ordering::Relaxed) {
@@ -260,11 +272,21 @@ pub fn search(
             WalkState::Continue
         })
     });
-    let mut hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
+    let hits = hits.into_inner().unwrap_or_else(|p| p.into_inner());
+    (hits, done.load(Ordering::Relaxed))
+}
+
+/// The matches by file, in path order, within the output budget.
+fn format_hits(
+    mut hits: Vec<FileHits>,
+    stopped: bool,
+    regex: &str,
+    dir: &ResolvedPath,
+) -> (String, usize) {
     hits.sort_by(|a, b| a.rel.cmp(&b.rel));
     let total: usize = hits.iter().map(|h| h.matches).sum();
     if total == 0 {
-        return Ok((format!("No matches for /{regex}/ in {}.", dir.display()), 0));
+        return (format!("No matches for /{regex}/ in {}.", dir.display()), 0);
     }
     let mut out = String::new();
     for h in &hits {
@@ -276,12 +298,12 @@ pub fn search(
         out.push('\n');
         out.push_str(&h.text);
     }
-    if done.load(Ordering::Relaxed) {
+    if stopped {
         out.push_str(&format!(
             "[stopped after {MAX_MATCHES} matches; narrow the search with a path or file_pattern]\n"
         ));
     }
-    Ok((out, total))
+    (out, total)
 }
 
 /// Which workspace files each glob of an owned scope matches now (the first 50 of each), for the

@@ -209,7 +209,7 @@ impl CommandPolicy {
     /// Loads `<root>/.orchestration/command_policy.yaml` if it exists, else the built-in policy.
     /// A workspace file replaces the built-in policy entirely.
     pub fn load(workspace_root: &Path) -> Result<CommandPolicy, PolicyError> {
-        let path = workspace_root.join(".orchestration").join(Self::FILE_NAME);
+        let path = crate::orchestration::dir(workspace_root).join(Self::FILE_NAME);
         match std::fs::read_to_string(&path) {
             Ok(text) => CommandPolicy::from_yaml(&text, &path.display().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(CommandPolicy::builtin()),

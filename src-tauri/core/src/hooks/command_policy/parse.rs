@@ -532,11 +532,5 @@ fn word_looks_like_command(raw: &str) -> bool {
 /// Command text on one line, cut to a length that fits in a reason.
 pub(super) fn shorten(text: &str) -> String {
     const MAX_CHARS: usize = 80;
-    let text = text.replace('\n', " ");
-    if text.chars().count() <= MAX_CHARS {
-        return text;
-    }
-    let mut short: String = text.chars().take(MAX_CHARS - 1).collect();
-    short.push('…');
-    short
+    crate::text::ellipsize_within(&text.replace('\n', " "), MAX_CHARS).into_owned()
 }

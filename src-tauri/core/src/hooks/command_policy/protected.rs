@@ -12,7 +12,12 @@ use globset::GlobBuilder;
 use super::parse::{self, RedirectKind, Script, Stage, Word};
 
 /// The top-level names only the person changes: the mandate and the person's hooks.
-const MANDATE_NAMES: [&str; 4] = [".orchestration", ".intentignore", ".mandate", ".claude"];
+const MANDATE_NAMES: [&str; 4] = [
+    crate::orchestration::DIR,
+    ".intentignore",
+    ".mandate",
+    ".claude",
+];
 
 /// A word of the command that refers to a protected path.
 #[derive(Debug, Clone, PartialEq, Eq)]

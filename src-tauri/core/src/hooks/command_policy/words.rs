@@ -116,113 +116,38 @@ impl Reader {
     /// arithmetic (`${x:$n}`, `${a[$i]}`), follow a name (`${!x}`), expand a prompt
     /// (`${x@P}`), and the substitutions in its default or pattern words.
     fn parameter(&mut self, expr: &ParameterExpr, into: &mut Script) -> Result<()> {
-        use ParameterExpr as P;
         let shown = format!("${{{}…}}", parameter_name(expr));
-        let (parameter, indirect) = match expr {
-            P::Parameter {
-                parameter,
-                indirect,
-            }
-            | P::UseDefaultValues {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::AssignDefaultValues {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::IndicateErrorIfNullOrUnset {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::UseAlternativeValue {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::ParameterLength {
-                parameter,
-                indirect,
-            }
-            | P::RemoveSmallestSuffixPattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::RemoveLargestSuffixPattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::RemoveSmallestPrefixPattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::RemoveLargestPrefixPattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::Substring {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::Transform {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::UppercaseFirstChar {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::UppercasePattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::LowercaseFirstChar {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::LowercasePattern {
-                parameter,
-                indirect,
-                ..
-            }
-            | P::ReplaceSubstring {
-                parameter,
-                indirect,
-                ..
-            } => (Some(parameter), *indirect),
-            P::VariableNames { .. } | P::MemberKeys { .. } => (None, false),
-        };
-        if indirect {
-            into.refusals.push(format!(
-                "`{shown}` expands a variable named by another one, which can run commands"
-            ));
+        let (parameter, indirect) = parameter_read(expr);
+        refuse_hidden_evaluation(&shown, parameter, indirect, into);
+        let words = self.parameter_words(expr, parameter, &shown, into)?;
+        for text in words {
+            let inner = ast::Word {
+                value: text.to_string(),
+                loc: None,
+            };
+            let found = self.nested(|r| r.word(&inner, true, into))?;
+            into.loose_words.push(found);
         }
-        if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
-            if !index.trim().chars().all(|c| c.is_ascii_digit()) || index.trim().is_empty() {
-                into.refusals.push(format!(
-                    "`{shown}`: an array subscript is evaluated as arithmetic, which can run commands"
-                ));
-            }
-        }
-        let words: Vec<&str> = match expr {
+        Ok(())
+    }
+
+    /// The words inside a parameter expansion that bash expands too (defaults, patterns,
+    /// replacements), after checking the arithmetic of a substring and a prompt expansion.
+    fn parameter_words<'e>(
+        &mut self,
+        expr: &'e ParameterExpr,
+        parameter: Option<&Parameter>,
+        shown: &str,
+        into: &mut Script,
+    ) -> Result<Vec<&'e str>> {
+        use ParameterExpr as P;
+        Ok(match expr {
             P::UseDefaultValues { default_value, .. } => {
                 default_value.iter().map(String::as_str).collect()
             }
             P::AssignDefaultValues { default_value, .. } => {
                 if let Some(Parameter::Named(name)) = parameter {
-                    into.assignments.push((name.clone(), shown.clone()));
+                    into.assignments.push((name.clone(), shown.to_string()));
                 } else {
                     into.refusals
                         .push(format!("`{shown}` assigns to a parameter"));
@@ -266,16 +191,121 @@ impl Reader {
                 Vec::new()
             }
             _ => Vec::new(),
-        };
-        for text in words {
-            let inner = ast::Word {
-                value: text.to_string(),
-                loc: None,
-            };
-            let found = self.nested(|r| r.word(&inner, true, into))?;
-            into.loose_words.push(found);
+        })
+    }
+}
+
+/// The parameter an expansion reads (none for `${!prefix*}` and `${!a[@]}`), and whether it is
+/// read indirectly (`${!x}`).
+fn parameter_read(expr: &ParameterExpr) -> (Option<&Parameter>, bool) {
+    use ParameterExpr as P;
+    match expr {
+        P::Parameter {
+            parameter,
+            indirect,
         }
-        Ok(())
+        | P::UseDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::AssignDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::IndicateErrorIfNullOrUnset {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::UseAlternativeValue {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::ParameterLength {
+            parameter,
+            indirect,
+        }
+        | P::RemoveSmallestSuffixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::RemoveLargestSuffixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::RemoveSmallestPrefixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::RemoveLargestPrefixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::Substring {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::Transform {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::UppercaseFirstChar {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::UppercasePattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::LowercaseFirstChar {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::LowercasePattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | P::ReplaceSubstring {
+            parameter,
+            indirect,
+            ..
+        } => (Some(parameter), *indirect),
+        P::VariableNames { .. } | P::MemberKeys { .. } => (None, false),
+    }
+}
+
+/// Refuses the expansions that evaluate text as code: an indirect name and a non-literal array
+/// subscript.
+fn refuse_hidden_evaluation(
+    shown: &str,
+    parameter: Option<&Parameter>,
+    indirect: bool,
+    into: &mut Script,
+) {
+    if indirect {
+        into.refusals.push(format!(
+            "`{shown}` expands a variable named by another one, which can run commands"
+        ));
+    }
+    if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
+        if !index.trim().chars().all(|c| c.is_ascii_digit()) || index.trim().is_empty() {
+            into.refusals.push(format!(
+                "`{shown}`: an array subscript is evaluated as arithmetic, which can run commands"
+            ));
+        }
     }
 }
 

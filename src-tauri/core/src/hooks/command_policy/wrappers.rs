@@ -20,9 +20,11 @@ const NO_OPTIONS: OptionSpec = OptionSpec {
     long_values: &[],
 };
 
-fn wrapper_options(name: &str) -> OptionSpec {
-    match name {
-        "sudo" => OptionSpec {
+/// The options of each wrapper, by its name; a wrapper not listed takes none.
+static WRAPPER_OPTIONS: &[(&str, OptionSpec)] = &[
+    (
+        "sudo",
+        OptionSpec {
             flags: "AbBEeHiKklnNPSsVv",
             values: "CDghpRrTtUu",
             long_flags: &[
@@ -59,12 +61,18 @@ fn wrapper_options(name: &str) -> OptionSpec {
             ],
             ..NO_OPTIONS
         },
-        "doas" => OptionSpec {
+    ),
+    (
+        "doas",
+        OptionSpec {
             flags: "nsL",
             values: "uC",
             ..NO_OPTIONS
         },
-        "env" => OptionSpec {
+    ),
+    (
+        "env",
+        OptionSpec {
             flags: "i0v",
             values: "uCS",
             long_flags: &[
@@ -79,36 +87,54 @@ fn wrapper_options(name: &str) -> OptionSpec {
             long_values: &["--unset", "--chdir", "--split-string"],
             ..NO_OPTIONS
         },
-        "nice" => OptionSpec {
+    ),
+    (
+        "nice",
+        OptionSpec {
             flags: "0123456789",
             values: "n",
             long_values: &["--adjustment"],
             ..NO_OPTIONS
         },
-        "time" => OptionSpec {
+    ),
+    (
+        "time",
+        OptionSpec {
             flags: "pavq",
             values: "fo",
             long_flags: &["--portability", "--append", "--verbose", "--quiet"],
             long_values: &["--format", "--output"],
             ..NO_OPTIONS
         },
-        "timeout" => OptionSpec {
+    ),
+    (
+        "timeout",
+        OptionSpec {
             flags: "v",
             values: "sk",
             long_flags: &["--foreground", "--preserve-status", "--verbose"],
             long_values: &["--signal", "--kill-after"],
             ..NO_OPTIONS
         },
-        "command" => OptionSpec {
+    ),
+    (
+        "command",
+        OptionSpec {
             flags: "pvV",
             ..NO_OPTIONS
         },
-        "exec" => OptionSpec {
+    ),
+    (
+        "exec",
+        OptionSpec {
             flags: "cl",
             values: "a",
             ..NO_OPTIONS
         },
-        "xargs" => OptionSpec {
+    ),
+    (
+        "xargs",
+        OptionSpec {
             flags: "0prtx",
             values: "adEILnPs",
             optional: "eil",
@@ -133,8 +159,14 @@ fn wrapper_options(name: &str) -> OptionSpec {
                 "--process-slot-var",
             ],
         },
-        _ => NO_OPTIONS,
-    }
+    ),
+];
+
+fn wrapper_options(name: &str) -> &'static OptionSpec {
+    WRAPPER_OPTIONS
+        .iter()
+        .find(|(wrapper, _)| *wrapper == name)
+        .map_or(&NO_OPTIONS, |(_, spec)| spec)
 }
 
 /// An option's value and whether it is only known at run time.
@@ -264,7 +296,7 @@ impl Walker<'_> {
         depth: usize,
     ) {
         let shown = display(args);
-        let parsed = match parse_options(&args[1..], &wrapper_options(name)) {
+        let parsed = match parse_options(&args[1..], wrapper_options(name)) {
             Ok(parsed) => parsed,
             Err(option) => {
                 self.found(format!(
