@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::{GlobPreview, IntentDraft, IntentView, McpAnnotations, McpSource};
+use super::{
+    DiffTag, GlobPreview, IntentDraft, IntentView, McpAnnotations, McpSource, MutationClass,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ApprovalRequest {
@@ -27,7 +29,7 @@ pub enum ApprovalDetail {
         old_text: String,
         new_text: String,
         hunks: Vec<DiffHunk>,
-        mutation_class: String,
+        mutation_class: MutationClass,
     },
     Command {
         command: String,
@@ -121,8 +123,7 @@ pub struct DiffHunk {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct DiffLine {
-    /// ' ' context, '+' added, '-' removed.
-    pub tag: String,
+    pub tag: DiffTag,
     pub text: String,
 }
 

@@ -15,6 +15,7 @@ mod settings;
 mod tasks;
 mod trace;
 mod undo;
+mod values;
 
 pub use approvals::*;
 pub use intents::*;
@@ -23,6 +24,7 @@ pub use settings::*;
 pub use tasks::*;
 pub use trace::*;
 pub use undo::*;
+pub use values::*;
 
 /// A request from the UI. Tagged by `type`, snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -333,7 +335,7 @@ pub enum Event {
     ApprovalResolved {
         task_id: String,
         approval_id: String,
-        outcome: String,
+        outcome: ApprovalOutcome,
     },
     QuestionAsked {
         task_id: String,
@@ -413,6 +415,11 @@ pub fn typescript_declarations() -> String {
         CommandGrants::decl(&cfg),
         DiffHunk::decl(&cfg),
         DiffLine::decl(&cfg),
+        DiffTag::decl(&cfg),
+        MutationClass::decl(&cfg),
+        Contributor::decl(&cfg),
+        Approver::decl(&cfg),
+        ApprovalOutcome::decl(&cfg),
         ApprovalDecision::decl(&cfg),
         IntentStatus::decl(&cfg),
         IntentView::decl(&cfg),

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::DiffHunk;
+use super::{Approver, Contributor, DiffHunk, MutationClass};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct LineRange {
@@ -18,11 +18,13 @@ pub struct TraceChange {
     pub path: String,
     pub ranges: Vec<LineRange>,
     pub model: String,
-    pub contributor: String,
+    pub contributor: Contributor,
     pub tool: String,
     pub task_id: String,
-    pub mutation_class: String,
-    /// Who approved, or "policy" when no approval was needed.
+    pub mutation_class: MutationClass,
+    /// Who let it through (`policy` when no approval was needed).
+    pub approved_by: Approver,
+    /// The approval in words: who, when, hunks left out, edited.
     pub approval: String,
 }
 
@@ -46,7 +48,9 @@ pub struct LineOrigin {
     pub record_id: String,
     pub task_id: String,
     pub model: String,
-    pub contributor: String,
+    pub contributor: Contributor,
+    pub approved_by: Approver,
+    /// The approval in words: who, when, hunks left out, edited.
     pub approval: String,
     pub timestamp: String,
 }
