@@ -1,4 +1,4 @@
-// Generated from src-tauri/core/src/protocol.rs by `make ts`. Do not edit.
+// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.
 
 export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "diagnostics" };
 
@@ -8,7 +8,7 @@ export type IpcError = { code: IpcErrorCode, message: string, };
 
 export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
 
-export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: string, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
+export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: ApprovalOutcome, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -152,7 +152,7 @@ export type ApprovalRequest = { approval_id: string, call_id: string, intent: In
  */
 hook_reasons: Array<string>, };
 
-export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: string, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, 
+export type ApprovalDetail = { "kind": "write", path: string, new_file: boolean, language: string, old_text: string, new_text: string, hunks: Array<DiffHunk>, mutation_class: MutationClass, } | { "kind": "command", command: string, cwd: string, destructive: boolean, reasons: Array<string>, 
 /**
  * What the command policy says it needs beyond the confinement (pre-ticked on the card).
  */
@@ -212,11 +212,17 @@ export type CommandGrants = { network: boolean, write_git: boolean, };
 
 export type DiffHunk = { index: number, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLine>, };
 
-export type DiffLine = { 
-/**
- * ' ' context, '+' added, '-' removed.
- */
-tag: string, text: string, };
+export type DiffLine = { tag: DiffTag, text: string, };
+
+export type DiffTag = " " | "+" | "-";
+
+export type MutationClass = "AST_REFACTOR" | "INTENT_EVOLUTION" | "EXTERNAL_ACTION" | string & {};
+
+export type Contributor = "human" | "ai" | "mixed" | "unknown" | string & {};
+
+export type Approver = "user" | "policy" | "headless" | string & {};
+
+export type ApprovalOutcome = { "kind": "approved" } | { "kind": "approved_with_grants", grants: CommandGrants, } | { "kind": "approved_this_call_only" } | { "kind": "approved_always" } | { "kind": "approved_after_edit" } | { "kind": "approved_after_scope_edit" } | { "kind": "approved_some_hunks", accepted: number, of: number, } | { "kind": "rejected", reason: string, } | { "kind": "rejected_every_hunk" } | { "kind": "rejected_bad_scope" } | { "kind": "continue" } | { "kind": "stop" } | { "kind": "hooks_confirmed" } | { "kind": "hooks_not_run" } | { "kind": "ledger_accepted" } | { "kind": "ledger_refused" };
 
 export type ApprovalDecision = { "decision": "approve", rejected_hunks: Array<number>, edited_content: string | null, 
 /**
@@ -256,9 +262,13 @@ matches: Array<string>, total: number, };
 
 export type LineRange = { start_line: number, end_line: number, };
 
-export type TraceChange = { record_id: string, timestamp: string, path: string, ranges: Array<LineRange>, model: string, contributor: string, tool: string, task_id: string, mutation_class: string, 
+export type TraceChange = { record_id: string, timestamp: string, path: string, ranges: Array<LineRange>, model: string, contributor: Contributor, tool: string, task_id: string, mutation_class: MutationClass, 
 /**
- * Who approved, or "policy" when no approval was needed.
+ * Who let it through (`policy` when no approval was needed).
+ */
+approved_by: Approver, 
+/**
+ * The approval in words: who, when, hunks left out, edited.
  */
 approval: string, };
 
@@ -270,7 +280,11 @@ export type BlameLine = { line: number, text: string,
  */
 origin: LineOrigin | null, };
 
-export type LineOrigin = { intent_id: string, record_id: string, task_id: string, model: string, contributor: string, approval: string, timestamp: string, };
+export type LineOrigin = { intent_id: string, record_id: string, task_id: string, model: string, contributor: Contributor, approved_by: Approver, 
+/**
+ * The approval in words: who, when, hunks left out, edited.
+ */
+approval: string, timestamp: string, };
 
 export type FindingKind = "intact" | "moved" | "changed" | "missing" | "tampered" | "malformed";
 

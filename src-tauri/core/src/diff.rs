@@ -4,7 +4,7 @@
 
 use similar::{DiffOp, DiffTag, TextDiff};
 
-use crate::protocol::{DiffHunk, DiffLine};
+use crate::protocol::{DiffHunk, DiffLine, DiffTag as DiffLineTag};
 
 const CONTEXT: usize = 3;
 
@@ -34,12 +34,18 @@ pub fn hunks(old: &str, new: &str) -> Vec<DiffHunk> {
             for op in group {
                 let (tag, old_range, new_range) = op.as_tag_tuple();
                 match tag {
-                    DiffTag::Equal => lines.extend(old_range.map(|i| line(' ', old_lines[i]))),
-                    DiffTag::Delete => lines.extend(old_range.map(|i| line('-', old_lines[i]))),
-                    DiffTag::Insert => lines.extend(new_range.map(|i| line('+', new_lines[i]))),
+                    DiffTag::Equal => {
+                        lines.extend(old_range.map(|i| line(DiffLineTag::Context, old_lines[i])))
+                    }
+                    DiffTag::Delete => {
+                        lines.extend(old_range.map(|i| line(DiffLineTag::Removed, old_lines[i])))
+                    }
+                    DiffTag::Insert => {
+                        lines.extend(new_range.map(|i| line(DiffLineTag::Added, new_lines[i])))
+                    }
                     DiffTag::Replace => {
-                        lines.extend(old_range.map(|i| line('-', old_lines[i])));
-                        lines.extend(new_range.map(|i| line('+', new_lines[i])));
+                        lines.extend(old_range.map(|i| line(DiffLineTag::Removed, old_lines[i])));
+                        lines.extend(new_range.map(|i| line(DiffLineTag::Added, new_lines[i])));
                     }
                 }
             }
@@ -57,9 +63,9 @@ pub fn hunks(old: &str, new: &str) -> Vec<DiffHunk> {
         .collect()
 }
 
-fn line(tag: char, text: &str) -> DiffLine {
+fn line(tag: DiffLineTag, text: &str) -> DiffLine {
     DiffLine {
-        tag: tag.to_string(),
+        tag,
         text: strip_eol(text).to_string(),
     }
 }
@@ -196,10 +202,10 @@ pub fn parse_unified(text: &str) -> Vec<DiffHunk> {
         let Some(hunk) = hunks.last_mut() else {
             continue;
         };
-        let (tag, rest) = match raw.chars().next() {
-            Some(c @ (' ' | '+' | '-')) => (c, &raw[1..]),
-            _ => continue,
+        let Some(tag) = raw.chars().next().and_then(DiffLineTag::from_char) else {
+            continue;
         };
+        let rest = &raw[1..];
         hunk.lines.push(line(tag, rest));
     }
     hunks
@@ -226,7 +232,13 @@ mod tests {
             ),
             (1, 5, 1, 5)
         );
-        assert_eq!(h[1].lines.iter().filter(|l| l.tag == "+").count(), 1);
+        assert_eq!(
+            h[1].lines
+                .iter()
+                .filter(|l| l.tag == DiffLineTag::Added)
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -12,16 +12,11 @@
 
 use std::collections::HashMap;
 
-pub const AST_REFACTOR: &str = "AST_REFACTOR";
-pub const INTENT_EVOLUTION: &str = "INTENT_EVOLUTION";
-pub const CLASSES: &[&str] = &[AST_REFACTOR, INTENT_EVOLUTION];
-/// The class of a ledger record for an MCP call: an effect outside the workspace's files (not a
-/// class the model may declare for a write).
-pub const EXTERNAL_ACTION: &str = "EXTERNAL_ACTION";
+pub use crate::protocol::MutationClass;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
-    pub class: &'static str,
+    pub class: MutationClass,
     pub reason: String,
 }
 
@@ -212,7 +207,7 @@ fn has_word(text: &str, word: &str) -> bool {
 pub fn classify(old: Option<&str>, new: &str) -> Classified {
     let Some(whole_old) = old else {
         return Classified {
-            class: INTENT_EVOLUTION,
+            class: MutationClass::IntentEvolution,
             reason: "a new file".into(),
         };
     };
@@ -220,7 +215,7 @@ pub fn classify(old: Option<&str>, new: &str) -> Classified {
     let (a, b) = (tokenize(old), tokenize(new));
     if a == b {
         return Classified {
-            class: AST_REFACTOR,
+            class: MutationClass::AstRefactor,
             reason: "only formatting or comments changed".into(),
         };
     }
@@ -231,7 +226,7 @@ pub fn classify(old: Option<&str>, new: &str) -> Classified {
     }
     if sorted_lines(old) == sorted_lines(new) {
         return Classified {
-            class: AST_REFACTOR,
+            class: MutationClass::AstRefactor,
             reason: "the same lines, moved".into(),
         };
     }
@@ -246,12 +241,12 @@ pub fn classify(old: Option<&str>, new: &str) -> Classified {
             .map(|(x, y)| format!("{x} -> {y}"))
             .collect();
         return Classified {
-            class: AST_REFACTOR,
+            class: MutationClass::AstRefactor,
             reason: format!("consistent renaming: {}", list.join(", ")),
         };
     }
     Classified {
-        class: INTENT_EVOLUTION,
+        class: MutationClass::IntentEvolution,
         reason: "the code's tokens changed beyond formatting, moves and renames".into(),
     }
 }
@@ -263,8 +258,14 @@ mod tests {
     #[test]
     fn a_change_before_a_whole_old_text_is_split_on_lines() {
         // The old text is entirely a common suffix of the new one (it used to panic).
-        assert_eq!(classify(Some("A1\n"), "X\nA1\n").class, INTENT_EVOLUTION);
-        assert_eq!(classify(Some("b\n"), "a(b)\n").class, INTENT_EVOLUTION);
+        assert_eq!(
+            classify(Some("A1\n"), "X\nA1\n").class,
+            MutationClass::IntentEvolution
+        );
+        assert_eq!(
+            classify(Some("b\n"), "a(b)\n").class,
+            MutationClass::IntentEvolution
+        );
         assert_eq!(split_common("b\n", "ab\n"), ("", "", "b\n", "ab\n"));
     }
 
@@ -272,30 +273,33 @@ mod tests {
     fn refactors_and_evolutions() {
         let old = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
         let cases = [
-            ("fn add(a: i32, b: i32) -> i32 { a + b }\n", AST_REFACTOR),
+            (
+                "fn add(a: i32, b: i32) -> i32 { a + b }\n",
+                MutationClass::AstRefactor,
+            ),
             (
                 "// sum\nfn add(a: i32, b: i32) -> i32 {\n    a + b // plus\n}\n",
-                AST_REFACTOR,
+                MutationClass::AstRefactor,
             ),
             (
                 "fn sum(x: i32, y: i32) -> i32 {\n    x + y\n}\n",
-                AST_REFACTOR,
+                MutationClass::AstRefactor,
             ),
             (
                 "fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-                INTENT_EVOLUTION,
+                MutationClass::IntentEvolution,
             ),
             (
                 "fn add(a: i32, b: i32) -> i32 {\n    a + b + 1\n}\n",
-                INTENT_EVOLUTION,
+                MutationClass::IntentEvolution,
             ),
             (
                 "fn add(a: i32, a: i32) -> i32 {\n    a + a\n}\n",
-                INTENT_EVOLUTION,
+                MutationClass::IntentEvolution,
             ),
             (
                 "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\nfn x() {}\n",
-                INTENT_EVOLUTION,
+                MutationClass::IntentEvolution,
             ),
         ];
         for (new, expected) in cases {
@@ -304,12 +308,12 @@ mod tests {
         let moved_old = "a();\nb();\nc();\n";
         assert_eq!(
             classify(Some(moved_old), "c();\na();\nb();\n").class,
-            AST_REFACTOR
+            MutationClass::AstRefactor
         );
-        assert_eq!(classify(None, "x").class, INTENT_EVOLUTION);
+        assert_eq!(classify(None, "x").class, MutationClass::IntentEvolution);
         assert_eq!(
             classify(Some("if x {}"), "while x {}").class,
-            INTENT_EVOLUTION
+            MutationClass::IntentEvolution
         );
     }
 }

@@ -175,7 +175,7 @@ fn prehook(root: &Path) -> Vec<Row> {
                         old: Some(body.clone()),
                         new_content: String::new(),
                         intent_id: format!("INT-{i:04}"),
-                        mutation_class: "INTENT_EVOLUTION".into(),
+                        mutation_class: mandate_core::protocol::MutationClass::IntentEvolution,
                     }),
                 )
             };
@@ -264,8 +264,8 @@ impl Interaction for Unattended {
     ) -> Option<String> {
         None
     }
-    fn approver(&self) -> &'static str {
-        "bench"
+    fn approver(&self) -> mandate_core::protocol::Approver {
+        mandate_core::protocol::Approver::Other("bench".into())
     }
 }
 

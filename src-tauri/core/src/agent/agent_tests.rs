@@ -64,8 +64,8 @@ impl Interaction for Person {
     ) -> Option<String> {
         None
     }
-    fn approver(&self) -> &'static str {
-        "user"
+    fn approver(&self) -> crate::protocol::Approver {
+        crate::protocol::Approver::User
     }
 }
 

@@ -9,18 +9,18 @@ use crate::hooks::{Action, AskReason, Denial, DenialCode, IntentChange, TaskGove
 use crate::orchestration::intents::IntentsSnapshot;
 use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord};
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalRequest, CommandGrants, Event, TaskStatus,
-    ToolCallStatus,
+    ApprovalDecision, ApprovalDetail, ApprovalOutcome, ApprovalRequest, Approver, CommandGrants,
+    Event, TaskStatus, ToolCallStatus,
 };
 
 /// The record of an action no one needed to approve.
 pub fn by_policy() -> ApprovalRecord {
-    record("policy", Vec::new(), Vec::new(), false)
+    record(&Approver::Policy, Vec::new(), Vec::new(), false)
 }
 
-fn record(by: &str, accepted: Vec<u32>, rejected: Vec<u32>, edited: bool) -> ApprovalRecord {
+fn record(by: &Approver, accepted: Vec<u32>, rejected: Vec<u32>, edited: bool) -> ApprovalRecord {
     ApprovalRecord {
-        by: by.into(),
+        by: by.clone(),
         at: now_rfc3339(),
         accepted_hunks: accepted,
         rejected_hunks: rejected,
@@ -152,7 +152,7 @@ pub(super) async fn ask(
     task.set_status(env.sink.as_ref(), TaskStatus::Running);
     card.view.status = ToolCallStatus::Running;
     let by = env.interaction.approver();
-    let (result, outcome) = apply(decision, action, hunk_count, by, governance, task);
+    let (result, outcome) = apply(decision, action, hunk_count, &by, governance, task);
     env.sink.emit(Event::ApprovalResolved {
         task_id: task.id.clone(),
         approval_id,
@@ -166,10 +166,10 @@ fn apply(
     decision: ApprovalDecision,
     action: &mut Action,
     hunk_count: u32,
-    by: &str,
+    by: &Approver,
     governance: &TaskGovernance,
     task: &super::TaskHandle,
-) -> (Result<ApprovalRecord, Denial>, String) {
+) -> (Result<ApprovalRecord, Denial>, ApprovalOutcome) {
     match decision {
         ApprovalDecision::Reject { reason } => {
             let reason = reason.trim();
@@ -181,13 +181,15 @@ fn apply(
             (
                 Err(Denial::new(DenialCode::RejectedByUser, message)
                     .with_intent(governance.selected_intent.as_deref())),
-                format!("rejected: {reason}"),
+                ApprovalOutcome::Rejected {
+                    reason: reason.to_string(),
+                },
             )
         }
         // "Always" is for one exact command; an MCP call is approved once, every time.
         ApprovalDecision::AlwaysAllow if matches!(action, Action::External(_)) => (
             Ok(record(by, Vec::new(), Vec::new(), false)),
-            "approved (this call only)".into(),
+            ApprovalOutcome::ApprovedThisCallOnly,
         ),
         ApprovalDecision::AlwaysAllow => {
             if let Action::Command(cmd) = action {
@@ -195,7 +197,7 @@ fn apply(
             }
             (
                 Ok(record(by, (0..hunk_count).collect(), Vec::new(), false)),
-                "approved (always for this command in this task)".into(),
+                ApprovalOutcome::ApprovedAlways,
             )
         }
         ApprovalDecision::Approve {
@@ -213,23 +215,16 @@ fn apply(
                     network: grant.network,
                     write_git: grant.write_git,
                 };
-                let mut granted = Vec::new();
-                if grant.network {
-                    granted.push("the network");
-                }
-                if grant.write_git {
-                    granted.push("writing .git/");
-                }
-                let outcome = match granted.is_empty() {
-                    true => "approved".to_string(),
-                    false => format!("approved with {}", granted.join(" and ")),
+                let outcome = match grant.network || grant.write_git {
+                    true => ApprovalOutcome::ApprovedWithGrants { grants: grant },
+                    false => ApprovalOutcome::Approved,
                 };
                 return (Ok(record(by, Vec::new(), Vec::new(), false)), outcome);
             }
             let Action::Write(w) = action else {
                 return (
                     Ok(record(by, Vec::new(), Vec::new(), false)),
-                    "approved".into(),
+                    ApprovalOutcome::Approved,
                 );
             };
             let rejected: Vec<u32> = rejected_hunks
@@ -249,16 +244,19 @@ fn apply(
                         DenialCode::RejectedByUser,
                         "The user rejected every hunk of this change; nothing was written.",
                     )),
-                    "rejected (every hunk)".into(),
+                    ApprovalOutcome::RejectedEveryHunk,
                 );
             }
             w.new_content = final_text;
             let outcome = if edited {
-                "approved after the user edited it".into()
+                ApprovalOutcome::ApprovedAfterEdit
             } else if rejected.is_empty() {
-                "approved".into()
+                ApprovalOutcome::Approved
             } else {
-                format!("approved {} of {} hunks", accepted.len(), hunk_count)
+                ApprovalOutcome::ApprovedSomeHunks {
+                    accepted: accepted.len() as u32,
+                    of: hunk_count,
+                }
             };
             (Ok(record(by, accepted, rejected, edited)), outcome)
         }
@@ -269,12 +267,12 @@ fn apply(
 fn edit_intent_change(
     change: &mut IntentChange,
     edited: Option<String>,
-    by: &str,
-) -> (Result<ApprovalRecord, Denial>, String) {
+    by: &Approver,
+) -> (Result<ApprovalRecord, Denial>, ApprovalOutcome) {
     let Some(text) = edited else {
         return (
             Ok(record(by, Vec::new(), Vec::new(), false)),
-            "approved".into(),
+            ApprovalOutcome::Approved,
         );
     };
     let globs: Vec<String> = text
@@ -292,7 +290,7 @@ fn edit_intent_change(
                 DenialCode::RejectedByUser,
                 format!("The user's edit of the scope does not compile ({bad}); nothing changed."),
             )),
-            "rejected (the edited scope does not compile)".into(),
+            ApprovalOutcome::RejectedBadScope,
         );
     }
     match change {
@@ -301,7 +299,7 @@ fn edit_intent_change(
     }
     (
         Ok(record(by, Vec::new(), Vec::new(), true)),
-        "approved after the user edited the scope".into(),
+        ApprovalOutcome::ApprovedAfterScopeEdit,
     )
 }
 

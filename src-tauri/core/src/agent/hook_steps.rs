@@ -13,7 +13,8 @@ use super::{AgentEnv, TaskHandle};
 use crate::hooks::{Action, Denial, DenialCode};
 use crate::llm::ToolCall;
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus, ToolKind,
+    ApprovalDecision, ApprovalDetail, ApprovalOutcome, ApprovalRequest, Event, NoticeLevel,
+    TaskStatus, ToolKind,
 };
 use crate::tools::ToolOutput;
 use crate::user_hooks::{
@@ -121,11 +122,10 @@ async fn confirm(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) 
         task_id: task.id.clone(),
         approval_id,
         outcome: if yes {
-            "hooks confirmed"
+            ApprovalOutcome::HooksConfirmed
         } else {
-            "hooks not run"
-        }
-        .into(),
+            ApprovalOutcome::HooksNotRun
+        },
     });
     if !yes {
         env.gov.user_hooks.decline(&fingerprint);

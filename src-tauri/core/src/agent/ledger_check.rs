@@ -74,7 +74,11 @@ pub(super) async fn check_at_start(env: &AgentEnv, task: &TaskHandle, cancel: &C
     env.sink.emit(Event::ApprovalResolved {
         task_id: task.id.clone(),
         approval_id,
-        outcome: if accepted { "accepted" } else { "refused" }.into(),
+        outcome: if accepted {
+            crate::protocol::ApprovalOutcome::LedgerAccepted
+        } else {
+            crate::protocol::ApprovalOutcome::LedgerRefused
+        },
     });
     if !accepted {
         notice(

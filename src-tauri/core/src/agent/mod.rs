@@ -56,8 +56,8 @@ pub trait Interaction: Send + Sync {
         cancel: &CancellationToken,
     ) -> Option<String>;
 
-    /// Who approves, as recorded in the ledger: `user` or `headless`.
-    fn approver(&self) -> &'static str;
+    /// Who approves, as recorded in the ledger: a person in the window, or headless.
+    fn approver(&self) -> crate::protocol::Approver;
 }
 
 #[cfg(test)]

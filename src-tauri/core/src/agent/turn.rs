@@ -462,9 +462,9 @@ async fn ask_to_continue(
         task_id: task.id.clone(),
         approval_id,
         outcome: if go_on {
-            "continue".into()
+            crate::protocol::ApprovalOutcome::Continue
         } else {
-            "stop".into()
+            crate::protocol::ApprovalOutcome::Stop
         },
     });
     if go_on {

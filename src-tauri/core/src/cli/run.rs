@@ -171,8 +171,8 @@ impl Interaction for FlagInteraction {
         None
     }
 
-    fn approver(&self) -> &'static str {
-        "headless"
+    fn approver(&self) -> crate::protocol::Approver {
+        crate::protocol::Approver::Headless
     }
 }
 

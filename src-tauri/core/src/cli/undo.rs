@@ -98,7 +98,7 @@ pub async fn undo(root: &Path, args: UndoArgs) -> i32 {
         if let Some(plan) = &plan {
             let undo_id = uuid::Uuid::new_v4().to_string();
             let who = Undoer {
-                by: "headless",
+                by: crate::protocol::Approver::Headless,
                 scope: &resolved.label,
                 undo_id: &undo_id,
             };

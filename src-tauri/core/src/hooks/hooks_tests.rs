@@ -58,7 +58,7 @@ fn write(f: &Fixture, path: &str, cite: &str) -> Action {
         old,
         new_content: "x\n".into(),
         intent_id: cite.into(),
-        mutation_class: "INTENT_EVOLUTION".into(),
+        mutation_class: crate::protocol::MutationClass::IntentEvolution,
     })
 }
 

@@ -117,7 +117,7 @@ pub struct WriteAction {
     pub new_content: String,
     /// The intent the model cites.
     pub intent_id: String,
-    pub mutation_class: String,
+    pub mutation_class: crate::protocol::MutationClass,
 }
 
 impl WriteAction {

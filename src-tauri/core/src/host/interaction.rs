@@ -110,7 +110,7 @@ impl Interaction for GuiInteraction {
         answer
     }
 
-    fn approver(&self) -> &'static str {
-        "user"
+    fn approver(&self) -> crate::protocol::Approver {
+        crate::protocol::Approver::User
     }
 }

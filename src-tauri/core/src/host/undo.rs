@@ -153,7 +153,7 @@ impl Host {
         if let Some(plan) = &plan {
             let undo_id = uuid::Uuid::new_v4().to_string();
             let who = Undoer {
-                by: "user",
+                by: crate::protocol::Approver::User,
                 scope: &resolved.label,
                 undo_id: &undo_id,
             };

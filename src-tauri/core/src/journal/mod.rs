@@ -350,8 +350,8 @@ fn prepare_record(
         })
         .collect();
     let mut entry = w.entry.clone();
-    if entry.mutation_computed.is_empty() {
-        entry.mutation_computed = computed.class.to_string();
+    if entry.mutation_computed.is_none() {
+        entry.mutation_computed = Some(computed.class.clone());
         entry
             .extra
             .insert("mutation_reason".into(), json!(computed.reason));

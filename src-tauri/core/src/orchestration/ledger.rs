@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use crate::fsutil::sha256_hex;
+use crate::protocol::{Approver, Contributor, MutationClass};
 
 pub use super::ledger_write::{Ledger, LedgerHealth};
 
@@ -72,8 +73,7 @@ pub struct FileChange {
 /// How a mutation was approved, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalRecord {
-    /// `user` (a person in the GUI), `policy` (no approval needed), `headless` (`--approve allow`).
-    pub by: String,
+    pub by: Approver,
     pub at: String,
     pub accepted_hunks: Vec<u32>,
     pub rejected_hunks: Vec<u32>,
@@ -92,9 +92,11 @@ pub struct TraceEntry {
     pub tool: String,
     pub tool_call_id: String,
     /// `ai`, or `mixed` when the user edited the change before accepting it.
-    pub contributor: String,
-    pub mutation_declared: String,
-    pub mutation_computed: String,
+    pub contributor: Contributor,
+    /// None when nothing was declared (commands, undo): recorded as `""`.
+    pub mutation_declared: Option<MutationClass>,
+    /// None until the write computes it.
+    pub mutation_computed: Option<MutationClass>,
     pub approval: ApprovalRecord,
     pub files: Vec<FileChange>,
     /// Extra Mandate data (unified diff, command details), merged under `dev.mandate`.
@@ -239,7 +241,10 @@ pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
     vendor.insert("task_id".into(), json!(entry.task_id));
     vendor.insert(
         "mutation_class".into(),
-        json!({"declared": entry.mutation_declared, "computed": entry.mutation_computed}),
+        json!({
+            "declared": entry.mutation_declared.as_ref().map_or("", MutationClass::as_str),
+            "computed": entry.mutation_computed.as_ref().map_or("", MutationClass::as_str),
+        }),
     );
     vendor.insert("tool".into(), json!(entry.tool));
     vendor.insert("tool_call_id".into(), json!(entry.tool_call_id));

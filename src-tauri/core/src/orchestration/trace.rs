@@ -9,7 +9,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::ledger::{content_hash_matches, map_ledger, split_lines, VENDOR_KEY};
-use crate::protocol::{BlameLine, ChangeDiffView, FileBlame, LineOrigin, LineRange, TraceChange};
+use crate::protocol::{
+    Approver, BlameLine, ChangeDiffView, Contributor, FileBlame, LineOrigin, LineRange,
+    MutationClass, TraceChange,
+};
 
 fn vendor(record: &Value) -> Option<&serde_json::Map<String, Value>> {
     record.get("metadata")?.get(VENDOR_KEY)?.as_object()
@@ -21,6 +24,14 @@ fn vstr(record: &Value, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
+}
+
+fn approver(record: &Value) -> Approver {
+    vendor(record)
+        .and_then(|v| v.get("approval"))
+        .and_then(|a| a.get("by"))
+        .and_then(Value::as_str)
+        .map_or(Approver::Other("unknown".into()), Approver::parse)
 }
 
 fn approval_summary(record: &Value) -> String {
@@ -233,7 +244,8 @@ pub fn blame_records(
                         .into(),
                     task_id: vstr(record, "task_id"),
                     model: file.model.to_string(),
-                    contributor: file.contributor.to_string(),
+                    contributor: Contributor::parse(file.contributor),
+                    approved_by: approver(record),
                     approval: approval_summary(record),
                     timestamp: record
                         .get("timestamp")
@@ -291,15 +303,15 @@ pub fn intent_changes(root: &Path, intent_id: &str) -> std::io::Result<Vec<Trace
                     })
                     .collect(),
                 model: file.model.into(),
-                contributor: file.contributor.into(),
+                contributor: Contributor::parse(file.contributor),
                 tool: vstr(record, "tool"),
                 task_id: vstr(record, "task_id"),
                 mutation_class: vendor(record)
                     .and_then(|v| v.get("mutation_class"))
                     .and_then(|m| m.get("computed"))
                     .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
+                    .map_or(MutationClass::Other(String::new()), MutationClass::parse),
+                approved_by: approver(record),
                 approval: approval_summary(record),
             });
         }

@@ -36,10 +36,11 @@ fn snapshot() -> String {
             end_line: 9,
         }],
         model: "openai/gpt-test".into(),
-        contributor: "ai".into(),
+        contributor: crate::protocol::Contributor::Ai,
         tool: "write_to_file".into(),
         task_id: "t1".into(),
-        mutation_class: "INTENT_EVOLUTION".into(),
+        mutation_class: crate::protocol::MutationClass::IntentEvolution,
+        approved_by: crate::protocol::Approver::User,
         approval: "user".into(),
     }];
     let rules = vec![(

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use super::{RunCx, ToolError};
 use crate::orchestration::intents::INTENTS_FILE;
 use crate::orchestration::ledger::{FileChange, TraceEntry};
+use crate::protocol::{Contributor, MutationClass};
 
 pub(super) async fn record(
     cx: &RunCx<'_>,
@@ -20,9 +21,13 @@ pub(super) async fn record(
         model_id: cx.model_id.to_string(),
         tool: cx.tool.to_string(),
         tool_call_id: cx.call_id.to_string(),
-        contributor: if cx.approval.edited { "mixed" } else { "ai" }.into(),
-        mutation_declared: crate::mutation::INTENT_EVOLUTION.into(),
-        mutation_computed: crate::mutation::INTENT_EVOLUTION.into(),
+        contributor: if cx.approval.edited {
+            Contributor::Mixed
+        } else {
+            Contributor::Ai
+        },
+        mutation_declared: Some(MutationClass::IntentEvolution),
+        mutation_computed: Some(MutationClass::IntentEvolution),
         approval: cx.approval.clone(),
         files: vec![FileChange {
             path: INTENTS_FILE.into(),

@@ -310,9 +310,11 @@ pub(crate) fn resolve(cx: &ToolCx<'_>, path: &str) -> Result<ResolvedPath, ToolE
         .map_err(|e| ToolError::Failed(format!("{e}. Paths are relative to the workspace root.")))
 }
 
-pub(crate) fn validate_mutation_class(class: &str) -> Result<String, ToolError> {
-    let normalized = class.trim().to_ascii_uppercase();
-    if crate::mutation::CLASSES.contains(&normalized.as_str()) {
+pub(crate) fn validate_mutation_class(
+    class: &str,
+) -> Result<crate::mutation::MutationClass, ToolError> {
+    let normalized = crate::mutation::MutationClass::parse(&class.trim().to_ascii_uppercase());
+    if crate::mutation::MutationClass::DECLARABLE.contains(&normalized) {
         Ok(normalized)
     } else {
         Err(ToolError::InvalidArguments(format!(

@@ -110,7 +110,7 @@ pub fn intent_context(intent: &Intent, history: &[TraceChange]) -> String {
                 xml_escape(&change.path),
                 ranges.join(","),
                 xml_escape(&change.timestamp),
-                xml_escape(&change.mutation_class)
+                xml_escape(change.mutation_class.as_str())
             ));
         }
         out.push_str("  </recent_history>\n");

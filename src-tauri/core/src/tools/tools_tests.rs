@@ -154,7 +154,10 @@ fn write_plans_keep_the_files_conventions() {
         panic!("write")
     };
     assert_eq!(w.new_content, "a\r\nb\r\n");
-    assert_eq!(w.mutation_class, "INTENT_EVOLUTION");
+    assert_eq!(
+        w.mutation_class,
+        crate::protocol::MutationClass::IntentEvolution
+    );
     let p = plan("apply_diff", json!({"path": "a.txt", "diff": "<<<<<<< SEARCH\ntwo\n=======\nTWO\n>>>>>>> REPLACE", "intent_id": "INT-1", "mutation_class": "AST_REFACTOR"})).expect("plan");
     let Action::Write(w) = p.action else {
         panic!("write")

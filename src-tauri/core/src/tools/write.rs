@@ -5,6 +5,7 @@ use super::{Consequence, RunCx, ToolError, ToolOutput};
 use crate::hooks::{Action, Denial, DenialCode, WriteAction};
 use crate::journal::{FileWrite, WriteError};
 use crate::orchestration::ledger::TraceEntry;
+use crate::protocol::Contributor;
 
 pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
     let Action::Write(w) = action else {
@@ -20,9 +21,13 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
         model_id: cx.model_id.to_string(),
         tool: cx.tool.to_string(),
         tool_call_id: cx.call_id.to_string(),
-        contributor: if cx.approval.edited { "mixed" } else { "ai" }.into(),
-        mutation_declared: w.mutation_class.clone(),
-        mutation_computed: String::new(),
+        contributor: if cx.approval.edited {
+            Contributor::Mixed
+        } else {
+            Contributor::Ai
+        },
+        mutation_declared: Some(w.mutation_class.clone()),
+        mutation_computed: None,
         approval: cx.approval.clone(),
         files: Vec::new(),
         extra: Default::default(),
@@ -93,14 +98,14 @@ fn report(
             }
         })
         .collect();
-    let computed = written.computed.class;
+    let computed = &written.computed.class;
     let mut content = format!(
         "Wrote {} ({} lines; changed lines: {}). Recorded in the trace ledger under {intent_id} as {computed}.",
         w.path.rel,
         w.new_content.lines().count(),
         if ranges.is_empty() { "none (lines removed only)".into() } else { ranges.join(", ") },
     );
-    if computed != w.mutation_class {
+    if *computed != w.mutation_class {
         content.push_str(&format!(
             " You declared {}, but the change was computed as {computed} ({}); both are recorded.",
             w.mutation_class, written.computed.reason

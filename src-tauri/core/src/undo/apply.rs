@@ -37,8 +37,8 @@ pub struct Applied {
 
 /// Who takes the change back, as the ledger records it.
 pub struct Undoer<'a> {
-    /// `user` (in the window) or `headless` (the command line).
-    pub by: &'a str,
+    /// A person in the window, or headless (the command line).
+    pub by: crate::protocol::Approver,
     /// What is undone, in words (`tool call c3 of task …`).
     pub scope: &'a str,
     pub undo_id: &'a str,
@@ -135,11 +135,11 @@ async fn apply_file(
         model_id: String::new(),
         tool: "undo".into(),
         tool_call_id: who.undo_id.to_string(),
-        contributor: "human".into(),
-        mutation_declared: String::new(),
-        mutation_computed: String::new(),
+        contributor: crate::protocol::Contributor::Human,
+        mutation_declared: None,
+        mutation_computed: None,
         approval: ApprovalRecord {
-            by: who.by.to_string(),
+            by: who.by.clone(),
             at: now_rfc3339(),
             accepted_hunks: Vec::new(),
             rejected_hunks: choice.rejected_hunks.clone(),

@@ -31,11 +31,11 @@ fn entry(call: &str) -> TraceEntry {
         model_id: "test/model".into(),
         tool: "write_to_file".into(),
         tool_call_id: call.into(),
-        contributor: "ai".into(),
-        mutation_declared: "INTENT_EVOLUTION".into(),
-        mutation_computed: String::new(),
+        contributor: crate::protocol::Contributor::Ai,
+        mutation_declared: Some(crate::protocol::MutationClass::IntentEvolution),
+        mutation_computed: None,
         approval: ApprovalRecord {
-            by: "policy".into(),
+            by: crate::protocol::Approver::Policy,
             at: "2026-01-01T00:00:00Z".into(),
             accepted_hunks: vec![],
             rejected_hunks: vec![],
@@ -207,7 +207,7 @@ impl World {
             &plan,
             None,
             &Undoer {
-                by: "user",
+                by: crate::protocol::Approver::User,
                 scope: &call,
                 undo_id: &format!("undo-{call}"),
             },
@@ -294,7 +294,7 @@ fn a_clean_undo_restores_the_file_and_blame_shows_the_earlier_origin() {
     let plan = plan(world.ws.root(), &world.journal.checkpoints, &selection).expect("plan");
     assert_eq!(plan.files[0].action, FileAction::Restore);
     let who = Undoer {
-        by: "user",
+        by: crate::protocol::Approver::User,
         scope: "c2",
         undo_id: "u1",
     };
@@ -338,7 +338,7 @@ fn a_clean_undo_restores_the_file_and_blame_shows_the_earlier_origin() {
     };
     let plan = super::plan(world.ws.root(), &world.journal.checkpoints, &all).expect("plan");
     let who = Undoer {
-        by: "user",
+        by: crate::protocol::Approver::User,
         scope: "task",
         undo_id: "u2",
     };
@@ -396,7 +396,7 @@ fn created_files_are_removed_deleted_ones_come_back_and_modes_are_kept() {
     assert_eq!(actions["src/new.txt"], &FileAction::Remove);
     assert_eq!(actions["src/run.sh"], &FileAction::Recreate);
     let who = Undoer {
-        by: "user",
+        by: crate::protocol::Approver::User,
         scope: "task",
         undo_id: "u",
     };
@@ -438,7 +438,7 @@ fn hostile_ledger_paths_are_refused() {
         }],
     };
     let who = Undoer {
-        by: "user",
+        by: crate::protocol::Approver::User,
         scope: "x",
         undo_id: "u",
     };

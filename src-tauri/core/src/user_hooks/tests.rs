@@ -573,7 +573,7 @@ fn tools_are_shown_to_hooks_under_their_familiar_names_and_shapes() {
             old: Some(b"old\n".to_vec()),
             new_content: content.into(),
             intent_id: "INT-1".into(),
-            mutation_class: "INTENT_EVOLUTION".into(),
+            mutation_class: crate::protocol::MutationClass::IntentEvolution,
         })
     };
     let args = json!({"path": "src/a.rs", "content": "new", "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"});

@@ -1,0 +1,470 @@
+//! The only types that cross the boundary between the untrusted webview and the host.
+//!
+//! Plain data, no logic: the UI sends a [`Request`] through the one `request` command and gets a
+//! [`Reply`] or an [`IpcError`]; the host pushes [`Event`]s through the one subscription channel.
+//! Inbound structs reject unknown fields so a typo in the UI is an error, not a silent no-op.
+//! HTML only ever travels in fields named `safe_html`, produced by `markdown::render`.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+mod approvals;
+mod intents;
+mod mcp;
+mod settings;
+mod tasks;
+mod trace;
+mod undo;
+mod values;
+
+pub use approvals::*;
+pub use intents::*;
+pub use mcp::*;
+pub use settings::*;
+pub use tasks::*;
+pub use trace::*;
+pub use undo::*;
+pub use values::*;
+
+/// A request from the UI. Tagged by `type`, snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Everything the window needs to draw itself after (re)loading.
+    GetState,
+    SaveSettings {
+        settings: SettingsUpdate,
+    },
+    /// Stores the key in the OS keyring; it never comes back.
+    SetApiKey {
+        provider: ProviderKind,
+        api_key: String,
+    },
+    ClearApiKey {
+        provider: ProviderKind,
+    },
+    /// Models offered by the configured provider, where it lists them.
+    ListModels,
+    StartTask {
+        text: String,
+    },
+    SendMessage {
+        task_id: String,
+        text: String,
+    },
+    CancelTask {
+        task_id: String,
+    },
+    /// Runs the last turn again after a failure or a stop.
+    RetryTask {
+        task_id: String,
+    },
+    AnswerQuestion {
+        task_id: String,
+        call_id: String,
+        answer: String,
+    },
+    DecideApproval {
+        task_id: String,
+        approval_id: String,
+        decision: ApprovalDecision,
+    },
+    ListTasks,
+    OpenTask {
+        task_id: String,
+    },
+    DeleteTask {
+        task_id: String,
+    },
+    SelectIntent {
+        task_id: String,
+        intent_id: Option<String>,
+    },
+    ListIntents,
+    SaveIntent {
+        original_id: Option<String>,
+        intent: IntentDraft,
+    },
+    DeleteIntent {
+        id: String,
+    },
+    ReorderIntents {
+        ids: Vec<String>,
+    },
+    SetIntentStatus {
+        id: String,
+        status: IntentStatus,
+    },
+    /// Which workspace files each glob matches, for the scope editor.
+    PreviewScope {
+        globs: Vec<String>,
+    },
+    IntentTrace {
+        intent_id: String,
+    },
+    Blame {
+        path: String,
+    },
+    VerifyTrace,
+    ChangeDiff {
+        record_id: String,
+        path: String,
+    },
+    /// Opens an http(s) link in the system browser after the host checks it.
+    OpenExternal {
+        url: String,
+    },
+    /// Where the command policy comes from and how it judges `command` (empty: no command).
+    CheckCommand {
+        command: String,
+    },
+    /// What taking back `scope` would do, file by file; nothing changes yet.
+    PreviewUndo {
+        scope: UndoScope,
+    },
+    /// Applies a preview: only the files listed, without their rejected hunks.
+    ApplyUndo {
+        preview_id: String,
+        files: Vec<UndoFileChoice>,
+    },
+    /// Opens a workspace file in the editor chosen in Settings, at `line` (1-based). The host
+    /// picks the program; files outside the workspace are refused.
+    OpenInEditor {
+        path: String,
+        line: Option<u32>,
+    },
+    /// Switches the window to another workspace: `None` asks the person with a folder picker,
+    /// `Some` must be one of the settings' `recent_workspaces`. Refused while a task runs.
+    OpenWorkspace {
+        path: Option<String>,
+    },
+    /// Model servers running on this machine (Ollama, LM Studio, llama.cpp), with their models.
+    DiscoverLocalServers,
+    /// The MCP servers of this workspace and of Settings, with status and tools; servers that
+    /// may run and are not running are started.
+    ListMcpServers,
+    /// Adds (or replaces) a server in Settings. Secret values do not go here but through
+    /// `set_mcp_secret`, referenced in a value as `${keyring:NAME}`.
+    SaveMcpServer {
+        name: String,
+        server: McpServerInput,
+    },
+    RemoveMcpServer {
+        name: String,
+    },
+    /// Stores a secret a server's definition references, in the keyring.
+    SetMcpSecret {
+        server: String,
+        name: String,
+        value: String,
+    },
+    ClearMcpSecret {
+        server: String,
+        name: String,
+    },
+    /// Consent to start a workspace's server, for exactly the definition shown (its hash).
+    GrantMcpConsent {
+        name: String,
+        definition_hash: String,
+    },
+    RevokeMcpConsent {
+        name: String,
+    },
+    /// Whether a server's read-only hints are believed; untrusted, every tool of it is mutating.
+    SetMcpTrust {
+        name: String,
+        trusted: bool,
+    },
+    RestartMcpServer {
+        name: String,
+    },
+    /// A text block for a bug report: version, system, confinement, provider and settings
+    /// (never a key), and the end of the log.
+    Diagnostics,
+}
+
+/// The answer to one [`Request`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    Ok,
+    State {
+        state: AppState,
+    },
+    Settings {
+        settings: SettingsView,
+    },
+    Models {
+        models: Vec<String>,
+    },
+    Task {
+        task: TaskSummary,
+    },
+    Tasks {
+        tasks: Vec<TaskSummary>,
+    },
+    TaskDetail {
+        task: TaskSummary,
+        messages: Vec<UiMessage>,
+    },
+    Intents {
+        intents: IntentsView,
+    },
+    ScopePreview {
+        globs: Vec<GlobPreview>,
+    },
+    IntentTrace {
+        changes: Vec<TraceChange>,
+    },
+    Blame {
+        blame: FileBlame,
+    },
+    Verify {
+        report: VerifyReport,
+    },
+    Diff {
+        diff: ChangeDiffView,
+    },
+    CommandCheck {
+        check: CommandCheck,
+    },
+    UndoPreview {
+        preview: UndoPreview,
+    },
+    UndoApplied {
+        result: UndoResult,
+    },
+    LocalServers {
+        servers: Vec<LocalServer>,
+    },
+    McpServers {
+        overview: McpOverview,
+    },
+    Diagnostics {
+        text: String,
+    },
+}
+
+/// A refused or failed request: a stable code and a sentence for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct IpcError {
+    pub code: IpcErrorCode,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum IpcErrorCode {
+    /// Not valid JSON, an unknown `type`, a missing or unknown field.
+    MalformedRequest,
+    NotFound,
+    InvalidInput,
+    Conflict,
+    Keyring,
+    Provider,
+    Io,
+    Internal,
+}
+
+impl IpcError {
+    pub fn new(code: IpcErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for IpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for IpcError {}
+
+/// Something the host tells the UI without being asked. Tagged by `type`, snake_case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    TaskUpdated {
+        task: TaskSummary,
+    },
+    TaskDeleted {
+        task_id: String,
+    },
+    /// A complete message appended to a task's transcript.
+    MessageAdded {
+        task_id: String,
+        message: UiMessage,
+    },
+    /// The assistant message so far, re-rendered (coalesced, not per token) and sent as a
+    /// change: `stable_safe_html` is appended to the finished part of the message (cleared first
+    /// when `reset`), `safe_html` replaces its unfinished tail.
+    MessageDelta {
+        task_id: String,
+        message_id: String,
+        stable_safe_html: String,
+        safe_html: String,
+        reset: bool,
+    },
+    /// The assistant message is complete (`complete: true`) or was cut off (`complete: false`).
+    MessageFinished {
+        task_id: String,
+        message_id: String,
+        safe_html: String,
+        complete: bool,
+    },
+    ToolCallStarted {
+        task_id: String,
+        call: ToolCallView,
+    },
+    ToolCallOutput {
+        task_id: String,
+        call_id: String,
+        chunk: String,
+    },
+    ToolCallFinished {
+        task_id: String,
+        call: ToolCallView,
+    },
+    ApprovalRequested {
+        task_id: String,
+        request: ApprovalRequest,
+    },
+    ApprovalResolved {
+        task_id: String,
+        approval_id: String,
+        outcome: ApprovalOutcome,
+    },
+    QuestionAsked {
+        task_id: String,
+        call_id: String,
+        question: String,
+        options: Vec<String>,
+    },
+    IntentsChanged {
+        intents: IntentsView,
+    },
+    SettingsChanged {
+        settings: SettingsView,
+    },
+    /// The trace ledger's chain was checked again (after it changed): what is wrong, or None.
+    LedgerChecked {
+        problem: Option<String>,
+    },
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
+    /// An MCP server started, stopped, failed, or its tools changed.
+    McpServersChanged {
+        overview: McpOverview,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AppState {
+    pub workspace: String,
+    pub version: String,
+    pub settings: SettingsView,
+    pub tasks: Vec<TaskSummary>,
+    pub intents: IntentsView,
+    /// Why the trace ledger cannot be trusted (a broken chain, a malformed line), in words that
+    /// name the file and the line; None when it holds.
+    pub ledger_problem: Option<String>,
+}
+
+/// TypeScript declarations of every boundary type, for the UI's type-checked JS.
+pub fn typescript_declarations() -> String {
+    let cfg = ts_rs::Config::new().with_large_int("number");
+    let decls = [
+        Request::decl(&cfg),
+        Reply::decl(&cfg),
+        IpcError::decl(&cfg),
+        IpcErrorCode::decl(&cfg),
+        Event::decl(&cfg),
+        NoticeLevel::decl(&cfg),
+        AppState::decl(&cfg),
+        ProviderKind::decl(&cfg),
+        ApprovalPolicy::decl(&cfg),
+        SettingsView::decl(&cfg),
+        SettingsUpdate::decl(&cfg),
+        ConfinementView::decl(&cfg),
+        EditorOption::decl(&cfg),
+        LocalServer::decl(&cfg),
+        TaskStatus::decl(&cfg),
+        Usage::decl(&cfg),
+        Budget::decl(&cfg),
+        TaskSummary::decl(&cfg),
+        UiMessage::decl(&cfg),
+        ToolKind::decl(&cfg),
+        ToolCallStatus::decl(&cfg),
+        ToolCallView::decl(&cfg),
+        ApprovalRequest::decl(&cfg),
+        ApprovalDetail::decl(&cfg),
+        UserHookView::decl(&cfg),
+        CommandGrants::decl(&cfg),
+        DiffHunk::decl(&cfg),
+        DiffLine::decl(&cfg),
+        DiffTag::decl(&cfg),
+        MutationClass::decl(&cfg),
+        Contributor::decl(&cfg),
+        Approver::decl(&cfg),
+        ApprovalOutcome::decl(&cfg),
+        ApprovalDecision::decl(&cfg),
+        IntentStatus::decl(&cfg),
+        IntentView::decl(&cfg),
+        IntentDraft::decl(&cfg),
+        IntentsView::decl(&cfg),
+        GlobPreview::decl(&cfg),
+        LineRange::decl(&cfg),
+        TraceChange::decl(&cfg),
+        FileBlame::decl(&cfg),
+        BlameLine::decl(&cfg),
+        LineOrigin::decl(&cfg),
+        FindingKind::decl(&cfg),
+        VerifyFinding::decl(&cfg),
+        VerifyReport::decl(&cfg),
+        ChangeDiffView::decl(&cfg),
+        CommandCheck::decl(&cfg),
+        UndoScope::decl(&cfg),
+        UndoFileChoice::decl(&cfg),
+        UndoAction::decl(&cfg),
+        UndoFileView::decl(&cfg),
+        UndoPreview::decl(&cfg),
+        UndoOutcome::decl(&cfg),
+        UndoFileOutcome::decl(&cfg),
+        UndoResult::decl(&cfg),
+        McpSource::decl(&cfg),
+        McpTransportKind::decl(&cfg),
+        McpStatus::decl(&cfg),
+        McpAnnotations::decl(&cfg),
+        McpToolView::decl(&cfg),
+        McpServerInput::decl(&cfg),
+        McpVariable::decl(&cfg),
+        McpSecretView::decl(&cfg),
+        McpServerView::decl(&cfg),
+        McpOverview::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.\n\n",
+    );
+    for decl in decls {
+        out.push_str("export ");
+        out.push_str(&decl);
+        out.push_str("\n\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+//! Settings as the window shows and saves them.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::Budget;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// Any OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, Ollama, LM Studio, ...).
+    Openai,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Openai => "openai",
+        }
+    }
+}
+
+/// Which actions wait for a human. Destructive commands always ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalPolicy {
+    pub ask_before_writes: bool,
+    pub ask_before_safe_commands: bool,
+}
+
+impl Default for ApprovalPolicy {
+    fn default() -> Self {
+        Self {
+            ask_before_writes: true,
+            ask_before_safe_commands: false,
+        }
+    }
+}
+
+/// Settings as the UI sees them: never the key itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SettingsView {
+    pub provider: ProviderKind,
+    /// A label for the provider preset: anthropic, openai, openrouter, ollama, lmstudio, custom.
+    pub preset: String,
+    pub base_url: String,
+    pub model: String,
+    pub api_key_set: bool,
+    /// Where the key comes from: `keyring`, `env:NAME` or `none`.
+    pub api_key_source: String,
+    pub custom_instructions: String,
+    pub approval: ApprovalPolicy,
+    /// Why the keyring cannot be used, when it cannot.
+    pub keyring_error: Option<String>,
+    /// The provider needs an API key and none is set (a server on this machine needs none).
+    pub needs_key: bool,
+    /// The editor file paths open in: `auto` (the first detected) or one of `editors`.
+    pub editor: String,
+    pub editors: Vec<EditorOption>,
+    /// Workspaces opened before, most recent first (existing folders only).
+    pub recent_workspaces: Vec<String>,
+    /// How commands are confined on this machine.
+    pub confinement: ConfinementView,
+    /// The cap on what one task may spend (none when both are None).
+    pub budget: Budget,
+}
+
+/// The confinement commands run under, as Settings shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ConfinementView {
+    /// False: nothing but a person's approval stops a command.
+    pub confined: bool,
+    /// One line: `landlock ABI 7 + bwrap`, `landlock ABI 7 only`, `none`.
+    pub summary: String,
+    /// What this confinement does not stop, in the user's words.
+    pub gaps: Vec<String>,
+}
+
+/// An editor Mandate can open files in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct EditorOption {
+    pub id: String,
+    pub label: String,
+    /// Found on this machine (its program is on the PATH).
+    pub detected: bool,
+}
+
+/// A model server found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct LocalServer {
+    /// The settings preset it matches: `ollama`, `lmstudio` or `llamacpp`.
+    pub preset: String,
+    pub label: String,
+    /// OpenAI-compatible base URL, up to and including `/v1`.
+    pub base_url: String,
+    pub models: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsUpdate {
+    pub provider: ProviderKind,
+    pub preset: String,
+    pub base_url: String,
+    pub model: String,
+    pub custom_instructions: String,
+    pub approval: ApprovalPolicy,
+    /// `auto` or the id of one of `SettingsView::editors`.
+    pub editor: String,
+    /// The cap on what one task may spend; absent is no cap.
+    #[serde(default)]
+    #[ts(optional)]
+    pub budget: Option<Budget>,
+}

@@ -1,0 +1,115 @@
+//! Tasks, their messages and the tool calls in them.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Idle,
+    Running,
+    WaitingForApproval,
+    WaitingForAnswer,
+    Completed,
+    Failed,
+    Cancelled,
+    /// Stopped at its cost or token budget; raising the budget and retrying goes on.
+    Paused,
+}
+
+/// A cap on what a task (or all tasks of an intent) may spend; None is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// In US dollars, when the model's price is known.
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TaskSummary {
+    pub id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    pub intent_id: Option<String>,
+    pub model: String,
+    pub usage: Usage,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The last error, in words for the user.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UiMessage {
+    User {
+        id: String,
+        text: String,
+    },
+    Assistant {
+        id: String,
+        safe_html: String,
+        complete: bool,
+    },
+    Tool {
+        id: String,
+        call: ToolCallView,
+    },
+    Error {
+        id: String,
+        message: String,
+    },
+    Notice {
+        id: String,
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Mutate,
+    Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    Running,
+    WaitingForApproval,
+    Succeeded,
+    Denied,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ToolCallView {
+    pub call_id: String,
+    pub tool: String,
+    pub kind: ToolKind,
+    /// What it acts on: a path, a command, an intent id.
+    pub target: String,
+    pub status: ToolCallStatus,
+    /// One line on the outcome (or the denial code and message).
+    pub summary: String,
+    /// Command output or result text, truncated for display.
+    pub output: String,
+    /// The workspace file the call acts on (reads and writes), to open in the editor.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Where in `path` to open it (a write: its first changed line), 1-based.
+    #[serde(default)]
+    pub line: Option<u32>,
+    /// Workspace files the call changed and recorded in the ledger: what undoing it takes back.
+    #[serde(default)]
+    pub changed_paths: Vec<String>,
+}
