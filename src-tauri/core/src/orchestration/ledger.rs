@@ -16,7 +16,7 @@ use crate::protocol::{Approver, Contributor, MutationClass};
 
 pub use super::ledger_write::{Ledger, LedgerHealth};
 
-pub const LEDGER_FILE: &str = ".orchestration/agent_trace.jsonl";
+pub const LEDGER_FILE: &str = crate::orchestration_file!("agent_trace.jsonl");
 pub const SPEC_VERSION: &str = "0.1";
 pub const VENDOR_KEY: &str = "dev.mandate";
 /// `prev` of the first record.
@@ -278,7 +278,7 @@ pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
 }
 
 fn truncate_model(model: &str) -> String {
-    model.chars().take(250).collect()
+    crate::text::first_chars(model, 250).to_string()
 }
 
 /// Canonical JSON: object keys sorted at every level, no spaces. Written this way (whatever
