@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::fsutil::sha256_hex;
 use crate::protocol::{Approver, Contributor, MutationClass};
@@ -221,64 +221,13 @@ pub fn now_rfc3339() -> String {
 
 /// Builds the record (without `prev` and `digest`).
 pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
-    let conversation = |ranges: &[HashedRange]| {
-        json!({
-            "url": task_url(&entry.task_id),
-            "contributor": {"type": entry.contributor, "model_id": truncate_model(&entry.model_id)},
-            "ranges": ranges.iter().map(|r| json!({
-                "start_line": r.start_line, "end_line": r.end_line, "content_hash": r.content_hash
-            })).collect::<Vec<_>>(),
-            "related": [{"type": "intent", "url": intent_url(&entry.intent_id)}],
-        })
-    };
-    let files: Vec<Value> = entry
-        .files
-        .iter()
-        .map(|f| json!({"path": f.path, "conversations": [conversation(&f.ranges)]}))
-        .collect();
-    let mut vendor = Map::new();
-    vendor.insert("intent_id".into(), json!(entry.intent_id));
-    vendor.insert("task_id".into(), json!(entry.task_id));
-    vendor.insert(
-        "mutation_class".into(),
-        json!({
-            "declared": entry.mutation_declared.as_ref().map_or("", MutationClass::as_str),
-            "computed": entry.mutation_computed.as_ref().map_or("", MutationClass::as_str),
-        }),
-    );
-    vendor.insert("tool".into(), json!(entry.tool));
-    vendor.insert("tool_call_id".into(), json!(entry.tool_call_id));
-    vendor.insert(
-        "approval".into(),
-        json!({
-            "by": entry.approval.by, "at": entry.approval.at,
-            "accepted_hunks": entry.approval.accepted_hunks,
-            "rejected_hunks": entry.approval.rejected_hunks,
-            "edited": entry.approval.edited,
-        }),
-    );
-    if !entry.approval.user_hooks.is_empty() {
-        vendor.insert("user_hooks".into(), json!(entry.approval.user_hooks));
-    }
-    for (k, v) in &entry.extra {
-        vendor.insert(k.clone(), v.clone());
-    }
-    let mut record = json!({
-        "version": SPEC_VERSION,
-        "id": uuid::Uuid::new_v4().to_string(),
-        "timestamp": now_rfc3339(),
-        "tool": {"name": "mandate", "version": env!("CARGO_PKG_VERSION")},
-        "files": files,
-        "metadata": {VENDOR_KEY: Value::Object(vendor)},
-    });
-    if let Some(revision) = revision {
-        record["vcs"] = json!({"type": "git", "revision": revision});
-    }
-    record
-}
-
-fn truncate_model(model: &str) -> String {
-    crate::text::first_chars(model, 250).to_string()
+    super::record::TraceRecord::from_entry(
+        entry,
+        revision,
+        uuid::Uuid::new_v4().to_string(),
+        now_rfc3339(),
+    )
+    .to_value()
 }
 
 /// Canonical JSON: object keys sorted at every level, no spaces. Written this way (whatever

@@ -5,6 +5,7 @@ use std::path::Path;
 use super::super::ledger_write::Fault;
 use super::*;
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 pub(crate) fn entry(path: &str, ranges: &[(u32, u32, &[&str])]) -> TraceEntry {
     TraceEntry {

@@ -34,6 +34,7 @@ pub mod ledger;
 mod ledger_write;
 pub mod lessons;
 pub mod merge;
+pub mod record;
 pub mod report;
 pub mod trace;
 pub mod validate;
