@@ -4,10 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::intents::IntentsDoc;
-use super::ledger::{read_lines, LEDGER_FILE};
+use super::ledger::map_ledger;
+use super::record::TraceRecord;
 use super::trace::blame_records;
 use crate::fsutil::write_atomic;
 
@@ -15,24 +14,22 @@ pub const INTENT_MAP_FILE: &str = crate::orchestration_file!("intent_map.md");
 
 /// Renders the map. Files that no longer exist are left out.
 pub fn render(root: &Path, intents: &IntentsDoc) -> std::io::Result<String> {
-    // One read of the ledger: records grouped by the paths they touch.
-    let records: Vec<Value> = read_lines(&root.join(LEDGER_FILE))?
+    // One read of the ledger: records grouped by the paths they touch. Lines that are not
+    // trace records are left out (verify reports them).
+    let map = map_ledger(root)?;
+    let records: Vec<TraceRecord> = map
+        .as_deref()
+        .map(super::chain::split_lines)
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|l| l.record)
+        .filter_map(TraceRecord::from_line)
         .collect();
-    let mut by_path: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    let mut by_path: BTreeMap<&str, Vec<&TraceRecord>> = BTreeMap::new();
     for record in &records {
-        for f in record
-            .get("files")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(p) = f.get("path").and_then(Value::as_str) {
-                let list = by_path.entry(p).or_default();
-                if !list.last().is_some_and(|r| std::ptr::eq(*r, record)) {
-                    list.push(record);
-                }
+        for f in &record.files {
+            let list = by_path.entry(f.path.as_str()).or_default();
+            if !list.last().is_some_and(|r| std::ptr::eq(*r, record)) {
+                list.push(record);
             }
         }
     }

@@ -212,7 +212,7 @@ pub struct MandateBlock {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present"
     )]
-    pub revert_of: Option<Vec<String>>,
+    pub revert_of: Option<RevertOf>,
     /// Added when the record is sealed (see `ledger_write.rs`).
     #[serde(
         default,
@@ -250,6 +250,24 @@ pub struct Approval {
     pub edited: bool,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The records an undo takes back: a list (as `mandate undo` writes it), or one id as a
+/// string (as some records have it), each written back as it was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RevertOf {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl RevertOf {
+    pub fn ids(&self) -> &[String] {
+        match self {
+            Self::One(id) => std::slice::from_ref(id),
+            Self::Many(ids) => ids,
+        }
+    }
 }
 
 /// A key that is present is a value, never `null` (which would not be written back).
@@ -381,6 +399,13 @@ impl TraceRecord {
 
     pub fn approval(&self) -> Option<&Approval> {
         self.mandate()?.approval.as_ref()
+    }
+
+    /// The ids of the records this one takes back (none unless it is an undo).
+    pub fn revert_of(&self) -> &[String] {
+        self.mandate()
+            .and_then(|m| m.revert_of.as_ref())
+            .map_or(&[], RevertOf::ids)
     }
 }
 

@@ -187,7 +187,7 @@ fn a_record_read_and_written_again_is_the_same_bytes() {
             "contributor": {"type": "unknown", "seat": 3},
             "note": "n",
         }]}],
-        "metadata": {"com.other": {"k": [1]}, VENDOR_KEY: {"kind": "merge", "prev": "00", "digest": "ff"}},
+        "metadata": {"com.other": {"k": [1]}, VENDOR_KEY: {"kind": "merge", "prev": "00", "digest": "ff", "revert_of": "one-id"}},
     });
     let sealed = {
         let mut r =
@@ -213,10 +213,8 @@ fn typed_fields_read_back_as_written() {
     let line = canonical_json(&build_sealed(&undo_entry()));
     let r = TraceRecord::from_line(line.as_bytes()).expect("parses");
     let m = r.mandate().expect("mandate block");
-    assert_eq!(
-        m.revert_of.as_deref(),
-        Some(&["rec-1".to_string(), "rec-2".into()][..])
-    );
+    assert_eq!(r.revert_of(), &["rec-1".to_string(), "rec-2".into()][..]);
+    assert!(matches!(m.revert_of, Some(RevertOf::Many(_))));
     assert_eq!(
         m.mutation_class.as_ref().map(|c| &c.declared),
         Some(&MutationClass::Other(String::new()))

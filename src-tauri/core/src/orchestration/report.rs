@@ -15,12 +15,12 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::anchor::{ledger_at, range_end, repo_of, Anchor, AnchorError, TRAILER};
 use super::chain;
 use super::git::{self, Repo};
-use super::ledger::{split_lines, VENDOR_KEY};
+use super::ledger::split_lines;
+use super::record::TraceRecord;
 use super::trace::find_block;
 
 pub const REPORT_SCHEMA: &str = "mandate.trace.report/1";
@@ -126,10 +126,9 @@ pub fn report(root: &Path, range: &str) -> Result<TraceReport, AnchorError> {
     let contents = contents_at(&repo, &end, added.keys())?;
 
     let mut intents: BTreeMap<String, IntentReport> = BTreeMap::new();
-    let mut by_path: HashMap<&str, Vec<(usize, &Value)>> = HashMap::new();
+    let mut by_path: HashMap<&str, Vec<(usize, &TraceRecord)>> = HashMap::new();
     for (n, r) in records.iter().enumerate() {
-        let vendor = &r["metadata"][VENDOR_KEY];
-        let intent_id = vendor["intent_id"].as_str().unwrap_or("(none)").to_string();
+        let intent_id = r.intent_id().unwrap_or("(none)").to_string();
         let entry = intents
             .entry(intent_id.clone())
             .or_insert_with(|| IntentReport {
@@ -137,10 +136,8 @@ pub fn report(root: &Path, range: &str) -> Result<TraceReport, AnchorError> {
                 ..IntentReport::default()
             });
         tally(entry, r);
-        for f in r["files"].as_array().into_iter().flatten() {
-            if let Some(p) = f["path"].as_str() {
-                by_path.entry(p).or_default().push((n, r));
-            }
+        for f in &r.files {
+            by_path.entry(&f.path).or_default().push((n, r));
         }
     }
     let mut coverage = Coverage::default();
@@ -217,40 +214,33 @@ fn bump(counts: &mut Vec<Count>, name: &str) {
     }
 }
 
-fn tally(i: &mut IntentReport, r: &Value) {
-    let vendor = &r["metadata"][VENDOR_KEY];
+fn tally(i: &mut IntentReport, r: &TraceRecord) {
     i.records += 1;
-    let approval = &vendor["approval"];
+    let approval = r.approval();
     bump(
         &mut i.approvals,
-        approval["by"].as_str().unwrap_or("unknown"),
+        approval.map_or("unknown", |a| a.by.as_str()),
     );
-    if approval["edited"].as_bool() == Some(true) {
+    if approval.is_some_and(|a| a.edited) {
         i.edited_by_people += 1;
     }
-    i.rejected_hunks += approval["rejected_hunks"].as_array().map_or(0, Vec::len);
-    if let Some(reverted) = vendor["revert_of"].as_str() {
-        i.undos.push(reverted.to_string());
-    }
+    i.rejected_hunks += approval.map_or(0, |a| a.rejected_hunks.len());
+    i.undos.extend(r.revert_of().iter().cloned());
     let mut models = HashSet::new();
-    for f in r["files"].as_array().into_iter().flatten() {
-        let path = f["path"].as_str().unwrap_or("");
+    for f in &r.files {
         let mut recorded = 0;
-        for c in f["conversations"].as_array().into_iter().flatten() {
-            if let Some(m) = c["contributor"]["model_id"].as_str() {
-                models.insert(m.to_string());
+        for c in &f.conversations {
+            if let Some(m) = c.contributor.as_ref().and_then(|c| c.model_id.as_ref()) {
+                models.insert(m.clone());
             }
-            for range in c["ranges"].as_array().into_iter().flatten() {
-                let (s, e) = (range["start_line"].as_u64(), range["end_line"].as_u64());
-                if let (Some(s), Some(e)) = (s, e) {
-                    recorded += e.saturating_sub(s) as usize + 1;
-                }
+            for range in &c.ranges {
+                recorded += range.end_line.saturating_sub(range.start_line) as usize + 1;
             }
         }
-        match i.files.iter_mut().find(|x| x.path == path) {
+        match i.files.iter_mut().find(|x| x.path == f.path) {
             Some(x) => x.recorded_lines += recorded,
             None => i.files.push(IntentFile {
-                path: path.to_string(),
+                path: f.path.clone(),
                 agent_lines: 0,
                 recorded_lines: recorded,
             }),
@@ -263,35 +253,25 @@ fn tally(i: &mut IntentReport, r: &Value) {
 
 /// Which intent's record (of the range) covers each line now: newest record first, each line
 /// claimed once, a record's block looked for at its recorded place, then nearest to it.
-fn attribute(lines: &[&str], path: &str, records: &[(usize, &Value)]) -> Vec<Option<String>> {
+fn attribute(lines: &[&str], path: &str, records: &[(usize, &TraceRecord)]) -> Vec<Option<String>> {
     let mut owners: Vec<Option<String>> = vec![None; lines.len()];
     for (_, r) in records.iter().rev() {
-        let intent = r["metadata"][VENDOR_KEY]["intent_id"]
-            .as_str()
-            .unwrap_or("(none)");
-        for f in r["files"].as_array().into_iter().flatten() {
-            if f["path"].as_str() != Some(path) {
-                continue;
-            }
-            for c in f["conversations"].as_array().into_iter().flatten() {
-                for range in c["ranges"].as_array().into_iter().flatten() {
-                    let (Some(s), Some(e), Some(h)) = (
-                        range["start_line"].as_u64(),
-                        range["end_line"].as_u64(),
-                        range["content_hash"].as_str(),
-                    ) else {
-                        continue;
-                    };
-                    if s == 0 || e < s {
-                        continue;
-                    }
-                    let n = (e - s + 1) as usize;
-                    let claimed = |at: usize| owners[at..at + n].iter().all(Option::is_some);
-                    if let Some(at) = find_block(lines, s as usize - 1, n, h, &claimed) {
-                        for o in owners.iter_mut().skip(at).take(n) {
-                            if o.is_none() {
-                                *o = Some(intent.to_string());
-                            }
+        let intent = r.intent_id().unwrap_or("(none)");
+        for f in r.files.iter().filter(|f| f.path == path) {
+            for (_, range) in f.ranges() {
+                let (s, e) = (range.start_line, range.end_line);
+                let Some(h) = range.content_hash.as_deref() else {
+                    continue;
+                };
+                if s == 0 || e < s {
+                    continue;
+                }
+                let n = (e - s + 1) as usize;
+                let claimed = |at: usize| owners[at..at + n].iter().all(Option::is_some);
+                if let Some(at) = find_block(lines, s as usize - 1, n, h, &claimed) {
+                    for o in owners.iter_mut().skip(at).take(n) {
+                        if o.is_none() {
+                            *o = Some(intent.to_string());
                         }
                     }
                 }
@@ -307,15 +287,15 @@ fn new_records(
     base: &str,
     rel: &str,
     ledger: &[u8],
-) -> Result<Vec<Value>, AnchorError> {
+) -> Result<Vec<TraceRecord>, AnchorError> {
     let lines = chain::split_lines(ledger);
     let old = old_lines(repo, base, rel, ledger, &lines)?;
     Ok(lines
         .iter()
         .enumerate()
         .filter(|(i, l)| !old.contains(*i, l))
-        .filter_map(|(_, l)| serde_json::from_slice::<Value>(l).ok())
-        .filter(|r| r["files"].as_array().is_some_and(|f| !f.is_empty()))
+        .filter_map(|(_, l)| TraceRecord::from_line(l))
+        .filter(|r| !r.files.is_empty())
         .collect())
 }
 

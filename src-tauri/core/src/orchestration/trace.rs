@@ -8,114 +8,36 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::ledger::{content_hash_matches, map_ledger, split_lines, VENDOR_KEY};
+use super::ledger::{content_hash_matches, map_ledger, split_lines};
+use super::record::TraceRecord;
 use crate::protocol::{
-    Approver, BlameLine, ChangeDiffView, Contributor, FileBlame, LineOrigin, LineRange,
-    MutationClass, TraceChange,
+    Approver, BlameLine, ChangeDiffView, FileBlame, LineOrigin, LineRange, MutationClass,
+    TraceChange,
 };
 
-fn vendor(record: &Value) -> Option<&serde_json::Map<String, Value>> {
-    record.get("metadata")?.get(VENDOR_KEY)?.as_object()
+fn approver(record: &TraceRecord) -> Approver {
+    record
+        .approval()
+        .map_or(Approver::Other("unknown".into()), |a| a.by.clone())
 }
 
-fn vstr(record: &Value, key: &str) -> String {
-    vendor(record)
-        .and_then(|v| v.get(key))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn approver(record: &Value) -> Approver {
-    vendor(record)
-        .and_then(|v| v.get("approval"))
-        .and_then(|a| a.get("by"))
-        .and_then(Value::as_str)
-        .map_or(Approver::Other("unknown".into()), Approver::parse)
-}
-
-fn approval_summary(record: &Value) -> String {
-    let Some(a) = vendor(record).and_then(|v| v.get("approval")) else {
+fn approval_summary(record: &TraceRecord) -> String {
+    let Some(a) = record.approval() else {
         return String::new();
     };
-    let by = a.get("by").and_then(Value::as_str).unwrap_or("unknown");
-    let at = a.get("at").and_then(Value::as_str).unwrap_or("");
-    let rejected = a
-        .get("rejected_hunks")
-        .and_then(Value::as_array)
-        .map(Vec::len)
-        .unwrap_or(0);
-    let edited = a.get("edited").and_then(Value::as_bool).unwrap_or(false);
-    let mut s = format!("{by} {at}").trim().to_string();
-    if rejected > 0 {
-        s.push_str(&format!(", {rejected} hunk(s) rejected"));
+    let mut s = format!("{} {}", a.by, a.at).trim().to_string();
+    if !a.rejected_hunks.is_empty() {
+        s.push_str(&format!(", {} hunk(s) rejected", a.rejected_hunks.len()));
     }
-    if edited {
+    if a.edited {
         s.push_str(", edited before accepting");
     }
     s
 }
 
-/// (path, conversation) pairs of a record with their ranges.
-struct RecordFile<'a> {
-    path: &'a str,
-    contributor: &'a str,
-    model: &'a str,
-    ranges: Vec<(u32, u32, &'a str)>,
-}
-
-fn record_files(record: &Value) -> Vec<RecordFile<'_>> {
-    let mut out = Vec::new();
-    for file in record
-        .get("files")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(path) = file.get("path").and_then(Value::as_str) else {
-            continue;
-        };
-        for conv in file
-            .get("conversations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let contributor = conv
-                .pointer("/contributor/type")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown");
-            let model = conv
-                .pointer("/contributor/model_id")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let ranges = conv
-                .get("ranges")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|r| {
-                    Some((
-                        r.get("start_line")?.as_u64()? as u32,
-                        r.get("end_line")?.as_u64()? as u32,
-                        r.get("content_hash").and_then(Value::as_str).unwrap_or(""),
-                    ))
-                })
-                .collect();
-            out.push(RecordFile {
-                path,
-                contributor,
-                model,
-                ranges,
-            });
-        }
-    }
-    out
-}
-
 /// Lines of the ledger whose raw text contains `needle`, parsed, oldest first. The ledger is
 /// searched on every core, each taking a run of whole lines (a needle never spans lines).
-fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
+fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<TraceRecord>> {
     let Some(map) = map_ledger(root)? else {
         return Ok(Vec::new());
     };
@@ -142,8 +64,9 @@ fn matching_records(root: &Path, needle: &str) -> std::io::Result<Vec<Value>> {
             }
             last_line_start = start;
             let end = memchr::memchr(b'\n', &part[pos..]).map_or(part.len(), |p| pos + p);
-            if let Ok(v) = serde_json::from_slice::<Value>(&part[start..end]) {
-                out.push(v);
+            // A line that is not a trace record is skipped here; verify reports it.
+            if let Some(r) = TraceRecord::from_line(&part[start..end]) {
+                out.push(r);
             }
         }
         out
@@ -206,7 +129,7 @@ pub(crate) fn find_block(
 /// Which recorded change produced each line of `rel_path` now.
 pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
     let records = matching_records(root, &json_key("path", rel_path))?;
-    let records: Vec<&Value> = records.iter().collect();
+    let records: Vec<&TraceRecord> = records.iter().collect();
     blame_records(root, rel_path, &records)
 }
 
@@ -214,44 +137,35 @@ pub fn blame(root: &Path, rel_path: &str) -> std::io::Result<FileBlame> {
 pub fn blame_records(
     root: &Path,
     rel_path: &str,
-    records: &[&Value],
+    records: &[&TraceRecord],
 ) -> std::io::Result<FileBlame> {
     let text = std::fs::read_to_string(root.join(rel_path))?;
     let lines = split_lines(&text);
     let mut origins: Vec<Option<LineOrigin>> = vec![None; lines.len()];
     // Newest first: a later change wins over an earlier one for the same lines.
     for record in records.iter().rev() {
-        for file in record_files(record)
-            .into_iter()
-            .filter(|f| f.path == rel_path)
-        {
-            for (start, end, hash) in &file.ranges {
-                if *start == 0 || end < start || hash.is_empty() {
+        for file in record.files.iter().filter(|f| f.path == rel_path) {
+            for (conversation, range) in file.ranges() {
+                let (start, end) = (range.start_line, range.end_line);
+                let hash = range.content_hash.as_deref().unwrap_or("");
+                if start == 0 || end < start || hash.is_empty() {
                     continue;
                 }
                 let n = (end - start + 1) as usize;
                 // A block newer records already explain entirely is looked for elsewhere.
                 let claimed = |at: usize| origins[at..at + n].iter().all(Option::is_some);
-                let Some(at) = find_block(&lines, *start as usize - 1, n, hash, &claimed) else {
+                let Some(at) = find_block(&lines, start as usize - 1, n, hash, &claimed) else {
                     continue;
                 };
                 let origin = LineOrigin {
-                    intent_id: vstr(record, "intent_id"),
-                    record_id: record
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                    task_id: vstr(record, "task_id"),
-                    model: file.model.to_string(),
-                    contributor: Contributor::parse(file.contributor),
+                    intent_id: record.mandate_str(|m| &m.intent_id).into(),
+                    record_id: record.id.clone(),
+                    task_id: record.mandate_str(|m| &m.task_id).into(),
+                    model: conversation.model_id().into(),
+                    contributor: conversation.contributor_kind(),
                     approved_by: approver(record),
                     approval: approval_summary(record),
-                    timestamp: record
-                        .get("timestamp")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
+                    timestamp: record.timestamp.clone(),
                 };
                 for slot in origins.iter_mut().skip(at).take(n) {
                     if slot.is_none() {
@@ -280,40 +194,34 @@ pub fn blame_records(
 pub fn intent_changes(root: &Path, intent_id: &str) -> std::io::Result<Vec<TraceChange>> {
     let records = matching_records(root, &json_key("intent_id", intent_id))?;
     let mut out = Vec::new();
-    for record in records.iter().filter(|r| vstr(r, "intent_id") == intent_id) {
-        for file in record_files(record) {
-            out.push(TraceChange {
-                record_id: record
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                timestamp: record
-                    .get("timestamp")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .into(),
-                path: file.path.into(),
-                ranges: file
-                    .ranges
-                    .iter()
-                    .map(|(s, e, _)| LineRange {
-                        start_line: *s,
-                        end_line: *e,
-                    })
-                    .collect(),
-                model: file.model.into(),
-                contributor: Contributor::parse(file.contributor),
-                tool: vstr(record, "tool"),
-                task_id: vstr(record, "task_id"),
-                mutation_class: vendor(record)
-                    .and_then(|v| v.get("mutation_class"))
-                    .and_then(|m| m.get("computed"))
-                    .and_then(Value::as_str)
-                    .map_or(MutationClass::Other(String::new()), MutationClass::parse),
-                approved_by: approver(record),
-                approval: approval_summary(record),
-            });
+    for record in records.iter().filter(|r| r.intent_id() == Some(intent_id)) {
+        let mutation_class = record
+            .mandate()
+            .and_then(|m| m.mutation_class.as_ref())
+            .map_or(MutationClass::Other(String::new()), |c| c.computed.clone());
+        for file in &record.files {
+            for conversation in &file.conversations {
+                out.push(TraceChange {
+                    record_id: record.id.clone(),
+                    timestamp: record.timestamp.clone(),
+                    path: file.path.clone(),
+                    ranges: conversation
+                        .ranges
+                        .iter()
+                        .map(|r| LineRange {
+                            start_line: r.start_line,
+                            end_line: r.end_line,
+                        })
+                        .collect(),
+                    model: conversation.model_id().into(),
+                    contributor: conversation.contributor_kind(),
+                    tool: record.mandate_str(|m| &m.tool).into(),
+                    task_id: record.mandate_str(|m| &m.task_id).into(),
+                    mutation_class: mutation_class.clone(),
+                    approved_by: approver(record),
+                    approval: approval_summary(record),
+                });
+            }
         }
     }
     Ok(out)
@@ -322,16 +230,15 @@ pub fn intent_changes(root: &Path, intent_id: &str) -> std::io::Result<Vec<Trace
 /// The diff stored with a record for one of its files.
 pub fn change_diff(root: &Path, record_id: &str, path: &str) -> std::io::Result<ChangeDiffView> {
     let records = matching_records(root, &json_key("id", record_id))?;
-    let diff = records
-        .iter()
-        .find(|r| r.get("id").and_then(Value::as_str) == Some(record_id))
-        .and_then(|r| {
-            vendor(r)?
-                .get("diffs")?
-                .get(path)?
-                .as_str()
-                .map(str::to_string)
-        });
+    let diff = records.iter().find(|r| r.id == record_id).and_then(|r| {
+        // The journal's diffs (path to unified diff) stay in the block's extra keys.
+        r.mandate()?
+            .extra
+            .get("diffs")?
+            .get(path)?
+            .as_str()
+            .map(str::to_string)
+    });
     Ok(ChangeDiffView {
         record_id: record_id.into(),
         path: path.into(),

@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::merge::merge3;
 use crate::checkpoint::CheckpointStore;
 use crate::fsutil::sha256_hex;
-use crate::orchestration::ledger::{map_ledger, VENDOR_KEY};
+use crate::orchestration::ledger::map_ledger;
+use crate::orchestration::record::TraceRecord;
 
 /// Which records to take back. Every filter that is set must match.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,26 +106,18 @@ pub enum PlanError {
     Nothing(String),
 }
 
-fn vendor(record: &Value) -> Option<&serde_json::Map<String, Value>> {
-    record.get("metadata")?.get(VENDOR_KEY)?.as_object()
-}
-
 fn hash_of(v: &Value) -> Option<String> {
     v.as_str()
         .map(|h| h.strip_prefix("sha256:").unwrap_or(h).to_string())
 }
 
-fn change_of(record: &Value) -> Option<Change> {
-    let vendor = vendor(record)?;
-    let s = |key: &str| {
-        vendor
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+fn change_of(record: &TraceRecord) -> Option<Change> {
+    let vendor = record.mandate()?;
+    let s = |field: &Option<String>| field.clone().unwrap_or_default();
     let mut images = BTreeMap::new();
-    if let Some(map) = vendor.get("images").and_then(Value::as_object) {
+    // The journal's images (path to before/after hash and mode) stay in the block's extra keys:
+    // their `null`s and optional modes are kept as written there.
+    if let Some(map) = vendor.extra.get("images").and_then(Value::as_object) {
         for (path, image) in map {
             images.insert(
                 path.clone(),
@@ -140,34 +133,21 @@ fn change_of(record: &Value) -> Option<Change> {
         }
     }
     let bare_paths = record
-        .get("files")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f.get("path").and_then(Value::as_str))
+        .files
+        .iter()
+        .map(|f| &f.path)
         .filter(|p| !images.contains_key(*p))
-        .map(str::to_string)
+        .cloned()
         .collect();
     Some(Change {
-        id: record.get("id")?.as_str()?.to_string(),
-        timestamp: record
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        task_id: s("task_id"),
-        call_id: s("tool_call_id"),
-        intent_id: s("intent_id"),
+        id: record.id.clone(),
+        timestamp: record.timestamp.clone(),
+        task_id: s(&vendor.task_id),
+        call_id: s(&vendor.tool_call_id),
+        intent_id: s(&vendor.intent_id),
         images,
         bare_paths,
-        reverts: vendor
-            .get("revert_of")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
+        reverts: record.revert_of().to_vec(),
     })
 }
 
@@ -180,7 +160,7 @@ pub(crate) fn read_changes(root: &Path) -> std::io::Result<Vec<Change>> {
     Ok(map
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
-        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter_map(TraceRecord::from_line)
         .filter_map(|r| change_of(&r))
         .collect())
 }
