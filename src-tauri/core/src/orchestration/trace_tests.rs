@@ -119,3 +119,24 @@ fn per_intent_history_and_stored_diffs() {
     assert!(d.available);
     assert_eq!(d.hunks.len(), 1);
 }
+
+#[test]
+fn lines_that_are_not_trace_records_are_skipped_by_blame_and_reported_by_verify() {
+    let (tmp, _) = setup();
+    let path = tmp.path().join(LEDGER_FILE);
+    let text = std::fs::read_to_string(&path).expect("read");
+    let first = text.lines().next().expect("a record");
+    // A record whose intent is null, and a line that is not JSON, both naming `a.rs`.
+    let hostile = first.replace("\"intent_id\":\"INT-1\"", "\"intent_id\":null");
+    let appended = format!("{text}{hostile}\n{{\"path\":\"a.rs\" torn\n");
+    std::fs::write(&path, appended).expect("write");
+    let b = blame(tmp.path(), "a.rs").expect("blame");
+    let intents: Vec<Option<&str>> = b
+        .lines
+        .iter()
+        .map(|l| l.origin.as_ref().map(|o| o.intent_id.as_str()))
+        .collect();
+    assert_eq!(intents, [Some("INT-1"), Some("INT-1"), None, Some("INT-2")]);
+    let r = verify(tmp.path()).expect("verify");
+    assert!(!r.findings.is_empty(), "the damaged lines are reported");
+}
