@@ -105,16 +105,14 @@ fn hex_at(
 /// digest is the SHA-256 of the line with its `"digest":"…",` member cut out. Other lines fall
 /// back to a full parse, so a valid record in another layout is still judged on its content.
 pub fn link(line: &[u8]) -> Link {
-    let hash: [u8; 32] = Sha256::digest(line).into();
     // A canonical record is one complete object; a torn one is judged by the full parse.
     if line.starts_with(b"{\"files\":") && line.ends_with(b"}") {
-        if let Some(mut l) = canonical_link(line) {
-            l.hash = hash;
+        if let Some(l) = canonical_link(line) {
             return l;
         }
     }
     let mut l = parsed_link(line);
-    l.hash = hash;
+    l.hash = link_hash(line);
     l
 }
 
@@ -127,10 +125,15 @@ fn canonical_link(line: &[u8]) -> Option<Link> {
     if line.get(member_end) != Some(&b',') {
         return None;
     }
-    let mut hasher = Sha256::new();
-    hasher.update(&line[..start]);
-    hasher.update(&line[member_end + 1..]);
-    let computed: [u8; 32] = hasher.finalize().into();
+    // The line's hash and the digest share everything before the digest member (most of the
+    // record): hash that once and carry on from a copy of the state for each. SHA-256 hashes
+    // a stream, so this is exactly the hash of each whole message.
+    let mut digest_hasher = Sha256::new();
+    digest_hasher.update(&line[..start]);
+    let mut line_hasher = digest_hasher.clone();
+    line_hasher.update(&line[start..]);
+    digest_hasher.update(&line[member_end + 1..]);
+    let computed: [u8; 32] = digest_hasher.finalize().into();
     // Only Mandate's own structural records (merges, acceptances) have no files.
     let structural = line.starts_with(b"{\"files\":[],");
     let merge_parents = if structural {
@@ -139,7 +142,7 @@ fn canonical_link(line: &[u8]) -> Option<Link> {
         Vec::new()
     };
     Some(Link {
-        hash: [0; 32],
+        hash: line_hasher.finalize().into(),
         prev: Some(prev),
         digest_ok: computed == digest,
         merge_parents,
@@ -369,7 +372,7 @@ impl Chain {
     }
 }
 
-fn threads() -> usize {
+pub fn threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -393,6 +396,25 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     })
+}
+
+/// `bytes` cut into at most `n` runs of whole lines (each but the last ends with `\n`), in
+/// order, so that each core can take one.
+pub fn line_runs(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+    let mut runs = Vec::with_capacity(n);
+    let mut from = 0;
+    for k in 1..n.max(1) {
+        let at = (bytes.len() * k / n).max(from);
+        let Some(nl) = memchr::memchr(b'\n', &bytes[at..]) else {
+            break;
+        };
+        runs.push(&bytes[from..at + nl + 1]);
+        from = at + nl + 1;
+    }
+    if from < bytes.len() || runs.is_empty() {
+        runs.push(&bytes[from..]);
+    }
+    runs
 }
 
 /// The links of every line of `bytes`, hashed on every core.

@@ -4,7 +4,9 @@
 //! Records are written canonically, so the chain and the digests are checked on the raw bytes
 //! without parsing JSON (see `chain::link`); only the leading `files` array is parsed. A line
 //! not in canonical form falls back to a full parse, so hand-edited but valid records are still
-//! judged on their content. Lines and files are checked on every core.
+//! judged on their content. Lines and files are checked on every core: each core takes a run
+//! of whole lines, then a share of the files (chosen by a hash of the path, so every range of
+//! a file is checked by one core, in ledger order).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +14,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::chain::{self, par_map, Chain, Link};
+use super::chain::{self, Chain, Link};
 use super::heads::{HeadStore, Heads};
 use super::integrity;
 use super::ledger::{map_file, split_lines, LEDGER_FILE, VENDOR_KEY};
@@ -102,6 +104,79 @@ fn facts(line: &[u8]) -> LineFacts<'_> {
     LineFacts { link, files }
 }
 
+/// One recorded range, flat: the line it is recorded on (0-based within its run of lines).
+struct Recorded<'a> {
+    line: u32,
+    start: u32,
+    end: u32,
+    hash: std::borrow::Cow<'a, str>,
+    path: std::borrow::Cow<'a, str>,
+    /// Which core checks the path's file.
+    share: u64,
+}
+
+/// One run of whole lines of the ledger, as read by one core.
+#[derive(Default)]
+struct Run<'a> {
+    lines: Vec<&'a [u8]>,
+    links: Vec<Link>,
+    ranges: Vec<Recorded<'a>>,
+}
+
+fn scan_run(bytes: &[u8]) -> Run<'_> {
+    let lines = chain::split_lines(bytes);
+    let mut links = Vec::with_capacity(lines.len());
+    let mut ranges = Vec::with_capacity(lines.len());
+    for (n, line) in lines.iter().enumerate() {
+        let f = facts(line);
+        links.push(f.link);
+        for file in f.files {
+            let share = path_share(&file.path);
+            for r in file.conversations.into_iter().flat_map(|c| c.ranges) {
+                ranges.push(Recorded {
+                    line: n as u32,
+                    start: r.start_line,
+                    end: r.end_line,
+                    hash: r.content_hash,
+                    path: file.path.clone(),
+                    share,
+                });
+            }
+        }
+    }
+    Run {
+        lines,
+        links,
+        ranges,
+    }
+}
+
+fn path_share(path: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = Fnv.build_hasher();
+    h.write(path.as_bytes());
+    h.finish()
+}
+
+/// Runs `work` on scoped threads and returns their results in order; a worker that panicked
+/// panics here too (a check that did not run must not read as one that passed).
+fn on_cores<R: Send>(jobs: usize, work: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    if jobs <= 1 {
+        return vec![work(0)];
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..jobs).map(|k| scope.spawn(move || work(k))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Below this a ledger is checked on one core: threads would cost more than they save.
+const PARALLEL_BYTES: usize = 1 << 20;
+
 fn owned_file(file: &Value) -> Option<FileEntry<'static>> {
     let conversations = file
         .get("conversations")?
@@ -189,8 +264,31 @@ fn snapshot(
 pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verification> {
     let (map, heads) = snapshot(root, store)?;
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
-    let lines = chain::split_lines(bytes);
-    let mut all_facts = par_map(&lines, |l| facts(l));
+    let cores = if bytes.len() < PARALLEL_BYTES {
+        1
+    } else {
+        chain::threads()
+    };
+    Ok(judge_ledger(root, bytes, heads, cores))
+}
+
+/// Verifies the ledger `bytes` of the workspace at `root` on `cores` threads.
+fn judge_ledger(
+    root: &Path,
+    bytes: &[u8],
+    heads: Result<Heads, String>,
+    cores: usize,
+) -> Verification {
+    let byte_runs = chain::line_runs(bytes, cores);
+    let mut runs = on_cores(byte_runs.len(), |k| scan_run(byte_runs[k]));
+    let mut lines = Vec::with_capacity(runs.iter().map(|r| r.lines.len()).sum());
+    let mut links = Vec::with_capacity(lines.capacity());
+    let mut first_lines = Vec::with_capacity(runs.len());
+    for run in &mut runs {
+        first_lines.push(lines.len() as u32);
+        lines.append(&mut run.lines);
+        links.append(&mut run.links);
+    }
     let mut report = VerifyReport {
         records: 0,
         ranges: 0,
@@ -204,23 +302,8 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
         findings: Vec::new(),
         chain_ok: true,
     };
-    let links: Vec<Link> = all_facts
-        .iter_mut()
-        .map(|f| std::mem::take(&mut f.link))
-        .collect();
-    // path -> (ledger line, start, end, hash)
-    let mut by_path: HashMap<std::borrow::Cow<'_, str>, Vec<Recorded<'_>>, Fnv> =
-        HashMap::default();
-    for (n, (f, link)) in all_facts.into_iter().zip(&links).enumerate() {
+    for (n, link) in links.iter().enumerate() {
         line_findings(&mut report, &lines, n, link);
-        for file in f.files {
-            let list = by_path.entry(file.path).or_default();
-            for conv in file.conversations {
-                for r in conv.ranges {
-                    list.push((n as u32 + 1, r.start_line, r.end_line, r.content_hash));
-                }
-            }
-        }
     }
     let chain_check = Chain::check(&links);
     for (i, b) in &chain_check.breaks {
@@ -238,10 +321,8 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
         &mut report,
     );
     report.chain_ok = report.tampered == 0 && report.malformed == 0;
-    let mut paths: Vec<_> = by_path.into_iter().collect();
-    paths.sort_by(|a, b| a.0.cmp(&b.0));
-    let per_path = par_map(&paths, |(path, ranges)| check_file(root, path, ranges));
-    for (counts, findings) in per_path {
+    let per_share = on_cores(cores, |k| check_share(root, &runs, &first_lines, k, cores));
+    for (counts, findings) in per_share {
         report.ranges += counts[0];
         report.intact += counts[1];
         report.moved += counts[2];
@@ -250,10 +331,45 @@ pub fn verify_with(root: &Path, store: &HeadStore) -> std::io::Result<Verificati
         report.missing += counts[5];
         report.findings.extend(findings);
     }
-    report
-        .findings
-        .sort_by_key(|f| (f.ledger_line, f.range.as_ref().map(|r| r.start_line)));
-    Ok(Verification { report, notes })
+    report.findings.sort_by(|a, b| {
+        let key = |f: &VerifyFinding| (f.ledger_line, f.range.as_ref().map(|r| r.start_line));
+        key(a).cmp(&key(b)).then_with(|| a.path.cmp(&b.path))
+    });
+    Verification { report, notes }
+}
+
+/// Checks the files of share `k` of `shares`: every range recorded for them, in ledger order.
+fn check_share(
+    root: &Path,
+    runs: &[Run<'_>],
+    first_lines: &[u32],
+    k: usize,
+    shares: usize,
+) -> ([u32; 6], Vec<VerifyFinding>) {
+    // path -> (ledger line, start, end, hash)
+    let mut by_path: HashMap<&str, Vec<Checked<'_>>, Fnv> = HashMap::default();
+    for (run, first) in runs.iter().zip(first_lines) {
+        for r in run
+            .ranges
+            .iter()
+            .filter(|r| r.share % shares as u64 == k as u64)
+        {
+            by_path
+                .entry(&r.path)
+                .or_default()
+                .push((first + r.line + 1, r.start, r.end, &r.hash));
+        }
+    }
+    let mut counts = [0u32; 6];
+    let mut findings = Vec::new();
+    for (path, ranges) in by_path {
+        let (c, f) = check_file(root, path, &ranges);
+        for (total, n) in counts.iter_mut().zip(c) {
+            *total += n;
+        }
+        findings.extend(f);
+    }
+    (counts, findings)
 }
 
 /// What line `n` says about itself: not a record, edited, or a person's acceptance.
@@ -371,10 +487,11 @@ fn acceptance_detail(line: &[u8]) -> String {
     )
 }
 
-/// Checks one file's ranges: [ranges, intact, moved, superseded, changed, missing] and findings.
-type Recorded<'a> = (u32, u32, u32, std::borrow::Cow<'a, str>);
+/// A range to check: (1-based ledger line, start, end, hash).
+type Checked<'a> = (u32, u32, u32, &'a str);
 
-fn check_file(root: &Path, path: &str, ranges: &[Recorded<'_>]) -> ([u32; 6], Vec<VerifyFinding>) {
+/// Checks one file's ranges: [ranges, intact, moved, superseded, changed, missing] and findings.
+fn check_file(root: &Path, path: &str, ranges: &[Checked<'_>]) -> ([u32; 6], Vec<VerifyFinding>) {
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
     let text = std::fs::read_to_string(root.join(path)).ok();
@@ -431,40 +548,5 @@ fn check_file(root: &Path, path: &str, ranges: &[Recorded<'_>]) -> ([u32; 6], Ve
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::orchestration::ledger::{canonical_json, Ledger};
-
-    #[test]
-    fn the_byte_level_checks_agree_with_a_full_parse() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let ledger = Ledger::new(tmp.path());
-        let record = ledger
-            .append(&crate::orchestration::ledger::tests::entry(
-                "a.rs",
-                &[(1, 2, &["x", "y"])],
-            ))
-            .expect("append");
-        let line = canonical_json(&record);
-        let fast = facts(line.as_bytes());
-        assert!(fast.link.digest_ok && fast.link.prev.is_some() && fast.files.len() == 1);
-        // The same record, not canonical (spaces, other key order): judged by the full parse.
-        let pretty = serde_json::to_string_pretty(&record)
-            .expect("json")
-            .replace('\n', "");
-        let slow = facts(pretty.as_bytes());
-        assert!(
-            slow.link.digest_ok,
-            "a valid record in another layout still verifies"
-        );
-        assert_eq!(slow.link.prev, fast.link.prev);
-        assert_eq!(slow.files[0].conversations[0].ranges[0].end_line, 2);
-        // One changed byte anywhere breaks the digest.
-        let tampered = line.replace("\"ai\"", "\"human\"");
-        assert!(!facts(tampered.as_bytes()).link.digest_ok);
-        assert!(
-            facts(b"{\"version\":\"0.1\"").link.prev.is_none(),
-            "torn line"
-        );
-    }
-}
+#[path = "verify_tests.rs"]
+mod tests;

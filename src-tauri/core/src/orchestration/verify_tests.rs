@@ -1,0 +1,84 @@
+use super::*;
+use crate::orchestration::ledger::{canonical_json, Ledger};
+
+#[test]
+fn the_byte_level_checks_agree_with_a_full_parse() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::new(tmp.path());
+    let record = ledger
+        .append(&crate::orchestration::ledger::tests::entry(
+            "a.rs",
+            &[(1, 2, &["x", "y"])],
+        ))
+        .expect("append");
+    let line = canonical_json(&record);
+    let fast = facts(line.as_bytes());
+    assert!(fast.link.digest_ok && fast.link.prev.is_some() && fast.files.len() == 1);
+    // The line's hash shares its prefix with the digest's: still the hash of the line.
+    assert_eq!(fast.link.hash, chain::link_hash(line.as_bytes()));
+    // The same record, not canonical (spaces, other key order): judged by the full parse.
+    let pretty = serde_json::to_string_pretty(&record)
+        .expect("json")
+        .replace('\n', "");
+    let slow = facts(pretty.as_bytes());
+    assert_eq!(slow.link.hash, chain::link_hash(pretty.as_bytes()));
+    assert!(
+        slow.link.digest_ok,
+        "a valid record in another layout still verifies"
+    );
+    assert_eq!(slow.link.prev, fast.link.prev);
+    assert_eq!(slow.files[0].conversations[0].ranges[0].end_line, 2);
+    // One changed byte anywhere breaks the digest.
+    let tampered = line.replace("\"ai\"", "\"human\"");
+    assert!(!facts(tampered.as_bytes()).link.digest_ok);
+    assert!(
+        facts(b"{\"version\":\"0.1\"").link.prev.is_none(),
+        "torn line"
+    );
+}
+
+#[test]
+fn every_split_over_cores_finds_the_same() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::new(tmp.path());
+    let entry = crate::orchestration::ledger::tests::entry;
+    for n in 0..40u32 {
+        let path = format!("f{}.rs", n % 7);
+        let at = 1 + n % 3;
+        ledger
+            .append(&entry(&path, &[(at, at, &["x"]), (5, 6, &["y", "z"])]))
+            .expect("append");
+    }
+    for f in 0..7 {
+        std::fs::write(tmp.path().join(format!("f{f}.rs")), "a\nx\nb\nc\ny\nz\n").expect("w");
+    }
+    // Findings of every kind, on lines that fall in different runs and shares.
+    std::fs::remove_file(tmp.path().join("f3.rs")).expect("rm");
+    std::fs::write(tmp.path().join("f5.rs"), "x\nq\nq\nq\nq\nq\n").expect("w");
+    let mut bytes = std::fs::read(tmp.path().join(LEDGER_FILE)).expect("read");
+    let lines = chain::split_lines(&bytes);
+    let at = lines[..17].iter().map(|l| l.len() + 1).sum::<usize>() + 40;
+    bytes[at] = if bytes[at] == b'a' { b'b' } else { b'a' };
+    bytes.extend_from_slice(b"{\"version\":\"0.1\"");
+    let one = judge_ledger(tmp.path(), &bytes, Ok(Heads::default()), 1).report;
+    assert!(one.tampered > 0 && one.malformed == 1 && one.missing > 0);
+    assert!(one.changed + one.moved > 0 && one.intact > 0);
+    for cores in [2, 3, 5, 64] {
+        let many = judge_ledger(tmp.path(), &bytes, Ok(Heads::default()), cores).report;
+        assert_eq!(many, one, "on {cores} cores");
+    }
+}
+
+#[test]
+fn runs_of_lines_cover_the_ledger_and_end_at_line_ends() {
+    let bytes = b"aaa\nbb\n\ncccc\nd";
+    for n in 1..8 {
+        let runs = chain::line_runs(bytes, n);
+        assert!(!runs.is_empty() && runs.len() <= n);
+        assert_eq!(runs.concat(), bytes.to_vec());
+        for r in &runs[..runs.len() - 1] {
+            assert_eq!(r.last(), Some(&b'\n'));
+        }
+    }
+    assert_eq!(chain::line_runs(b"", 4), vec![b"".as_slice()]);
+}
