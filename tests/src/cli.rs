@@ -69,6 +69,18 @@ pub async fn run_openai(
     prompt: &str,
     dirs: &UserDirs,
 ) -> Output {
+    run_openai_with_env(ws, base_url, extra, prompt, dirs, &[]).await
+}
+
+/// [`run_openai`] with variables added to the runner's environment.
+pub async fn run_openai_with_env(
+    ws: &Path,
+    base_url: &str,
+    extra: &[&str],
+    prompt: &str,
+    dirs: &UserDirs,
+    env: &[(&str, &str)],
+) -> Output {
     let ws = ws.display().to_string();
     let base = format!("{base_url}/v1");
     let mut args = vec![
@@ -85,7 +97,7 @@ pub async fn run_openai(
     ];
     args.extend_from_slice(extra);
     args.push(prompt);
-    mandate(&args, dirs, &[]).await
+    mandate(&args, dirs, env).await
 }
 
 /// The task record saved in the user's data directory.

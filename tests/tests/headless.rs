@@ -2,7 +2,7 @@
 //! both wire formats, the gate, stale writes, approvals by flag, and usage errors.
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{ledger, mandate, run_openai, task_record};
+use mandate_tests::cli::{ledger, mandate, run_openai, run_openai_with_env, task_record};
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::sse::{anthropic, openai};
 use mandate_tests::trace_schema::assert_valid;
@@ -856,26 +856,11 @@ async fn a_key_never_leaves_through_any_path() {
             .reply(),
     ])
     .await;
-    let ws_arg = ws.path().display().to_string();
-    let base = format!("{}/v1", server.base_url());
-    let out = mandate(
-        &[
-            "run",
-            "--workspace",
-            &ws_arg,
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--model",
-            "test-model",
-            "--api-key-env",
-            "TEST_KEY",
-            "--approve",
-            "allow",
-            "--json",
-            "go",
-        ],
+    let out = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &["--api-key-env", "TEST_KEY", "--approve", "allow"],
+        "go",
         &dirs,
         &[("TEST_KEY", KEY), ("MANDATE_API_KEY", KEY)],
     )

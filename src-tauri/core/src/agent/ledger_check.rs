@@ -9,27 +9,25 @@ use super::env::AgentEnv;
 use super::task::TaskHandle;
 use crate::orchestration::ledger::LedgerHealth;
 use crate::orchestration::ledger::LEDGER_FILE;
-use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus,
-};
+use crate::protocol::{ApprovalOutcome, Event, NoticeLevel};
 
 /// What is wrong with the ledger, in a sentence naming the file and the line; None when it holds.
 async fn problem(env: &AgentEnv) -> Option<String> {
     let ledger = env.gov.ledger.clone();
-    let health = tokio::task::spawn_blocking(move || ledger.health()).await;
+    let health = tokio::task::spawn_blocking(move || ledger.health())
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|h| h.map_err(|e| e.to_string()));
     match health {
-        Ok(Ok(LedgerHealth::Ok { .. })) => None,
-        Ok(Ok(LedgerHealth::Broken { line: 0, reason })) => Some(format!(
+        Ok(LedgerHealth::Ok { .. }) => None,
+        Ok(LedgerHealth::Broken { line: 0, reason }) => Some(format!(
             "The trace ledger {LEDGER_FILE} cannot be trusted: {reason}."
         )),
-        Ok(Ok(LedgerHealth::Broken { line, reason })) => Some(format!(
+        Ok(LedgerHealth::Broken { line, reason }) => Some(format!(
             "The trace ledger {LEDGER_FILE} is damaged at line {line}: {reason}."
         )),
-        Ok(Ok(LedgerHealth::Missing { records, reason })) => Some(format!(
+        Ok(LedgerHealth::Missing { records, reason }) => Some(format!(
             "The trace ledger {LEDGER_FILE} lost the {records} records Mandate wrote to it: {reason}."
-        )),
-        Ok(Err(e)) => Some(format!(
-            "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
         )),
         Err(e) => Some(format!(
             "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
@@ -55,31 +53,14 @@ pub(super) async fn check_at_start(env: &AgentEnv, task: &TaskHandle, cancel: &C
         return;
     }
     notice(NoticeLevel::Error, problem.clone());
-    let request = ApprovalRequest {
-        approval_id: uuid::Uuid::new_v4().to_string(),
-        call_id: String::new(),
-        intent: None,
-        detail: ApprovalDetail::Continue {
-            reason: format!(
-                "{problem} Accept the ledger as it is and record new changes after it? Your decision is recorded in the ledger, and `trace verify` keeps reporting the damage. Otherwise every change is refused until the ledger is repaired."
-            ),
-        },
-        hook_reasons: Vec::new(),
-    };
-    let approval_id = request.approval_id.clone();
-    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
-    let decision = env.interaction.approve(&task.id, request, cancel).await;
-    task.set_status(env.sink.as_ref(), TaskStatus::Running);
-    let accepted = !matches!(decision, ApprovalDecision::Reject { .. }) && !cancel.is_cancelled();
-    env.sink.emit(Event::ApprovalResolved {
-        task_id: task.id.clone(),
-        approval_id,
-        outcome: if accepted {
-            crate::protocol::ApprovalOutcome::LedgerAccepted
-        } else {
-            crate::protocol::ApprovalOutcome::LedgerRefused
-        },
-    });
+    let question = format!(
+        "{problem} Accept the ledger as it is and record new changes after it? Your decision is recorded in the ledger, and `trace verify` keeps reporting the damage. Otherwise every change is refused until the ledger is repaired."
+    );
+    let outcomes = (
+        ApprovalOutcome::LedgerAccepted,
+        ApprovalOutcome::LedgerRefused,
+    );
+    let accepted = super::turn::ask_person(env, task, question, outcomes, cancel).await;
     if !accepted {
         notice(
             NoticeLevel::Warning,
@@ -88,14 +69,14 @@ pub(super) async fn check_at_start(env: &AgentEnv, task: &TaskHandle, cancel: &C
         return;
     }
     let ledger = env.gov.ledger.clone();
-    match tokio::task::spawn_blocking(move || ledger.accept_broken()).await {
-        Ok(Ok(_)) => notice(
+    let recorded = tokio::task::spawn_blocking(move || ledger.accept_broken())
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    match recorded {
+        Ok(_) => notice(
             NoticeLevel::Info,
             "Your decision is recorded in the ledger; new changes are recorded after it.".into(),
-        ),
-        Ok(Err(e)) => notice(
-            NoticeLevel::Error,
-            format!("Your decision could not be recorded ({e}): changes stay refused."),
         ),
         Err(e) => notice(
             NoticeLevel::Error,

@@ -444,29 +444,11 @@ async fn ask_to_continue(
     reason: &str,
     cancel: &CancellationToken,
 ) -> bool {
-    let request = ApprovalRequest {
-        approval_id: uuid::Uuid::new_v4().to_string(),
-        call_id: String::new(),
-        intent: None,
-        detail: ApprovalDetail::Continue {
-            reason: reason.to_string(),
-        },
-        hook_reasons: Vec::new(),
-    };
-    let approval_id = request.approval_id.clone();
-    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
-    let decision = env.interaction.approve(&task.id, request, cancel).await;
-    task.set_status(env.sink.as_ref(), TaskStatus::Running);
-    let go_on = !matches!(decision, ApprovalDecision::Reject { .. });
-    env.sink.emit(Event::ApprovalResolved {
-        task_id: task.id.clone(),
-        approval_id,
-        outcome: if go_on {
-            crate::protocol::ApprovalOutcome::Continue
-        } else {
-            crate::protocol::ApprovalOutcome::Stop
-        },
-    });
+    let outcomes = (
+        crate::protocol::ApprovalOutcome::Continue,
+        crate::protocol::ApprovalOutcome::Stop,
+    );
+    let go_on = ask_person(env, task, reason.to_string(), outcomes, cancel).await;
     if go_on {
         task.push_conversation(ChatMessage::User {
             text: format!(
@@ -475,6 +457,39 @@ async fn ask_to_continue(
         });
     }
     go_on
+}
+
+/// Puts a yes/no question about the task itself (not a tool call) to the person, with the
+/// task waiting meanwhile; `outcomes` are what the window is told for yes and for no. A
+/// cancelled task is a no.
+pub(super) async fn ask_person(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    reason: String,
+    (yes, no): (
+        crate::protocol::ApprovalOutcome,
+        crate::protocol::ApprovalOutcome,
+    ),
+    cancel: &CancellationToken,
+) -> bool {
+    let request = ApprovalRequest {
+        approval_id: uuid::Uuid::new_v4().to_string(),
+        call_id: String::new(),
+        intent: None,
+        detail: ApprovalDetail::Continue { reason },
+        hook_reasons: Vec::new(),
+    };
+    let approval_id = request.approval_id.clone();
+    task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
+    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    task.set_status(env.sink.as_ref(), TaskStatus::Running);
+    let yes_said = !matches!(decision, ApprovalDecision::Reject { .. }) && !cancel.is_cancelled();
+    env.sink.emit(Event::ApprovalResolved {
+        task_id: task.id.clone(),
+        approval_id,
+        outcome: if yes_said { yes } else { no },
+    });
+    yes_said
 }
 
 /// One request to the model, streamed into the UI. Errors end the run.
