@@ -435,7 +435,7 @@ fn intent_from_fields(id: String, mut map: impl Fields) -> Result<Intent, (Strin
             "acceptance_criteria",
         )?;
         for pattern in &owned_scope {
-            check_glob(pattern)?;
+            check_glob(pattern).map_err(|e| e.0)?;
         }
         Ok((name, status, owned_scope, constraints, acceptance_criteria))
     })();
@@ -526,7 +526,7 @@ pub fn intent_from_draft(draft: IntentDraft, mut extra: Mapping) -> Result<Inten
     let owned_scope = clean(draft.owned_scope);
     let reject = |m: String| IntentError::Rejected(format!("intent `{id}`: {m}"));
     for pattern in &owned_scope {
-        check_glob(pattern).map_err(reject)?;
+        check_glob(pattern).map_err(|e| reject(e.0))?;
     }
     if let Some(budget) = &draft.budget {
         crate::settings::check_budget(budget).map_err(|e| reject(e.to_string()))?;
@@ -547,7 +547,7 @@ pub fn intent_from_draft(draft: IntentDraft, mut extra: Mapping) -> Result<Inten
 #[path = "intents_globs.rs"]
 mod globs;
 use globs::check_glob;
-pub use globs::{compile_glob, compile_scope};
+pub use globs::{compile_glob, compile_scope, GlobError};
 
 #[path = "intents_store.rs"]
 mod store;
