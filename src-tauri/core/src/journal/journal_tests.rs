@@ -392,3 +392,63 @@ fn recovery_leaves_the_entry_of_a_live_writer_alone() {
         }]
     );
 }
+
+/// Rewrites the entry `id` left by `leave_entry` with `change` applied.
+fn tamper(f: &Fixture, entry: &Entry, change: impl FnOnce(&mut Entry)) {
+    let mut forged = entry.clone();
+    change(&mut forged);
+    let id = entry.record["id"].as_str().expect("id");
+    persist_entry(&entry_file(f.ws.root(), id), &forged).expect("entry");
+}
+
+#[test]
+fn planted_journal_entries_delete_read_and_record_nothing() {
+    let f = fixture();
+    let root = f.ws.root();
+    let outside = f.tmp.path().join("victim.txt");
+    std::fs::write(&outside, "keep me\n").expect("w");
+    std::fs::write(root.join("src/a.rs"), "new\n").expect("w");
+    std::fs::write(root.join(".intentignore"), "secret/\n").expect("w");
+    // A temporary name that climbs out of the workspace: recovery would delete the victim.
+    let e = leave_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);
+    tamper(&f, &e, |x| x.temp = "../../victim.txt".into());
+    // A path outside the workspace, and a protected one.
+    let e = leave_entry(&f, "src/b.rs", Some(b"old\n"), b"new\n", false);
+    tamper(&f, &e, |x| x.path = outside.display().to_string());
+    let e = leave_entry(&f, "src/c.rs", None, b"secret/\n", false);
+    tamper(&f, &e, |x| x.path = ".intentignore".into());
+    // A record about another file than the entry's, and images that do not match the entry.
+    let e = leave_entry(&f, "src/d.rs", Some(b"old\n"), b"new\n", false);
+    tamper(&f, &e, |x| x.path = "src/a.rs".into());
+    let e = leave_entry(&f, "src/a.rs", Some(b"old\n"), b"other\n", false);
+    tamper(&f, &e, |x| {
+        x.after = Some(crate::fsutil::sha256_hex(b"new\n"))
+    });
+    // An entry named after another record than its own.
+    let e = leave_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);
+    let id = e.record["id"].as_str().expect("id").to_string();
+    std::fs::rename(
+        entry_file(root, &id),
+        root.join(JOURNAL_DIR)
+            .join("00000000-0000-0000-0000-000000000000.json"),
+    )
+    .expect("rename");
+
+    let done = recover(root, &f.ledger);
+    assert_eq!(done.len(), 6, "{done:?}");
+    assert!(
+        done.iter().all(|r| matches!(r, Recovered::Rejected { .. })),
+        "{done:?}"
+    );
+    assert!(done[0].to_string().contains("not one Mandate wrote"));
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("victim"),
+        "keep me\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".intentignore")).expect("ignore"),
+        "secret/\n"
+    );
+    assert!(f.records().is_empty(), "nothing planted reaches the ledger");
+    assert_eq!(f.journal_entries(), 0, "planted entries are removed");
+}

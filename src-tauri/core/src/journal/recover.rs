@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{try_lock_path, Entry, JOURNAL_DIR};
 use crate::fsutil::sha256_hex;
-use crate::orchestration::ledger::{Ledger, LEDGER_FILE};
+use crate::orchestration::ledger::Ledger;
 
 /// What recovery did with one interrupted write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,8 @@ pub enum Recovered {
     Cleaned { path: String },
     /// The entry could not be finished; it stays for the next start.
     Failed { path: String, reason: String },
+    /// The entry is not one Mandate writes (a hand-made or planted file): removed, nothing done.
+    Rejected { file: String, reason: String },
 }
 
 impl std::fmt::Display for Recovered {
@@ -32,6 +34,7 @@ impl std::fmt::Display for Recovered {
             Recovered::Abandoned { path } => write!(f, "{path} changed after an interrupted write, so that write was not recorded and the file was left as it is"),
             Recovered::Cleaned { path } => write!(f, "leftovers of a finished write to {path} were removed"),
             Recovered::Failed { path, reason } => write!(f, "an interrupted write to {path} could not be finished ({reason}); it will be tried again"),
+            Recovered::Rejected { file, reason } => write!(f, "the journal entry {file} is not one Mandate wrote ({reason}), so it was removed and nothing was changed or recorded"),
         }
     }
 }
@@ -63,6 +66,18 @@ pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
                 continue;
             }
         };
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Err(reason) = check_entry(root, &stem, &entry) {
+            let _ = fs::remove_file(&file);
+            done.push(Recovered::Rejected {
+                file: format!("{JOURNAL_DIR}/{stem}.json"),
+                reason,
+            });
+            continue;
+        }
         match recover_one(root, ledger, &entry) {
             Ok(None) => {}
             Ok(Some(outcome)) => {
@@ -90,7 +105,7 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
         let _ = fs::remove_file(dir.join(&entry.temp));
     }
     let id = entry.record["id"].as_str().unwrap_or_default();
-    if !id.is_empty() && ledger_has_record(root, id)? {
+    if ledger.contains_record(id)? {
         return Ok(Some(Recovered::Cleaned {
             path: entry.path.clone(),
         }));
@@ -113,15 +128,55 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
     }))
 }
 
-/// Whether the ledger holds the record `id` (records are canonical: `"id":"<uuid>"`).
-fn ledger_has_record(root: &Path, id: &str) -> io::Result<bool> {
-    let bytes = match fs::read(root.join(LEDGER_FILE)) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
+/// An entry is acted on only if it is exactly what [`super::Journal::write`] writes: named after
+/// its record, for a workspace path an agent may write, with the temporary name the writer
+/// uses beside it, and a record about that path alone. The journal lies in the workspace, so
+/// anything else (a hand-made or planted entry) must not steer what recovery deletes, reads
+/// or records.
+fn check_entry(root: &Path, stem: &str, entry: &Entry) -> Result<(), String> {
+    let id = entry.record["id"].as_str().unwrap_or_default();
+    let uuid_like = !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    if !uuid_like || id != stem {
+        return Err("its record's id does not name it".into());
+    }
+    let workspace = crate::workspace::Workspace::new(root).map_err(|e| e.to_string())?;
+    let resolved = workspace
+        .resolve(&entry.path)
+        .map_err(|e| format!("its path: {e}"))?;
+    if resolved.rel != entry.path {
+        return Err("its path is not a plain workspace path".into());
+    }
+    if let Some(why) = crate::workspace::protected_reason(&resolved.rel) {
+        return Err(format!("its path is protected: {why}"));
+    }
+    let name = resolved
+        .abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if entry.temp != format!(".{name}.mandate-{id}.tmp") {
+        return Err("its temporary file is not the writer's".into());
+    }
+    let files = entry.record["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if files
+        .iter()
+        .any(|f| f["path"].as_str() != Some(entry.path.as_str()))
+    {
+        return Err("its record is about another file".into());
+    }
+    let image = &entry.record["metadata"]["dev.mandate"]["images"][entry.path.as_str()];
+    let claimed = |key: &str, hash: &Option<String>| match (image[key].as_str(), hash) {
+        (Some(h), Some(want)) => h.trim_start_matches("sha256:") == want,
+        (None, None) => true,
+        _ => false,
     };
-    let needle = format!("\"id\":\"{id}\"");
-    Ok(memchr::memmem::find(&bytes, needle.as_bytes()).is_some())
+    if !image.is_object() || !claimed("before", &entry.before) || !claimed("after", &entry.after) {
+        return Err("its record's images do not match it".into());
+    }
+    Ok(())
 }
 
 /// `.NAME.tmp-PID-UUID` files (see `fsutil::write_atomic`) left by a process that died.
