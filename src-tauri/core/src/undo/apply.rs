@@ -11,7 +11,7 @@ use crate::journal::{FileWrite, Journal, WriteError};
 use crate::orchestration::intents::IntentStore;
 use crate::orchestration::ledger::{now_rfc3339, ApprovalRecord, Ledger, TraceEntry};
 use crate::protocol::IntentStatus;
-use crate::workspace::{protected_reason, Workspace};
+use crate::workspace::Workspace;
 
 /// The person's choice for one file of the preview.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,19 +94,10 @@ async fn apply_file(
 ) -> FileResult {
     // Paths come from the ledger, which a person (or worse) may have edited: resolved and
     // checked like any path the agent gives.
-    let path = match ws.resolve(&file.path) {
+    let path = match super::plan::undoable(ws, &file.path) {
         Ok(p) => p,
-        Err(e) => {
-            return FileResult::Failed {
-                reason: e.to_string(),
-            }
-        }
+        Err(reason) => return FileResult::Failed { reason },
     };
-    if let Some(reason) = protected_reason(&path.rel) {
-        return FileResult::Failed {
-            reason: format!("{} is protected: {reason}", path.rel),
-        };
-    }
     let target = match (&file.current, &file.target) {
         (Some(current), Some(target)) if !choice.rejected_hunks.is_empty() => Some(
             crate::diff::apply_selected(

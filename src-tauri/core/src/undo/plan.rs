@@ -104,6 +104,8 @@ pub enum PlanError {
     Ledger(std::io::Error),
     #[error("nothing to undo: no recorded change matches ({0})")]
     Nothing(String),
+    #[error("cannot open the workspace: {0}")]
+    Workspace(std::io::Error),
 }
 
 fn hash_of(v: &Value) -> Option<String> {
@@ -208,6 +210,19 @@ fn time_at_or_after(timestamp: &str, since: &str) -> bool {
     }
 }
 
+/// A path from the ledger, resolved and checked like any path the agent gives: inside the
+/// workspace and not protected.
+pub(crate) fn undoable(
+    ws: &crate::workspace::Workspace,
+    path: &str,
+) -> Result<crate::workspace::ResolvedPath, String> {
+    let resolved = ws.resolve(path).map_err(|e| e.to_string())?;
+    match crate::workspace::protected_reason(&resolved.rel) {
+        Some(reason) => Err(format!("{} is protected: {reason}", resolved.rel)),
+        None => Ok(resolved),
+    }
+}
+
 /// The plan for taking back what `selection` names, against the files as they are now.
 pub fn plan(
     root: &Path,
@@ -234,9 +249,10 @@ pub fn plan(
             by_path.entry(path.as_str()).or_default().push(c);
         }
     }
+    let ws = crate::workspace::Workspace::new(root).map_err(PlanError::Workspace)?;
     let files = by_path
         .into_iter()
-        .map(|(path, records)| plan_file(root, checkpoints, path, &records))
+        .map(|(path, records)| plan_file(&ws, checkpoints, path, &records))
         .collect();
     Ok(UndoPlan {
         records: chosen.iter().map(|c| c.id.clone()).collect(),
@@ -259,12 +275,18 @@ fn image(checkpoints: &CheckpointStore, hash: &Option<String>) -> Result<Option<
 /// One file: `records` (in ledger order) changed it. Each change is taken back in turn, newest
 /// first, so that changes by others in between (another task, a person) are kept.
 fn plan_file(
-    root: &Path,
+    ws: &crate::workspace::Workspace,
     checkpoints: &CheckpointStore,
     path: &str,
     records: &[&Change],
 ) -> FilePlan {
-    let current = std::fs::read(root.join(path)).ok();
+    // Paths come from the ledger, which a person (or worse) may have edited: nothing outside
+    // the workspace or protected is read, shown or planned.
+    let readable = undoable(ws, path);
+    let current = match &readable {
+        Ok(resolved) => std::fs::read(&resolved.abs).ok(),
+        Err(_) => None,
+    };
     let distinct = |f: fn(&Change) -> &String| {
         let mut v: Vec<String> = records.iter().map(|c| f(c).clone()).collect();
         v.sort();
@@ -285,6 +307,10 @@ fn plan_file(
         intents,
         tasks,
     };
+    if let Err(reason) = readable {
+        plan.action = FileAction::Unavailable(reason);
+        return plan;
+    }
     let mut state = current.clone();
     let mut merged = false;
     for change in records.iter().rev() {

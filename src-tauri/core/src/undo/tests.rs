@@ -463,3 +463,38 @@ fn hostile_ledger_paths_are_refused() {
     }
     assert!(!world.ws.root().join(".git/hooks/pre-commit").exists());
 }
+
+#[test]
+fn a_forged_ledger_path_is_never_read_into_a_preview() {
+    let world = World::new();
+    let root = world.ws.root().to_path_buf();
+    let outside = root.parent().expect("parent").join("outside.txt");
+    std::fs::write(&outside, "a secret of the machine\n").expect("w");
+    let path = world.ws.resolve("src/a.txt").expect("r");
+    let w = FileWrite::new(path, None, b"x\n".to_vec(), entry("c1"));
+    world
+        .rt
+        .block_on(world.journal.write(world.ledger.clone(), w, |_| None))
+        .expect("write");
+    // Someone rewrites the record to name a file outside the workspace.
+    let ledger = root.join(crate::orchestration::ledger::LEDGER_FILE);
+    let text = std::fs::read_to_string(&ledger).expect("ledger");
+    std::fs::write(&ledger, text.replace("src/a.txt", "../outside.txt")).expect("forge");
+    let all = Selection {
+        task_id: Some("task".into()),
+        ..Selection::default()
+    };
+    let plan = plan(&root, &world.journal.checkpoints, &all).expect("plan");
+    let file = &plan.files[0];
+    assert_eq!(file.path, "../outside.txt");
+    assert!(
+        matches!(file.action, FileAction::Unavailable(_)),
+        "{:?}",
+        file.action
+    );
+    assert_eq!(file.current, None, "nothing outside the workspace is read");
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("outside"),
+        "a secret of the machine\n"
+    );
+}
