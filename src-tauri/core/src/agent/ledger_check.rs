@@ -7,32 +7,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::env::AgentEnv;
 use super::task::TaskHandle;
-use crate::orchestration::ledger::LedgerHealth;
-use crate::orchestration::ledger::LEDGER_FILE;
 use crate::protocol::{ApprovalOutcome, Event, NoticeLevel};
 
-/// What is wrong with the ledger, in a sentence naming the file and the line; None when it holds.
+/// What is wrong with the ledger (see [`crate::orchestration::ledger::Ledger::problem`]).
 async fn problem(env: &AgentEnv) -> Option<String> {
     let ledger = env.gov.ledger.clone();
-    let health = tokio::task::spawn_blocking(move || ledger.health())
+    tokio::task::spawn_blocking(move || ledger.problem())
         .await
-        .map_err(|e| e.to_string())
-        .and_then(|h| h.map_err(|e| e.to_string()));
-    match health {
-        Ok(LedgerHealth::Ok { .. }) => None,
-        Ok(LedgerHealth::Broken { line: 0, reason }) => Some(format!(
-            "The trace ledger {LEDGER_FILE} cannot be trusted: {reason}."
-        )),
-        Ok(LedgerHealth::Broken { line, reason }) => Some(format!(
-            "The trace ledger {LEDGER_FILE} is damaged at line {line}: {reason}."
-        )),
-        Ok(LedgerHealth::Missing { records, reason }) => Some(format!(
-            "The trace ledger {LEDGER_FILE} lost the {records} records Mandate wrote to it: {reason}."
-        )),
-        Err(e) => Some(format!(
-            "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
-        )),
-    }
+        .unwrap_or_else(|e| Some(format!("The trace ledger cannot be checked: {e}.")))
 }
 
 /// Says what is wrong with the ledger, if anything, and in the window asks whether new records

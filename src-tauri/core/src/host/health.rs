@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use super::Host;
 use crate::orchestration::ledger::LEDGER_FILE;
-use crate::protocol::{Event, FindingKind};
+use crate::protocol::Event;
 
 /// The ledger as last checked: its stamp (size, modification time) and what was wrong with it.
 #[derive(Default)]
@@ -26,36 +26,6 @@ struct Checked {
 fn stamp(root: &Path) -> Option<(u64, Option<SystemTime>)> {
     let meta = std::fs::metadata(root.join(LEDGER_FILE)).ok()?;
     Some((meta.len(), meta.modified().ok()))
-}
-
-/// Why the ledger at `root` cannot be trusted, in words that name the file and the line; None
-/// when its chain holds. The one place that judges it, so a cheaper check can replace this one.
-pub fn ledger_problem(root: &Path) -> Option<String> {
-    let report = match crate::orchestration::trace::verify(root) {
-        Ok(report) => report,
-        Err(e) => {
-            return Some(format!(
-                "The trace ledger {LEDGER_FILE} cannot be read: {e}."
-            ))
-        }
-    };
-    if report.chain_ok {
-        return None;
-    }
-    let broken: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| matches!(f.kind, FindingKind::Tampered | FindingKind::Malformed))
-        .collect();
-    let first = broken.first()?;
-    let more = match broken.len() {
-        1 => String::new(),
-        n => format!(" ({} more problems after it)", n - 1),
-    };
-    Some(format!(
-        "The trace ledger {LEDGER_FILE} is damaged at line {}: {}{more}. Its records from there on cannot be trusted.",
-        first.ledger_line, first.detail
-    ))
 }
 
 impl Host {
@@ -96,10 +66,11 @@ impl Host {
         }
         let checked = {
             let root = root.clone();
+            let ledger = self.governance().ledger.clone();
             tokio::task::spawn_blocking(move || {
                 // Read the stamp before the check: a change during it is checked next time.
                 let stamp = stamp(&root);
-                let problem = ledger_problem(&root);
+                let problem = ledger.problem();
                 Checked {
                     root,
                     stamp,
@@ -132,16 +103,17 @@ impl Host {
 
 #[cfg(test)]
 mod tests {
-    use super::ledger_problem;
+    use crate::orchestration::ledger::Ledger;
 
     #[test]
     fn a_damaged_ledger_is_named_with_its_line() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        assert_eq!(ledger_problem(tmp.path()), None, "no ledger is no problem");
+        let ledger = Ledger::with_data_dir(tmp.path(), &tmp.path().join("data"));
+        assert_eq!(ledger.problem(), None, "no ledger is no problem");
         let file = tmp.path().join(super::LEDGER_FILE);
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
         std::fs::write(&file, "not a record\n").expect("write");
-        let problem = ledger_problem(tmp.path()).expect("a problem");
+        let problem = ledger.problem().expect("a problem");
         assert!(
             problem.contains(".orchestration/agent_trace.jsonl") && problem.contains("line 1"),
             "{problem}"

@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 pub use desktop::{Desktop, NoDesktop};
-pub use health::ledger_problem;
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};

@@ -52,6 +52,22 @@ impl LedgerHealth {
     pub fn is_ok(&self) -> bool {
         matches!(self, LedgerHealth::Ok { .. })
     }
+
+    /// What is wrong, in a sentence naming the file and the line; None when it holds.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            LedgerHealth::Ok { .. } => None,
+            LedgerHealth::Broken { line: 0, reason } => Some(format!(
+                "The trace ledger {LEDGER_FILE} cannot be trusted: {reason}."
+            )),
+            LedgerHealth::Broken { line, reason } => Some(format!(
+                "The trace ledger {LEDGER_FILE} is damaged at line {line}: {reason}."
+            )),
+            LedgerHealth::Missing { records, reason } => Some(format!(
+                "The trace ledger {LEDGER_FILE} lost the {records} records Mandate wrote to it: {reason}."
+            )),
+        }
+    }
 }
 
 /// The part of the file this `Ledger` has verified.
@@ -149,6 +165,17 @@ impl Ledger {
             *verified = Some(v);
         }
         Ok(health)
+    }
+
+    /// What is wrong with the ledger now (see [`Ledger::health`]), in words for the person;
+    /// None when it holds. The one judgment the window's banner and a task's start share.
+    pub fn problem(&self) -> Option<String> {
+        match self.health() {
+            Ok(health) => health.problem(),
+            Err(e) => Some(format!(
+                "The trace ledger {LEDGER_FILE} cannot be checked: {e}."
+            )),
+        }
     }
 
     /// The person decided to append to the ledger as it is now, broken or missing: a record
