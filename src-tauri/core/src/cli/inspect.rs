@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::{IntentsAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::orchestration::intents::{status_str, IntentsDoc, INTENTS_FILE};
+use crate::orchestration::intents::{status_str, IntentError, IntentsDoc, INTENTS_FILE};
 use crate::orchestration::trace;
 
 pub(super) fn print_json<T: serde::Serialize>(value: &T) {
@@ -14,13 +14,20 @@ pub(super) fn print_json<T: serde::Serialize>(value: &T) {
     }
 }
 
-fn load(root: &Path) -> Result<Option<IntentsDoc>, String> {
+/// Why the intents file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    #[error(transparent)]
+    Invalid(#[from] IntentError),
+    #[error("cannot read {INTENTS_FILE}: {0}")]
+    Read(std::io::Error),
+}
+
+fn load(root: &Path) -> Result<Option<IntentsDoc>, LoadError> {
     match std::fs::read_to_string(root.join(INTENTS_FILE)) {
-        Ok(text) => IntentsDoc::parse(&text, INTENTS_FILE)
-            .map(Some)
-            .map_err(|e| e.to_string()),
+        Ok(text) => Ok(Some(IntentsDoc::parse(&text, INTENTS_FILE)?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {INTENTS_FILE}: {e}")),
+        Err(e) => Err(LoadError::Read(e)),
     }
 }
 
