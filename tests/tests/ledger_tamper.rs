@@ -1,7 +1,8 @@
 //! `mandate trace verify` against every way of quietly rewriting the ledger (truncation, a
 //! deleted ledger, deleted or rewritten last records, a re-chained rewrite of the tail, a forged
-//! append with a correct chain), and against what must not count as tampering (other
-//! processes appending, switching branches, checking out an older commit, pulling).
+//! append with a correct chain, with or without a forged acceptance), and against what must
+//! not count as tampering (other processes appending, switching branches, checking out an
+//! older commit, pulling).
 
 use mandate_tests::gitrepo::{Person, Ran, LEDGER};
 use serde_json::Value;
@@ -151,6 +152,35 @@ fn a_forged_append_with_a_correct_chain_is_tampering() {
     let r = p.helper("record", &["INT-1", "src/lib.rs", "1", "1"]);
     assert_ne!(r.code, Some(0));
     assert!(r.stderr.contains("Broken { line: 6"), "{}", r.stderr);
+}
+
+#[test]
+fn a_forged_acceptance_after_a_forged_append_is_tampering() {
+    let (_tmp, p) = setup();
+    let forger = tempfile::tempdir().expect("tmp");
+    for args in [
+        &["record", "INT-1", "src/lib.rs", "1", "1"][..],
+        &["forge-acceptance"][..],
+    ] {
+        let mut cmd = std::process::Command::new(STRESS);
+        cmd.arg(args[0])
+            .arg(&p.dir)
+            .args(&args[1..])
+            .env("MANDATE_DATA_DIR", forger.path());
+        let out = cmd.output().expect("forge");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let lines = ledger_lines(&p);
+    assert_eq!(lines.len(), 7);
+    assert!(lines[6].contains("accepted_break"), "{}", lines[6]);
+    let forged = "line 6: TAMPERED: this line was not written by Mandate here";
+    assert_tampered(&p, forged);
+    // Mandate's next append is refused, so no head of its own ever vouches for the forgery.
+    let r = p.helper("record", &["INT-1", "src/lib.rs", "1", "1"]);
+    assert_ne!(r.code, Some(0));
+    assert!(r.stderr.contains("Broken { line: 6"), "{}", r.stderr);
+    assert_eq!(ledger_lines(&p).len(), 7);
+    assert_tampered(&p, forged);
 }
 
 #[test]

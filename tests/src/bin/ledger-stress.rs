@@ -6,7 +6,9 @@
 //! - `ledger-stress record WORKSPACE INTENT PATH START END [MODEL] [REVERT_OF]`: one record for
 //!   lines START..END of PATH as they are now (an agent's write); prints the record's id;
 //! - `ledger-stress fill WORKSPACE`: appends until an append fails (a full disk), then prints
-//!   the error and exits 0.
+//!   the error and exits 0;
+//! - `ledger-stress forge-acceptance WORKSPACE`: appends a record saying a person accepted the
+//!   ledger as broken, with a correct chain and digest, as a forger with the code could.
 //!
 //! The heads go to `MANDATE_DATA_DIR`, as for the `mandate` binary.
 
@@ -136,6 +138,17 @@ fn main() {
                 }
             }
         }
+        Some("forge-acceptance") => {
+            let record = serde_json::json!({
+                "version": "0.1",
+                "id": "forged-acceptance",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "tool": {"name": "mandate", "version": "0"},
+                "files": [],
+                "metadata": {"dev.mandate": {"accepted_break": {"line": 1, "reason": "forged"}}},
+            });
+            Ledger::new(&root).append_record(record).expect("append");
+        }
         Some("intents") => {
             let count: usize = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(100);
             let store = IntentStore::new(&root);
@@ -149,7 +162,7 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: ledger-stress append WORKSPACE TAG COUNT | intents WORKSPACE COUNT | record WORKSPACE INTENT PATH START END [MODEL] [REVERT_OF] | fill WORKSPACE");
+            eprintln!("usage: ledger-stress append WORKSPACE TAG COUNT | intents WORKSPACE COUNT | record WORKSPACE INTENT PATH START END [MODEL] [REVERT_OF] | fill WORKSPACE | forge-acceptance WORKSPACE");
             std::process::exit(2);
         }
     }

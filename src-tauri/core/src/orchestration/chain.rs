@@ -379,21 +379,35 @@ pub fn threads() -> usize {
         .clamp(1, 8)
 }
 
-/// Runs `f` over `items` on every core, keeping the order.
-pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let n = threads();
-    if n == 1 || items.len() < 64 {
+/// Below this many lines, hashing them on one core costs less than starting threads.
+const PARALLEL_LINES: usize = 64;
+
+/// How many jobs [`par_map`] should split `n` lines into.
+pub fn line_jobs(n: usize) -> usize {
+    if n < PARALLEL_LINES {
+        1
+    } else {
+        threads()
+    }
+}
+
+/// Runs `f` over `items`, split into at most `jobs` runs each on a scoped thread (one job:
+/// on this thread), keeping the order. A worker that panicked panics here too: a check that
+/// did not run must not read as one that passed.
+pub fn par_map<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if jobs <= 1 || items.len() <= 1 {
         return items.iter().map(&f).collect();
     }
-    let chunk = items.len().div_ceil(n);
+    let chunk = items.len().div_ceil(jobs);
+    let f = &f;
     std::thread::scope(|scope| {
         let handles: Vec<_> = items
             .chunks(chunk)
-            .map(|c| scope.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
+            .map(|c| scope.spawn(move || c.iter().map(f).collect::<Vec<R>>()))
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     })
 }
@@ -419,7 +433,7 @@ pub fn line_runs(bytes: &[u8], n: usize) -> Vec<&[u8]> {
 
 /// The links of every line of `bytes`, hashed on every core.
 pub fn links_of(lines: &[&[u8]]) -> Vec<Link> {
-    par_map(lines, |l| link(l))
+    par_map(lines, line_jobs(lines.len()), |l| link(l))
 }
 
 #[cfg(test)]

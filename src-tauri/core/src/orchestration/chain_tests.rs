@@ -113,3 +113,17 @@ fn canonical_merge_records_are_read_without_parsing() {
         .replace('\n', "");
     assert_eq!(link(pretty.as_bytes()).merge_parents, l.merge_parents);
 }
+
+/// A worker that panicked must not look like one that found nothing: a check that did not
+/// run would read as one that passed.
+#[test]
+fn a_panicking_worker_panics_the_caller() {
+    let items: Vec<u32> = (0..1000).collect();
+    let caught = std::panic::catch_unwind(|| {
+        par_map(&items, 4, |&i| {
+            assert!(i != 900, "worker failed");
+            i
+        })
+    });
+    assert!(caught.is_err(), "{:?}", caught.map(|v| v.len()));
+}

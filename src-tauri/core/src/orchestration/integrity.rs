@@ -54,8 +54,8 @@ pub struct Found {
     /// edited is the edit, and which lines descend from a head means nothing once the chain
     /// is broken.
     pub line_problems: Vec<u64>,
-    /// 0-based line of the last record of a person's acceptance of a broken ledger: every
-    /// line up to it was accepted.
+    /// 0-based line of the last record of a person's acceptance of a broken ledger that
+    /// counts ([`honoured_acceptance`]): every line up to it was accepted.
     pub accepted_upto: Option<usize>,
 }
 
@@ -93,12 +93,7 @@ pub fn judge(
         return out;
     }
     let tips: HashSet<[u8; 32]> = heads.tips().into_iter().collect();
-    let tip_lines: Vec<usize> = links
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| tips.contains(&l.hash))
-        .map(|(i, _)| i)
-        .collect();
+    let tip_lines = tip_lines(links, &tips);
     if let Some(h) = current {
         let pending = heads.pending.as_deref().and_then(|p| unhex32(p.as_bytes()));
         let present = [unhex32(h.last.as_bytes()), pending]
@@ -149,6 +144,46 @@ pub fn judge(
         });
     }
     out
+}
+
+/// 0-based lines of `links` that are tips Mandate vouches for.
+fn tip_lines(links: &[Link], tips: &HashSet<[u8; 32]>) -> Vec<usize> {
+    links
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| tips.contains(&l.hash))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// 0-based line of the last record of a person's acceptance of a broken ledger that counts:
+/// one Mandate vouches for (a head's tip or a line it descends from: `accept_broken` records
+/// the head after appending) or that git has committed. Its digest proves nothing on its own,
+/// since anyone with the code can write a record with a correct chain and digest. Without
+/// any head only the chain is checked, so every acceptance counts, as before.
+pub fn honoured_acceptance(
+    root: &Path,
+    bytes: &[u8],
+    links: &[Link],
+    chain: &Chain,
+    heads: &Heads,
+) -> Option<usize> {
+    let mut claimed = links
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, l)| l.accepts_break && l.digest_ok)
+        .map(|(i, _)| i)
+        .peekable();
+    let last = *claimed.peek()?;
+    if heads.is_empty() {
+        return Some(last);
+    }
+    let tips: HashSet<[u8; 32]> = heads.tips().into_iter().collect();
+    let vouched = chain.ancestors(links.len(), &tip_lines(links, &tips));
+    let mut committed = None;
+    claimed
+        .find(|&i| vouched[i] || i < *committed.get_or_insert_with(|| committed_lines(root, bytes)))
 }
 
 fn on_branch(key: &str) -> String {

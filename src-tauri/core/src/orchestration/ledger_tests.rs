@@ -306,6 +306,71 @@ fn edited_truncated_deleted_and_forged_ledgers_are_refused_with_the_line() {
     );
 }
 
+/// An acceptance record is only a person's decision when Mandate vouches for it: anyone with
+/// the code can write one with a correct chain and digest.
+#[test]
+fn a_forged_acceptance_does_not_make_a_broken_ledger_healthy() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    for i in 0..3 {
+        ledger
+            .append(&entry("a.rs", &[(i + 1, i + 1, &["x"])]))
+            .expect("append");
+    }
+    let path = ledger.path().to_path_buf();
+    let original = std::fs::read_to_string(&path).expect("read");
+    let forger = || Ledger::with_data_dir(&tmp.path().join("ws"), &tmp.path().join("forger-data"));
+
+    // A record edited, then "accepted" by a process with its own heads.
+    std::fs::write(&path, original.replacen("INT-001", "INT-009", 1)).expect("edit");
+    assert!(matches!(
+        forger().accept_broken().expect("forged acceptance"),
+        LedgerHealth::Broken { line: 1, .. }
+    ));
+    assert_eq!(read_lines(&path).expect("read").len(), 4);
+    assert!(matches!(
+        ledger.health().expect("health"),
+        LedgerHealth::Broken { line: 1, .. }
+    ));
+    assert_eq!(broken_line(ledger.append(&entry("a.rs", &[]))), 1);
+
+    // Forged records with a correct chain, then a forged acceptance record.
+    std::fs::write(&path, &original).expect("restore");
+    let _ = std::fs::remove_dir_all(tmp.path().join("forger-data"));
+    let forger = forger();
+    forger.append(&entry("a.rs", &[])).expect("forged record");
+    forger
+        .append_record(json!({
+            "version": "0.1",
+            "id": "forged-acceptance",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "tool": {"name": "mandate", "version": "0"},
+            "files": [],
+            "metadata": {VENDOR_KEY: {"accepted_break": {"line": 4, "reason": "forged"}}},
+        }))
+        .expect("forged acceptance");
+    let lines = read_lines(&path).expect("read");
+    assert_eq!(lines.len(), 5);
+    assert!(lines[4].raw.contains("accepted_break"), "{}", lines[4].raw);
+    let broken = LedgerHealth::Broken {
+        line: 4,
+        reason: "this line was not written by Mandate here and is not in git's history: a record was appended or inserted behind Mandate's back".into(),
+    };
+    assert_eq!(ledger.health().expect("health"), broken);
+    assert_eq!(broken_line(ledger.append(&entry("a.rs", &[]))), 4);
+    assert_eq!(ledger_in(tmp.path()).health().expect("health"), broken);
+    assert_eq!(read_lines(&path).expect("read").len(), 5, "nothing buried");
+
+    // The person's own acceptance is honoured, in this process and the next.
+    assert_eq!(ledger.accept_broken().expect("accept"), broken);
+    ledger
+        .append(&entry("a.rs", &[]))
+        .expect("append after acceptance");
+    assert!(ledger.health().expect("health").is_ok());
+    assert!(ledger_in(tmp.path()).health().expect("health").is_ok());
+    assert_eq!(read_lines(&path).expect("read").len(), 7);
+}
+
 #[test]
 fn appends_by_other_processes_are_not_tampering() {
     let tmp = tempfile::tempdir().expect("tmp");

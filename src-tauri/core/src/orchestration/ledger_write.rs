@@ -488,7 +488,7 @@ fn judge_bytes(
         });
     }
     // What lies before a person's acceptance was accepted then (verify still reports it).
-    let accepted_upto = links.iter().rposition(|l| l.accepts_break && l.digest_ok);
+    let accepted_upto = integrity::honoured_acceptance(root, bytes, &links, &chain_check, &heads);
     if let Some(at) = accepted_upto {
         problems.retain(|p| p.line > at as u64 + 1);
     }

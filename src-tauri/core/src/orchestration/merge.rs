@@ -211,7 +211,9 @@ fn last_line(bytes: &[u8]) -> Option<&[u8]> {
 
 fn side<'a>(name: &'static str, rest: &'a [u8], first_line: usize) -> Side<'a> {
     let lines = chain::split_lines(rest);
-    let hashes = chain::par_map(&lines, |l| chain::link_hash(l));
+    let hashes = chain::par_map(&lines, chain::line_jobs(lines.len()), |l| {
+        chain::link_hash(l)
+    });
     Side {
         name,
         first_line,

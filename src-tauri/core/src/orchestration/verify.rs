@@ -158,22 +158,6 @@ fn path_share(path: &str) -> u64 {
     h.finish()
 }
 
-/// Runs `work` on scoped threads and returns their results in order; a worker that panicked
-/// panics here too (a check that did not run must not read as one that passed).
-fn on_cores<R: Send>(jobs: usize, work: impl Fn(usize) -> R + Sync) -> Vec<R> {
-    if jobs <= 1 {
-        return vec![work(0)];
-    }
-    let work = &work;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..jobs).map(|k| scope.spawn(move || work(k))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
-}
-
 /// Below this a ledger is checked on one core: threads would cost more than they save.
 const PARALLEL_BYTES: usize = 1 << 20;
 
@@ -280,7 +264,7 @@ fn judge_ledger(
     cores: usize,
 ) -> Verification {
     let byte_runs = chain::line_runs(bytes, cores);
-    let mut runs = on_cores(byte_runs.len(), |k| scan_run(byte_runs[k]));
+    let mut runs = chain::par_map(&byte_runs, byte_runs.len(), |r| scan_run(r));
     let mut lines = Vec::with_capacity(runs.iter().map(|r| r.lines.len()).sum());
     let mut links = Vec::with_capacity(lines.capacity());
     let mut first_lines = Vec::with_capacity(runs.len());
@@ -321,7 +305,10 @@ fn judge_ledger(
         &mut report,
     );
     report.chain_ok = report.tampered == 0 && report.malformed == 0;
-    let per_share = on_cores(cores, |k| check_share(root, &runs, &first_lines, k, cores));
+    let shares: Vec<usize> = (0..cores).collect();
+    let per_share = chain::par_map(&shares, cores, |&k| {
+        check_share(root, &runs, &first_lines, k, cores)
+    });
     for (counts, findings) in per_share {
         report.ranges += counts[0];
         report.intact += counts[1];
