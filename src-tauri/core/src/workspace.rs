@@ -180,6 +180,12 @@ pub fn protected_reason(rel: &str) -> Option<&'static str> {
                 "`.claude/` holds the person's Claude Code settings and hooks; only the person edits it",
             )
         }
+        // The servers it defines run as programs; headless `--trust-mcp NAME` trusts by name.
+        ".mcp.json" => {
+            return Some(
+                "`.mcp.json` defines the workspace's MCP servers; only the person edits it",
+            )
+        }
         _ => {}
     }
     // Any repository's database: the workspace's own, a submodule's or a nested clone's.

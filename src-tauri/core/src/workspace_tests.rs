@@ -120,6 +120,12 @@ fn the_mandate_itself_and_every_repository_database_are_protected() {
     assert!(protected_reason(".claude/settings.json").is_some());
     assert!(protected_reason(".Claude/hooks/check.sh").is_some());
     assert!(protected_reason("docs/.claude/settings.json").is_none());
+    // The workspace's MCP server definitions: headless `--trust-mcp NAME` trusts by name.
+    assert!(protected_reason(".mcp.json").is_some());
+    assert!(protected_reason("./.MCP.json").is_some());
+    assert!(protected_reason("docs/.mcp.json").is_none());
+    assert!(protected_reason(".mcp.json.bak").is_none());
+    assert!(protected_reason("mcp.json").is_none());
     assert!(protected_reason("src/main.rs").is_none());
     assert!(protected_reason("").is_none());
 }

@@ -220,9 +220,6 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
         sink.clone(),
         args.trust_mcp.iter().cloned().collect(),
     );
-    if let Some(key) = &api_key {
-        mcp.withhold(key.clone());
-    }
     let tools = mcp_tools(&mcp, &args.trust_mcp, sink.as_ref()).await;
     let provider = provider_for(ProviderConfig {
         kind,

@@ -377,7 +377,7 @@ impl PreHook for CommandPolicyHook {
                 Denial::new(
                     DenialCode::CommandBlocked,
                     format!(
-                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger and the person's hooks are changed only by the user.",
+                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger, the person's hooks and the workspace's MCP servers are changed only by the user.",
                         target.name, target.word
                     ),
                 )

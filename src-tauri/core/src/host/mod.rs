@@ -290,9 +290,6 @@ impl Host {
     async fn env(&self, opened: &Opened) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
         let config = self.provider_config().await?;
-        if let Some(key) = &config.api_key {
-            opened.mcp.withhold(key.clone());
-        }
         let provider = provider_for(config);
         // The servers start with the task (each within its start-up limit); their tools join
         // Mandate's own for this run.

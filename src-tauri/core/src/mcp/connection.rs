@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use super::catalog::ToolInfo;
-use crate::secrets::Secret;
+use crate::redact::Redactor;
 
 /// The variables a server gets from Mandate's own environment (by name; `LC_*` by prefix).
 /// Everything else — API keys, tokens, D-Bus and SSH agent addresses, the display — stays.
@@ -190,20 +190,15 @@ fn passes(name: &str) -> bool {
 }
 
 /// The environment of a stdio server: the allow-listed variables of Mandate's own environment
-/// (none whose value is one of `withheld`), then the server's own.
+/// (none whose value holds a secret `known` to the redactor, in any form), then the server's own.
 pub fn server_environment(
     source: impl IntoIterator<Item = (String, String)>,
     own: &[(String, String)],
-    withheld: &[Secret],
+    known: &Redactor,
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = source
         .into_iter()
-        .filter(|(name, value)| {
-            passes(name)
-                && !withheld
-                    .iter()
-                    .any(|s| !s.expose().is_empty() && value.contains(s.expose()))
-        })
+        .filter(|(name, value)| passes(name) && !known.contains_secret(value))
         .collect();
     for (name, value) in own {
         env.retain(|(n, _)| n != name);
@@ -241,11 +236,10 @@ pub async fn connect(
     resolved: &Resolved,
     cwd: &Path,
     limit: Duration,
-    withheld: &[Secret],
 ) -> Result<Connection, ConnectError> {
     match resolved {
         Resolved::Stdio { command, args, env } => {
-            let env = server_environment(std::env::vars(), env, withheld);
+            let env = server_environment(std::env::vars(), env, Redactor::global());
             let mut cmd = server_command(command, args, &env, cwd);
             let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
                 command: super::config::printable(command, 200),
@@ -407,7 +401,9 @@ mod tests {
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
         let own = [("TOKEN".to_string(), "server-secret".to_string())];
-        let env = server_environment(source, &own, &[Secret::new("sk-app-key-123456")]);
+        let known = Redactor::new();
+        known.add("sk-app-key-123456");
+        let env = server_environment(source, &own, &known);
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["HOME", "LC_ALL", "PATH", "TOKEN"]);
     }

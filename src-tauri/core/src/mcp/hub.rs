@@ -16,7 +16,7 @@ use super::user_file::{read_capped, UserFile};
 use super::McpTool;
 use crate::agent::EventSink;
 use crate::protocol::{Event, McpSecretView, McpStatus};
-use crate::secrets::{Secret, SecretStore};
+use crate::secrets::SecretStore;
 use crate::tools::Tool;
 
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -91,7 +91,6 @@ impl McpHub {
             env: Arc::new(ServerEnv {
                 root: root.to_path_buf(),
                 secrets,
-                withheld: Arc::default(),
                 changed: Box::new(move || notify.notify_one()),
             }),
             sink,
@@ -102,19 +101,6 @@ impl McpHub {
         });
         spawn_pusher(Arc::downgrade(&shared), changes, shared.cancel.clone());
         McpHub { shared }
-    }
-
-    /// A value that must never reach a server nor come back from one (the provider's key).
-    pub fn withhold(&self, secret: Secret) {
-        let mut withheld = self
-            .shared
-            .env
-            .withheld
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if !withheld.contains(&secret) {
-            withheld.push(secret);
-        }
     }
 
     /// Reads both files again and brings the servers in line with them.

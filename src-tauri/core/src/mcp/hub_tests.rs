@@ -295,7 +295,6 @@ fn references_resolve_per_server_from_the_keyring() {
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
         secrets: store.clone(),
-        withheld: Arc::default(),
         changed: Box::new(|| {}),
     };
     let err = server::resolve(&def, &env).err().expect("missing secret");
@@ -304,7 +303,7 @@ fn references_resolve_per_server_from_the_keyring() {
         let key = refs::keyring_name(Source::Project, tmp.path(), "gh", name);
         store.set(&key, &Secret::new(value)).expect("set");
     }
-    let (resolved, used) = server::resolve(&def, &env).expect("resolved");
+    let resolved = server::resolve(&def, &env).expect("resolved");
     let connection::Resolved::Stdio { args, env, .. } = resolved else {
         panic!("stdio");
     };
@@ -316,12 +315,16 @@ fn references_resolve_per_server_from_the_keyring() {
             ("B".to_string(), "dflt".to_string())
         ]
     );
-    assert_eq!(used.len(), 2, "both are scrubbed from results");
+    for used in ["tok-aaaaaaaa", "a-secret-value"] {
+        assert!(
+            crate::redact::Redactor::global().contains_secret(used),
+            "both are scrubbed from results"
+        );
+    }
     // Another workspace with a server of the same name does not get them.
     let other = server::ServerEnv {
         root: Path::new("/elsewhere").to_path_buf(),
         secrets: store,
-        withheld: Arc::default(),
         changed: Box::new(|| {}),
     };
     assert!(server::resolve(&def, &other).is_err());
@@ -347,7 +350,6 @@ fn a_bad_url_after_its_secrets_are_filled_in_is_refused_without_showing_them() {
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
         secrets: store,
-        withheld: Arc::default(),
         changed: Box::new(|| {}),
     };
     let err = server::resolve(&def, &env).err().expect("refused");
@@ -355,4 +357,47 @@ fn a_bad_url_after_its_secrets_are_filled_in_is_refused_without_showing_them() {
         err.contains("not an http(s) URL") && !err.contains("secret-value-123"),
         "{err}"
     );
+}
+
+#[test]
+fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() {
+    use base64::Engine as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Arc::new(MemoryStore::default());
+    let def = config::parse(
+        r#"{"mcpServers": {"gh": {"command": "srv", "env": {"TOKEN": "${TOKEN}"}}}}"#,
+        Source::Project,
+        ".mcp.json",
+    )
+    .servers
+    .remove(0);
+    let token = "ghp-server-token-5f1c9e27";
+    let key = refs::keyring_name(Source::Project, tmp.path(), "gh", "TOKEN");
+    store.set(&key, &Secret::new(token)).expect("set");
+    let env = server::ServerEnv {
+        root: tmp.path().to_path_buf(),
+        secrets: store,
+        changed: Box::new(|| {}),
+    };
+    server::resolve(&def, &env).expect("resolved");
+
+    // A hostile server hands its own token back, encoded, hoping the model passes it on.
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("token={token}"));
+    let hexed = hex::encode(token);
+    let result = serde_json::json!({"content": [
+        {"type": "text", "text": format!("b64 {encoded} hex {hexed} plain {token}")}
+    ]});
+    let shown = result::for_model(&result).text;
+    assert!(
+        !shown.contains(&encoded[8..]) && !shown.contains(&hexed) && !shown.contains(token),
+        "{shown}"
+    );
+    assert_eq!(shown.matches(crate::redact::REDACTED).count(), 3, "{shown}");
+
+    // Once resolved, the token is one of the secrets Mandate holds: a later command that prints
+    // it (output, ledger, task history, logs all pass the global redactor) does not show it.
+    let later = format!("$ env | grep TOKEN\nTOKEN={token}\n");
+    let redacted = crate::redact::Redactor::global().redact(&later);
+    assert!(!redacted.contains(token), "{redacted}");
+    assert!(redacted.contains("TOKEN=[REDACTED]"), "{redacted}");
 }

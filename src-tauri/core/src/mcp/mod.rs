@@ -41,10 +41,13 @@
 //!   the hub stops them all (a stdio server's whole process group is killed).
 //! - **Results** ([`result`]): text to the model, a note for images and binary resources,
 //!   capped, and scrubbed of every secret Mandate holds.
+//! - **Secrets.** Every secret a server's definition resolves from the keyring is registered
+//!   with the process-wide redactor ([`crate::redact::Redactor::global`]) as it is read, so it
+//!   is cut out of that server's results and errors ([`result::redact`]) and of everything else
+//!   Mandate stores or shows, in the encodings the redactor knows.
 //!
-//! Two seams for work that lands elsewhere: [`connection::server_command`] builds the one
-//! `Command` of a stdio server (confinement wraps it there), and [`result::redact`] is where
-//! the shared redaction module takes over.
+//! [`connection::server_command`] builds the one `Command` of a stdio server (confinement wraps
+//! it there).
 
 pub mod catalog;
 pub mod config;

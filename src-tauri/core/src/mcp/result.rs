@@ -4,13 +4,10 @@
 
 use serde_json::Value;
 
-use crate::secrets::Secret;
+use crate::redact::Redactor;
 
 /// The most of a result the model reads (start and end kept).
 pub const MODEL_CAP: usize = 64 * 1024;
-pub const REDACTED: &str = "[REDACTED]";
-/// Shorter values are not scrubbed: they would match ordinary words.
-const MIN_SECRET_LEN: usize = 8;
 
 /// A result as the model reads it, and whether the server flagged it as an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +17,7 @@ pub struct ForModel {
 }
 
 /// `result` is a `tools/call` result in its wire form.
-pub fn for_model(result: &Value, withheld: &[Secret]) -> ForModel {
+pub fn for_model(result: &Value) -> ForModel {
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -43,7 +40,7 @@ pub fn for_model(result: &Value, withheld: &[Secret]) -> ForModel {
     };
     let text = crate::text::head_and_tail(&text, MODEL_CAP * 3 / 4, MODEL_CAP / 4).into_owned();
     ForModel {
-        text: redact(&text, withheld),
+        text: redact(&text),
         is_error,
     }
 }
@@ -81,24 +78,17 @@ fn block(b: &Value) -> String {
     }
 }
 
-/// THE SEAM FOR REDACTION: every secret Mandate holds is taken out of what a server returns
-/// before the model, the transcript or a log sees it. Today: the exact values of the secrets
-/// given (the app's API key, the server's own resolved secrets); the shared redaction module
-/// replaces this function, with its encodings, when it lands.
-pub fn redact(text: &str, withheld: &[Secret]) -> String {
-    let mut out = text.to_string();
-    for secret in withheld {
-        let value = secret.expose().trim();
-        if value.len() >= MIN_SECRET_LEN && out.contains(value) {
-            out = out.replace(value, REDACTED);
-        }
-    }
-    out
+/// Every secret Mandate holds (the app's API keys, every server's resolved secrets, which
+/// [`super::server::resolve`] registers) is taken out of what a server returns, in the encodings
+/// a hostile server could hide it in, before the model, the transcript or a log sees it.
+pub fn redact(text: &str) -> String {
+    Redactor::global().redact(text).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::Secret;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -112,7 +102,7 @@ mod tests {
             {"type": "resource_link", "uri": "file:///c", "name": "c"},
             {"type": "hologram"}
         ], "isError": true});
-        let out = for_model(&result, &[]);
+        let out = for_model(&result);
         assert!(out.is_error);
         assert_eq!(
             out.text,
@@ -122,25 +112,21 @@ mod tests {
 
     #[test]
     fn structured_content_stands_in_for_missing_text_and_big_results_are_capped() {
-        let out = for_model(&json!({"content": [], "structuredContent": {"n": 1}}), &[]);
+        let out = for_model(&json!({"content": [], "structuredContent": {"n": 1}}));
         assert_eq!(out.text, "{\"n\":1}");
-        assert_eq!(
-            for_model(&json!({}), &[]).text,
-            "(the tool returned no content)"
-        );
+        assert_eq!(for_model(&json!({})).text, "(the tool returned no content)");
         let big = "x".repeat(MODEL_CAP * 4);
-        let out = for_model(&json!({"content": [{"type": "text", "text": big}]}), &[]);
+        let out = for_model(&json!({"content": [{"type": "text", "text": big}]}));
         assert!(out.text.len() < MODEL_CAP + 100 && out.text.contains("bytes omitted"));
     }
 
     #[test]
     fn secrets_never_reach_the_model() {
-        let key = Secret::new("sk-live-abcdef123456");
+        crate::secrets::remember(&Secret::new("sk-live-abcdef123456"));
+        // Too short to tell from ordinary words: not registered, not scrubbed.
+        crate::secrets::remember(&Secret::new("short"));
         let result =
-            json!({"content": [{"type": "text", "text": "token=sk-live-abcdef123456 ok"}]});
-        assert_eq!(
-            for_model(&result, &[key, Secret::new("short")]).text,
-            "token=[REDACTED] ok"
-        );
+            json!({"content": [{"type": "text", "text": "token=sk-live-abcdef123456 ok short"}]});
+        assert_eq!(for_model(&result).text, "token=[REDACTED] ok short");
     }
 }

@@ -22,7 +22,8 @@ use super::catalog::ToolInfo;
 use super::config::{ServerDef, Transport};
 use super::connection::{self, Resolved};
 use crate::protocol::McpStatus;
-use crate::secrets::{Secret, SecretStore};
+use crate::redact::Redactor;
+use crate::secrets::SecretStore;
 
 pub const MAX_RESTARTS: u32 = 5;
 const STABLE_AFTER: Duration = Duration::from_secs(60);
@@ -43,8 +44,6 @@ pub struct State {
 pub struct ServerEnv {
     pub root: PathBuf,
     pub secrets: Arc<dyn SecretStore>,
-    /// Values that must never reach a server or come back from it (the app's API keys).
-    pub withheld: Arc<Mutex<Vec<Secret>>>,
     /// Called on every change of any server's state.
     pub changed: Box<dyn Fn() + Send + Sync>,
 }
@@ -56,8 +55,6 @@ pub struct Server {
     state: watch::Sender<State>,
     cancel: CancellationToken,
     supervising: Mutex<bool>,
-    /// The server's own resolved secrets, scrubbed from its results.
-    used: Mutex<Vec<Secret>>,
 }
 
 /// Why a call did not give a result.
@@ -117,7 +114,6 @@ impl Server {
             state,
             cancel: parent.child_token(),
             supervising: Mutex::new(false),
-            used: Mutex::default(),
         })
     }
 
@@ -134,7 +130,10 @@ impl Server {
         (self.env.changed)();
     }
 
+    /// The error is shown in Settings and in every call's answer while the server is down: it
+    /// may quote the server (its last output, a URL with a token), so it is redacted here.
     fn set_status(&self, status: McpStatus, error: Option<String>) {
+        let error = error.map(|e| Redactor::global().redact(&e).into_owned());
         self.set(|s| {
             s.status = status;
             s.error = error;
@@ -177,23 +176,6 @@ impl Server {
         let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status != McpStatus::Starting)).await;
     }
 
-    pub fn withheld(&self) -> Vec<Secret> {
-        let mut all = self
-            .env
-            .withheld
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        all.extend(
-            self.used
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .cloned(),
-        );
-        all
-    }
-
     async fn supervise(self: Arc<Self>) {
         let mut stops = 0u32;
         loop {
@@ -201,18 +183,11 @@ impl Server {
                 Ok(r) => r,
                 Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
             };
-            let withheld = self
-                .env
-                .withheld
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
             let connecting = connection::connect(
                 &self.def.name,
                 &resolved,
                 &self.env.root,
                 self.def.startup_timeout,
-                &withheld,
             );
             let connected = tokio::select! {
                 c = connecting => c,
@@ -290,8 +265,7 @@ impl Server {
         };
         let tail = stderr.text();
         if !tail.trim().is_empty() {
-            let tail =
-                super::result::redact(crate::text::suffix(tail.trim(), 400), &self.withheld());
+            let tail = super::result::redact(crate::text::suffix(tail.trim(), 400));
             why.push_str(&format!("; its last output: {tail}"));
         }
         drop(child);
@@ -304,9 +278,7 @@ impl Server {
         let resolved = tokio::task::spawn_blocking(move || resolve(&def, &env))
             .await
             .map_err(|e| format!("reading its secrets failed: {e}"))?;
-        let (resolved, used) = resolved?;
-        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = used;
-        Ok(resolved)
+        resolved
     }
 
     /// Calls a tool; waits (bounded) for a restart in progress, never for a server that is down.
@@ -328,12 +300,12 @@ impl Server {
             Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
             Ok(Err(ServiceError::McpError(e))) => Err(CallError::Refused {
                 server,
-                message: super::result::redact(&e.message, &self.withheld()),
+                message: super::result::redact(&e.message),
             }),
             Ok(Err(e)) => Err(CallError::Lost {
                 server,
                 tool: tool.into(),
-                why: e.to_string(),
+                why: super::result::redact(&e.to_string()),
             }),
             Err(_) => Err(CallError::Timeout {
                 server,
@@ -376,11 +348,18 @@ impl Drop for Server {
     }
 }
 
-/// Fills in `${…}` references from the keyring (blocking).
-pub fn resolve(def: &ServerDef, env: &ServerEnv) -> Result<(Resolved, Vec<Secret>), String> {
+/// Fills in `${…}` references from the keyring (blocking). Every secret read is registered
+/// with the process-wide redactor as it is read (even when the definition then fails): a
+/// server's token is then cut out of its results and errors, and out of anything a later
+/// command prints, the ledger, task history and logs, in any encoding the redactor knows.
+pub fn resolve(def: &ServerDef, env: &ServerEnv) -> Result<Resolved, String> {
     let lookup = |name: &str| {
         let key = super::refs::keyring_name(def.source, &env.root, &def.name, name);
-        env.secrets.get(&key)
+        let found = env.secrets.get(&key);
+        if let Ok(Some(secret)) = &found {
+            crate::secrets::remember(secret);
+        }
+        found
     };
     let mut used = Vec::new();
     let mut expand =
@@ -411,5 +390,5 @@ pub fn resolve(def: &ServerDef, env: &ServerEnv) -> Result<(Resolved, Vec<Secret
             }
         }
     };
-    Ok((resolved, used))
+    Ok(resolved)
 }

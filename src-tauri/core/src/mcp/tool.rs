@@ -129,10 +129,9 @@ impl Tool for McpTool {
             _ => Map::new(),
         };
         let outcome = self.server.call(&action.tool, arguments, cx.cancel).await;
-        let withheld = self.server.withheld();
         let (output, record) = match outcome {
             Ok(result) => {
-                let shown = super::result::for_model(&result, &withheld);
+                let shown = super::result::for_model(&result);
                 let record = json!({"is_error": shown.is_error, "outcome": if shown.is_error { "error" } else { "ok" }});
                 let summary = if shown.is_error {
                     "the server reported an error".to_string()
@@ -151,11 +150,13 @@ impl Tool for McpTool {
             }
             // Not sent, or refused by the server: nothing happened.
             Err(e) if !e.was_sent() || matches!(e, CallError::Refused { .. }) => {
-                return Err(ToolError::Failed(e.to_string()))
+                return Err(ToolError::Failed(super::result::redact(&e.to_string())));
             }
             Err(e) => {
-                let record = json!({"is_error": Value::Null, "outcome": "no_answer", "detail": e.to_string()});
-                (Err(ToolError::Failed(e.to_string())), record)
+                let detail = super::result::redact(&e.to_string());
+                let record =
+                    json!({"is_error": Value::Null, "outcome": "no_answer", "detail": detail});
+                (Err(ToolError::Failed(detail)), record)
             }
         };
         if !self.read_only {

@@ -40,7 +40,7 @@ Those not declared read-only need your selected intent, and the user approves ev
     Some(format!(
         "You can list, search and read files in the workspace at {root}, write and edit files inside the scope of your intent, \
 and run shell commands in the workspace (destructive ones wait for the user's approval). Available tools: {tools}.\n\
-Paths are relative to the workspace root. `.orchestration/`, `.intentignore`, `.mandate/`, `.claude/` and `.git/` are never writable.{mcp}",
+Paths are relative to the workspace root. `.orchestration/`, `.intentignore`, `.mandate/`, `.claude/`, `.mcp.json` and `.git/` are never writable.{mcp}",
         root = cx.root.display(),
         tools = cx.tool_names.join(", ")
     ))

@@ -218,6 +218,7 @@ fn commands_get_an_allow_listed_environment_and_no_privilege() {
 #[test]
 fn root_level_globs_grant_top_level_directories_never_the_root() {
     let s = scratch();
+    std::fs::write(s.root.join(".mcp.json"), "{}\n").expect("write");
     let grants = scope_grants(&s.root, &["**".to_string()]);
     let paths: Vec<String> = grants
         .iter()
@@ -233,11 +234,32 @@ fn root_level_globs_grant_top_level_directories_never_the_root() {
         assert!(paths.contains(&expected.to_string()), "{paths:?}");
     }
     assert!(
-        !paths
-            .iter()
-            .any(|p| p.is_empty() || p.starts_with(".git") || p.starts_with(".orchestration")),
+        !paths.iter().any(|p| p.is_empty()
+            || p.starts_with(".git")
+            || p.starts_with(".orchestration")
+            || p == ".mcp.json"),
         "{paths:?}"
     );
+    for glob in ["*.json", ".mcp*"] {
+        assert_eq!(
+            scope_grants(&s.root, &[glob.to_string()]),
+            Vec::new(),
+            "{glob}"
+        );
+    }
+    // A literal path is dropped when the sandbox checks its grants.
+    for glob in [".mcp.json", ".MCP.json", "*.json", "**"] {
+        let sb = sandbox(&s, &[glob], false);
+        assert!(
+            sb.writable.iter().all(|g| !g
+                .path
+                .to_string_lossy()
+                .to_ascii_lowercase()
+                .ends_with("/.mcp.json")),
+            "{glob}: {:?}",
+            sb.writable
+        );
+    }
     let md = scope_grants(&s.root, &["*.md".to_string()]);
     assert_eq!(
         md,
@@ -265,11 +287,16 @@ fn root_level_globs_grant_top_level_directories_never_the_root() {
 #[test]
 fn unsafe_grants_are_dropped_whatever_the_caller_passes() {
     let s = scratch();
+    std::fs::write(s.root.join(".mcp.json"), "{}\n").expect("write");
     std::os::unix::fs::symlink(&s.outside, s.root.join("src/escape")).expect("link");
     let grants = vec![
         Grant::directory(s.root.clone()),
         Grant::directory(s.root.join(".git")),
         Grant::directory(s.root.join(".orchestration")),
+        Grant {
+            path: s.root.join(".mcp.json"),
+            kind: GrantKind::File,
+        },
         Grant::directory(s.root.join("src/escape")),
         Grant::directory(s.outside.clone()),
         Grant::directory(s.root.join("docs")),

@@ -1,5 +1,5 @@
-//! Whether a command line names the mandate itself (`.orchestration/`, `.intentignore`) or the
-//! person's hooks (`.mandate/`, `.claude/`), by
+//! Whether a command line names the mandate itself (`.orchestration/`, `.intentignore`), the
+//! person's hooks (`.mandate/`, `.claude/`) or the workspace's MCP servers (`.mcp.json`), by
 //! the path each word resolves to rather than by substring: `./.orchestration`,
 //! `x/../.orchestration`, a symlink to it, `.orch*` and `.orchestrat?on` are all found, and
 //! `docs/orchestration-notes.md` is not. A convenience for a clear refusal: what a command can
@@ -11,12 +11,14 @@ use globset::GlobBuilder;
 
 use super::parse::{self, RedirectKind, Script, Stage, Word};
 
-/// The top-level names only the person changes: the mandate and the person's hooks.
-const MANDATE_NAMES: [&str; 4] = [
+/// The top-level names only the person changes: the mandate, the person's hooks and the
+/// workspace's MCP server definitions.
+const MANDATE_NAMES: [&str; 5] = [
     crate::orchestration::DIR,
     ".intentignore",
     ".mandate",
     ".claude",
+    crate::mcp::PROJECT_FILE,
 ];
 
 /// A word of the command that refers to a protected path.
@@ -24,7 +26,8 @@ const MANDATE_NAMES: [&str; 4] = [
 pub struct ProtectedTarget {
     /// The word as written.
     pub word: String,
-    /// The protected name it reaches (`.orchestration`, `.intentignore`, `.mandate`, `.claude`).
+    /// The protected name it reaches (`.orchestration`, `.intentignore`, `.mandate`, `.claude`,
+    /// `.mcp.json`).
     pub name: String,
 }
 
@@ -212,6 +215,10 @@ mod tests {
             "rm -rf ../.claude",
             "sed -i s/deny/allow/ ../.claude/hooks/check.sh",
             "cp evil.json ../.Mandate/hooks.json",
+            "echo '{}' > ../.mcp.json",
+            "cp evil.json ../.MCP.JSON",
+            "sed -i s/srv/evil/ ../.mcp*",
+            "cd .. && python3 -c pass > .mcp.json",
         ] {
             assert!(hit(line).is_some(), "{line}");
         }
@@ -225,6 +232,7 @@ mod tests {
             "ls ../.orchestration.md.bak/..",
             "grep -r orchestration .",
             "cat ../docs/claude-notes.md",
+            "cp ../.mcp.json.bak ../docs/mcp.json",
         ] {
             assert_eq!(hit(line), None, "{line}");
         }
