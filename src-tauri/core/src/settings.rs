@@ -111,13 +111,15 @@ impl Settings {
             Ok(s) => (s, None),
             Err(e) => {
                 let aside = path.with_extension("json.unreadable");
-                let _ = std::fs::rename(&path, &aside);
+                let kept = match std::fs::rename(&path, &aside) {
+                    Ok(()) => format!("it was kept as {}", aside.display()),
+                    Err(moved) => format!("it could not be set aside ({moved}) and stays as it is"),
+                };
                 (
                     Settings::default(),
                     Some(format!(
-                        "{} is not valid ({e}); it was kept as {} and defaults are in use",
-                        path.display(),
-                        aside.display()
+                        "{} is not valid ({e}); {kept} and defaults are in use",
+                        path.display()
                     )),
                 )
             }

@@ -142,9 +142,10 @@ impl McpHub {
             file.mcp_servers.remove(&name);
             file.untrusted.remove(&name);
             for secret in referenced(&def) {
-                let _ = store.delete(&super::refs::keyring_name(
-                    def.source, &root, &def.name, &secret,
-                ));
+                let key = super::refs::keyring_name(def.source, &root, &def.name, &secret);
+                if let Err(e) = store.delete(&key) {
+                    tracing::warn!(server = %def.name, secret = %secret, error = %e, "a removed server's secret stays in the keyring");
+                }
             }
             Ok(())
         })
