@@ -127,3 +127,31 @@ fn a_panicking_worker_panics_the_caller() {
     });
     assert!(caught.is_err(), "{:?}", caught.map(|v| v.len()));
 }
+
+#[test]
+fn the_last_key_is_found_wherever_it_sits_as_a_reverse_search_would() {
+    let finder = memchr::memmem::Finder::new(PREV_KEY);
+    let key = std::str::from_utf8(PREV_KEY).unwrap_or_default();
+    for len in [0usize, 5, 100, TAIL - 3, TAIL, TAIL + 5, 3 * TAIL] {
+        for at in [
+            None,
+            Some(0),
+            Some(len / 2),
+            Some(len.saturating_sub(TAIL)),
+            Some(len),
+        ] {
+            for second in [None, Some(len.saturating_sub(TAIL + 4)), Some(1)] {
+                let mut line = "x".repeat(len);
+                for pos in [second, at].into_iter().flatten() {
+                    let pos = pos.min(line.len());
+                    line.insert_str(pos, key);
+                }
+                assert_eq!(
+                    last_match(line.as_bytes(), &finder),
+                    memchr::memmem::rfind(line.as_bytes(), PREV_KEY),
+                    "{len} {at:?} {second:?}"
+                );
+            }
+        }
+    }
+}

@@ -122,10 +122,13 @@ fn raw_content_hash<S: AsRef<str>>(lines: &[S]) -> [u8; 32] {
 
 /// Whether `lines` hash to `expected` (`sha256:<hex>`), without allocating.
 pub fn content_hash_matches<S: AsRef<str>>(lines: &[S], expected: &str) -> bool {
-    let Some(hex_part) = expected.strip_prefix("sha256:") else {
-        return false;
-    };
-    unhex32(hex_part.as_bytes()).is_some_and(|want| raw_content_hash(lines) == want)
+    content_hash_bytes(expected).is_some_and(|want| raw_content_hash(lines) == want)
+}
+
+/// The 32 bytes of a content hash `sha256:<64 hex>`; None for anything else (which then
+/// matches no lines).
+pub fn content_hash_bytes(expected: &str) -> Option<[u8; 32]> {
+    unhex32(expected.strip_prefix("sha256:")?.as_bytes())
 }
 
 /// 64 hex digits to 32 bytes (the verify hot path, twice per record: a table, no branches
@@ -190,6 +193,45 @@ pub fn map_file(file: &File, populate: bool) -> std::io::Result<Option<memmap2::
 /// Lines of a text, LF-normalized (a final newline does not make an extra line).
 pub fn split_lines(text: &str) -> Vec<&str> {
     text.lines().collect()
+}
+
+/// A file's text and its lines, so that a block of lines can be hashed in one piece.
+pub struct TextLines<'a> {
+    text: &'a str,
+    pub lines: Vec<&'a str>,
+}
+
+impl<'a> TextLines<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            lines: split_lines(text),
+        }
+    }
+
+    /// Whether lines `s..s + n` hash to `want` (a content hash as [`content_hash_bytes`]
+    /// reads it), as [`content_hash_matches`] would say. Without a carriage return in the block,
+    /// the lines joined by `\n` are the text itself, hashed in one update instead of two per
+    /// line.
+    pub fn block_matches(&self, s: usize, n: usize, want: &[u8; 32]) -> bool {
+        let Some(block) = self.lines.get(s..s + n) else {
+            return false;
+        };
+        let (Some(first), Some(last)) = (block.first(), block.last()) else {
+            return raw_content_hash(block) == *want;
+        };
+        let base = self.text.as_ptr() as usize;
+        let from = first.as_ptr() as usize - base;
+        let to = last.as_ptr() as usize - base + last.len();
+        match self.text.as_bytes().get(from..to) {
+            Some(bytes) if memchr::memchr(b'\r', bytes).is_none() => {
+                use sha2::{Digest, Sha256};
+                let got: [u8; 32] = Sha256::digest(bytes).into();
+                got == *want
+            }
+            _ => raw_content_hash(block) == *want,
+        }
+    }
 }
 
 /// `mandate://` URIs: conversation (task) and related (intent) links.

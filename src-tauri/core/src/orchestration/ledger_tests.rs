@@ -420,3 +420,37 @@ fn unhex_accepts_exactly_64_hex_digits() {
         assert_eq!(unhex32(bad.as_bytes()), None, "{bad}");
     }
 }
+
+#[test]
+fn a_block_hashed_in_one_piece_matches_as_its_lines_do() {
+    let texts = [
+        "a\nb\nc\n",
+        "a\nb\nc",
+        "a\r\nb\r\nc\r\n",
+        "a\nb\r\nc\n",
+        "a\r\r\nb\rx\nc\n\n\n",
+        "\n\nx\n\n",
+        "only",
+        "ünï\ncödé\n",
+    ];
+    let bytes = |hash: String| content_hash_bytes(&hash).unwrap_or_default();
+    for text in texts {
+        let file = TextLines::new(text);
+        let n_lines = file.lines.len();
+        for s in 0..=n_lines {
+            for n in 0..=n_lines + 1 {
+                let Some(block) = file.lines.get(s..s + n) else {
+                    assert!(!file.block_matches(s, n, &bytes(content_hash(&["x"]))));
+                    continue;
+                };
+                let right = content_hash(block);
+                assert!(content_hash_matches(block, &right));
+                assert!(file.block_matches(s, n, &bytes(right)), "{text:?} {s} {n}");
+                let wrong = content_hash(&[format!("{}!", block.join("\n"))]);
+                assert!(!file.block_matches(s, n, &bytes(wrong)), "{text:?} {s} {n}");
+            }
+        }
+    }
+    assert_eq!(content_hash_bytes("sha256:zz"), None);
+    assert_eq!(content_hash_bytes(&"0".repeat(64)), None);
+}

@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::anchor::{ledger_at, range_end, repo_of, Anchor, AnchorError, TRAILER};
 use super::chain;
 use super::git::{self, Repo};
-use super::ledger::split_lines;
+use super::ledger::{content_hash_bytes, TextLines};
 use super::record::TraceRecord;
 use super::trace::find_block;
 
@@ -145,7 +145,7 @@ pub fn report(root: &Path, range: &str) -> Result<TraceReport, AnchorError> {
     let mut agent: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (path, lines_added) in &added {
         let text = contents.get(path).map(String::as_str).unwrap_or("");
-        let lines = split_lines(text);
+        let lines = TextLines::new(text);
         let owners = attribute(
             &lines,
             path,
@@ -253,14 +253,18 @@ fn tally(i: &mut IntentReport, r: &TraceRecord) {
 
 /// Which intent's record (of the range) covers each line now: newest record first, each line
 /// claimed once, a record's block looked for at its recorded place, then nearest to it.
-fn attribute(lines: &[&str], path: &str, records: &[(usize, &TraceRecord)]) -> Vec<Option<String>> {
-    let mut owners: Vec<Option<String>> = vec![None; lines.len()];
+fn attribute(
+    lines: &TextLines<'_>,
+    path: &str,
+    records: &[(usize, &TraceRecord)],
+) -> Vec<Option<String>> {
+    let mut owners: Vec<Option<String>> = vec![None; lines.lines.len()];
     for (_, r) in records.iter().rev() {
         let intent = r.intent_id().unwrap_or("(none)");
         for f in r.files.iter().filter(|f| f.path == path) {
             for (_, range) in f.ranges() {
                 let (s, e) = (range.start_line, range.end_line);
-                let Some(h) = range.content_hash.as_deref() else {
+                let Some(want) = range.content_hash.as_deref().and_then(content_hash_bytes) else {
                     continue;
                 };
                 if s == 0 || e < s {
@@ -268,7 +272,7 @@ fn attribute(lines: &[&str], path: &str, records: &[(usize, &TraceRecord)]) -> V
                 }
                 let n = (e - s + 1) as usize;
                 let claimed = |at: usize| owners[at..at + n].iter().all(Option::is_some);
-                if let Some(at) = find_block(lines, s as usize - 1, n, h, &claimed) {
+                if let Some(at) = find_block(lines, s as usize - 1, n, &want, &claimed) {
                     for o in owners.iter_mut().skip(at).take(n) {
                         if o.is_none() {
                             *o = Some(intent.to_string());

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::ledger::{content_hash_matches, map_ledger, split_lines};
+use super::ledger::{content_hash_bytes, map_ledger, TextLines};
 use super::record::TraceRecord;
 use crate::protocol::{
     Approver, BlameLine, ChangeDiffView, FileBlame, LineOrigin, LineRange, MutationClass,
@@ -97,17 +97,17 @@ fn json_key(key: &str, value: &str) -> String {
 /// there, else the nearest place it occurs (so a block whose text repeats in the file is found
 /// where it moved to, not at the first copy). `skip` rules out places (already attributed).
 pub(crate) fn find_block(
-    lines: &[&str],
+    file: &TextLines<'_>,
     preferred: usize,
     n: usize,
-    hash: &str,
+    want: &[u8; 32],
     skip: &dyn Fn(usize) -> bool,
 ) -> Option<usize> {
-    if n == 0 || n > lines.len() {
+    if n == 0 || n > file.lines.len() {
         return None;
     }
-    let last = lines.len() - n;
-    let fits = |s: usize| !skip(s) && content_hash_matches(&lines[s..s + n], hash);
+    let last = file.lines.len() - n;
+    let fits = |s: usize| !skip(s) && file.block_matches(s, n, want);
     let preferred = preferred.min(last);
     if fits(preferred) {
         return Some(preferred);
@@ -140,7 +140,8 @@ pub fn blame_records(
     records: &[&TraceRecord],
 ) -> std::io::Result<FileBlame> {
     let text = std::fs::read_to_string(root.join(rel_path))?;
-    let lines = split_lines(&text);
+    let file_lines = TextLines::new(&text);
+    let lines = &file_lines.lines;
     let mut origins: Vec<Option<LineOrigin>> = vec![None; lines.len()];
     // Newest first: a later change wins over an earlier one for the same lines.
     for record in records.iter().rev() {
@@ -148,13 +149,17 @@ pub fn blame_records(
             for (conversation, range) in file.ranges() {
                 let (start, end) = (range.start_line, range.end_line);
                 let hash = range.content_hash.as_deref().unwrap_or("");
-                if start == 0 || end < start || hash.is_empty() {
+                let Some(want) = content_hash_bytes(hash) else {
+                    continue;
+                };
+                if start == 0 || end < start {
                     continue;
                 }
                 let n = (end - start + 1) as usize;
                 // A block newer records already explain entirely is looked for elsewhere.
                 let claimed = |at: usize| origins[at..at + n].iter().all(Option::is_some);
-                let Some(at) = find_block(&lines, start as usize - 1, n, hash, &claimed) else {
+                let Some(at) = find_block(&file_lines, start as usize - 1, n, &want, &claimed)
+                else {
                     continue;
                 };
                 let origin = LineOrigin {

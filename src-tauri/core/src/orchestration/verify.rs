@@ -8,7 +8,6 @@
 //! of whole lines, then a share of the files (chosen by a hash of the path, so every range of
 //! a file is checked by one core, in ledger order).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -17,31 +16,8 @@ use serde_json::Value;
 use super::chain::{self, Chain, Link};
 use super::heads::{HeadStore, Heads};
 use super::integrity;
-use super::ledger::{map_file, split_lines, LEDGER_FILE, VENDOR_KEY};
+use super::ledger::{content_hash_bytes, map_file, TextLines, LEDGER_FILE, VENDOR_KEY};
 
-/// FNV-1a: paths are short and trusted enough here; SipHash showed up in the profile.
-#[derive(Default, Clone, Copy)]
-struct Fnv;
-
-impl std::hash::BuildHasher for Fnv {
-    type Hasher = FnvHasher;
-    fn build_hasher(&self) -> FnvHasher {
-        FnvHasher(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-struct FnvHasher(u64);
-
-impl std::hash::Hasher for FnvHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
 use crate::protocol::{FindingKind, LineRange, VerifyFinding, VerifyReport};
 
 // Borrowed where the canonical text allows it (no escapes), owned otherwise.
@@ -109,10 +85,13 @@ struct Recorded<'a> {
     line: u32,
     start: u32,
     end: u32,
-    hash: std::borrow::Cow<'a, str>,
+    /// Read while the line is at hand: reading it from the ledger when its file is checked
+    /// was a cache miss per range (a third of the file checks' time at 1M records).
+    hash: Option<[u8; 32]>,
     path: std::borrow::Cow<'a, str>,
-    /// Which core checks the path's file.
-    share: u64,
+    /// A hash of the path: which core checks the file, and the first key its ranges are
+    /// grouped by.
+    path_hash: u64,
 }
 
 /// One run of whole lines of the ledger, as read by one core.
@@ -120,26 +99,34 @@ struct Recorded<'a> {
 struct Run<'a> {
     lines: Vec<&'a [u8]>,
     links: Vec<Link>,
-    ranges: Vec<Recorded<'a>>,
+    /// The recorded ranges, already sorted by the core that will check their files.
+    ranges: Vec<Vec<Recorded<'a>>>,
 }
 
-fn scan_run(bytes: &[u8]) -> Run<'_> {
-    let lines = chain::split_lines(bytes);
-    let mut links = Vec::with_capacity(lines.len());
-    let mut ranges = Vec::with_capacity(lines.len());
-    for (n, line) in lines.iter().enumerate() {
+fn scan_run(bytes: &[u8], shares: usize) -> Run<'_> {
+    // Each line is cut, hashed and read while it is in cache: cutting the whole run first
+    // read the ledger from memory twice.
+    let guess = bytes.len() / 512 + 1;
+    let mut lines = Vec::with_capacity(guess);
+    let mut links = Vec::with_capacity(guess);
+    let mut ranges: Vec<Vec<Recorded>> = (0..shares)
+        .map(|_| Vec::with_capacity(guess / shares + 1))
+        .collect();
+    for (n, line) in chain::each_line(bytes).enumerate() {
+        lines.push(line);
         let f = facts(line);
         links.push(f.link);
         for file in f.files {
-            let share = path_share(&file.path);
+            let path_hash = path_share(&file.path);
+            let share = &mut ranges[(path_hash % shares as u64) as usize];
             for r in file.conversations.into_iter().flat_map(|c| c.ranges) {
-                ranges.push(Recorded {
+                share.push(Recorded {
                     line: n as u32,
                     start: r.start_line,
                     end: r.end_line,
-                    hash: r.content_hash,
+                    hash: content_hash_bytes(&r.content_hash),
                     path: file.path.clone(),
-                    share,
+                    path_hash,
                 });
             }
         }
@@ -151,11 +138,11 @@ fn scan_run(bytes: &[u8]) -> Run<'_> {
     }
 }
 
+/// FNV-1a of the path: paths are short, and SipHash showed up in the profile.
 fn path_share(path: &str) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = Fnv.build_hasher();
-    h.write(path.as_bytes());
-    h.finish()
+    path.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Below this a ledger is checked on one core: threads would cost more than they save.
@@ -227,7 +214,7 @@ fn snapshot(
         match std::fs::File::open(root.join(LEDGER_FILE)) {
             Ok(file) => {
                 file.lock_shared()?;
-                let map = map_file(&file, true);
+                let map = map_file(&file, false);
                 let heads = store.read().map_err(|e| e.to_string());
                 let _ = file.unlock();
                 return Ok((map?, heads));
@@ -264,7 +251,7 @@ fn judge_ledger(
     cores: usize,
 ) -> Verification {
     let byte_runs = chain::line_runs(bytes, cores);
-    let mut runs = chain::par_map(&byte_runs, byte_runs.len(), |r| scan_run(r));
+    let mut runs = chain::par_map(&byte_runs, byte_runs.len(), |r| scan_run(r, cores));
     let mut lines = Vec::with_capacity(runs.iter().map(|r| r.lines.len()).sum());
     let mut links = Vec::with_capacity(lines.capacity());
     let mut first_lines = Vec::with_capacity(runs.len());
@@ -307,7 +294,7 @@ fn judge_ledger(
     report.chain_ok = report.tampered == 0 && report.malformed == 0;
     let shares: Vec<usize> = (0..cores).collect();
     let per_share = chain::par_map(&shares, cores, |&k| {
-        check_share(root, &runs, &first_lines, k, cores)
+        check_share(root, &runs, &first_lines, k)
     });
     for (counts, findings) in per_share {
         report.ranges += counts[0];
@@ -325,36 +312,57 @@ fn judge_ledger(
     Verification { report, notes }
 }
 
-/// Checks the files of share `k` of `shares`: every range recorded for them, in ledger order.
+/// Checks the files of share `k`: every range recorded for them, in ledger order.
 fn check_share(
     root: &Path,
     runs: &[Run<'_>],
     first_lines: &[u32],
     k: usize,
-    shares: usize,
 ) -> ([u32; 6], Vec<VerifyFinding>) {
-    // path -> (ledger line, start, end, hash)
-    let mut by_path: HashMap<&str, Vec<Checked<'_>>, Fnv> = HashMap::default();
+    let mut mine: Vec<(u64, &str, Checked)> = Vec::new();
     for (run, first) in runs.iter().zip(first_lines) {
-        for r in run
-            .ranges
-            .iter()
-            .filter(|r| r.share % shares as u64 == k as u64)
-        {
-            by_path
-                .entry(&r.path)
-                .or_default()
-                .push((first + r.line + 1, r.start, r.end, &r.hash));
-        }
+        let Some(ranges) = run.ranges.get(k) else {
+            continue;
+        };
+        mine.extend(ranges.iter().map(|r| {
+            (
+                r.path_hash,
+                &*r.path,
+                (first + r.line + 1, r.start, r.end, r.hash),
+            )
+        }));
     }
+    // Grouped by file, each file's ranges in ledger order. The sort looks only at the path's
+    // hash and the line, not at the path: its text is in the ledger, and reading it there for
+    // every comparison was a cache miss each time. Paths are compared once per range below,
+    // for the rare paths whose hashes are equal.
+    mine.sort_unstable_by_key(|(hash, _, checked)| (*hash, checked.0));
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
-    for (path, ranges) in by_path {
-        let (c, f) = check_file(root, path, &ranges);
+    let mut ranges = Vec::new();
+    let mut buffer = Vec::new();
+    let mut check = |path: &str, group: &mut dyn Iterator<Item = Checked>| {
+        ranges.clear();
+        ranges.extend(group);
+        let (c, f) = check_file(root, path, &ranges, &mut buffer);
         for (total, n) in counts.iter_mut().zip(c) {
             *total += n;
         }
         findings.extend(f);
+    };
+    for same_hash in mine.chunk_by(|a, b| a.0 == b.0) {
+        let first = same_hash[0].1;
+        if same_hash.iter().all(|(_, path, _)| *path == first) {
+            check(first, &mut same_hash.iter().map(|(_, _, c)| *c));
+            continue;
+        }
+        let mut paths: Vec<&str> = same_hash.iter().map(|(_, path, _)| *path).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        for path in paths {
+            let mut group = same_hash.iter().filter(|e| e.1 == path).map(|(_, _, c)| *c);
+            check(path, &mut group);
+        }
     }
     (counts, findings)
 }
@@ -474,15 +482,29 @@ fn acceptance_detail(line: &[u8]) -> String {
     )
 }
 
+/// The text of a file into `buffer`; None when it cannot be read or is not UTF-8 text.
+fn read_text<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
+    use std::io::Read;
+    buffer.clear();
+    std::fs::File::open(path).ok()?.read_to_end(buffer).ok()?;
+    std::str::from_utf8(buffer).ok()
+}
+
 /// A range to check: (1-based ledger line, start, end, hash).
-type Checked<'a> = (u32, u32, u32, &'a str);
+type Checked = (u32, u32, u32, Option<[u8; 32]>);
 
 /// Checks one file's ranges: [ranges, intact, moved, superseded, changed, missing] and findings.
-fn check_file(root: &Path, path: &str, ranges: &[Checked<'_>]) -> ([u32; 6], Vec<VerifyFinding>) {
+/// `buffer` is reused from file to file.
+fn check_file(
+    root: &Path,
+    path: &str,
+    ranges: &[Checked],
+    buffer: &mut Vec<u8>,
+) -> ([u32; 6], Vec<VerifyFinding>) {
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
-    let text = std::fs::read_to_string(root.join(path)).ok();
-    let lines = text.as_deref().map(split_lines).unwrap_or_default();
+    let text = read_text(&root.join(path), buffer);
+    let lines = TextLines::new(text.unwrap_or(""));
     for (i, (n, start, end, hash)) in ranges.iter().enumerate() {
         counts[0] += 1;
         let range = LineRange {
@@ -506,7 +528,9 @@ fn check_file(root: &Path, path: &str, ranges: &[Checked<'_>]) -> ([u32; 6], Vec
         }
         let len = end.saturating_sub(*start) as usize + 1;
         let preferred = start.saturating_sub(1) as usize;
-        match super::trace::find_block(&lines, preferred, len, hash, &|_| false) {
+        let found =
+            hash.and_then(|h| super::trace::find_block(&lines, preferred, len, &h, &|_| false));
+        match found {
             Some(at) if at == preferred => counts[1] += 1,
             Some(at) => {
                 counts[2] += 1;

@@ -82,3 +82,36 @@ fn runs_of_lines_cover_the_ledger_and_end_at_line_ends() {
     }
     assert_eq!(chain::line_runs(b"", 4), vec![b"".as_slice()]);
 }
+
+#[test]
+fn files_whose_paths_hash_alike_are_each_checked_against_their_own_ranges() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::write(tmp.path().join("a.txt"), "one\ntwo\n").expect("a");
+    std::fs::write(tmp.path().join("b.txt"), "three\nfour\n").expect("b");
+    let hash =
+        |lines: &[&str]| content_hash_bytes(&crate::orchestration::ledger::content_hash(lines));
+    let range = |line, path: &'static str, start, text: &str| Recorded {
+        line,
+        start,
+        end: start,
+        hash: hash(&[text]),
+        path: path.into(),
+        // As if the two paths collided.
+        path_hash: 7,
+    };
+    let run = Run {
+        lines: Vec::new(),
+        links: Vec::new(),
+        ranges: vec![vec![
+            range(0, "b.txt", 2, "four"),
+            range(1, "a.txt", 1, "one"),
+            range(2, "b.txt", 1, "three"),
+            range(3, "a.txt", 2, "changed"),
+        ]],
+    };
+    let (counts, findings) = check_share(tmp.path(), &[run], &[0], 0);
+    assert_eq!(counts, [4, 3, 0, 0, 1, 0], "{findings:?}");
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].path.as_deref(), Some("a.txt"));
+    assert_eq!(findings[0].ledger_line, 4);
+}
