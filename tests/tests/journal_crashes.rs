@@ -59,9 +59,18 @@ fn assert_histories_chain(
     counts
 }
 
-fn leftovers(ws: &Path) -> Vec<String> {
+/// The journal directories under the data directory `data` (one per workspace).
+fn journals(data: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(data.join("ledgers"))
+        .map(|d| d.flatten().map(|e| e.path().join("journal")).collect())
+        .unwrap_or_default()
+}
+
+fn leftovers(ws: &Path, data: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    for dir in [ws.join(".orchestration/.journal"), ws.join("hammer")] {
+    let mut dirs = journals(data);
+    dirs.extend([ws.join(".orchestration/.journal"), ws.join("hammer")]);
+    for dir in dirs {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
@@ -140,17 +149,19 @@ async fn several_processes_never_accept_a_write_on_a_replaced_base() {
     assert_eq!(verify.code, Some(0), "{}{}", verify.stdout, verify.stderr);
 }
 
-/// Polls the journal until a write has an entry on disk (or the deadline passes).
-fn wait_for_an_entry(ws: &Path, deadline: Duration) -> bool {
-    let journal = ws.join(".orchestration/.journal");
+/// Polls the journal (in the data directory `data`) until a write has an entry on disk (or the
+/// deadline passes).
+fn wait_for_an_entry(data: &Path, deadline: Duration) -> bool {
     let started = std::time::Instant::now();
     while started.elapsed() < deadline {
-        let busy = std::fs::read_dir(&journal)
-            .map(|d| {
-                d.flatten()
-                    .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            })
-            .unwrap_or(false);
+        let busy = journals(data).iter().any(|journal| {
+            std::fs::read_dir(journal)
+                .map(|d| {
+                    d.flatten()
+                        .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                })
+                .unwrap_or(false)
+        });
         if busy {
             return true;
         }
@@ -214,7 +225,7 @@ async fn a_writer_killed_at_any_moment_leaves_old_bytes_without_record_or_new_by
             std::thread::sleep(Duration::from_millis(rng.next(span[&max_bytes])));
         } else {
             // The moment an entry says a write is under way: the window recovery exists for.
-            if wait_for_an_entry(ws.path(), Duration::from_secs(30)) {
+            if wait_for_an_entry(&dirs.data(), Duration::from_secs(30)) {
                 seen += 1;
             }
         }
@@ -246,9 +257,10 @@ async fn a_writer_killed_at_any_moment_leaves_old_bytes_without_record_or_new_by
         );
         assert_histories_chain(ws.path(), &initial);
         assert!(
-            leftovers(ws.path()).is_empty(),
-            "trial {trial}: {:?}",
-            leftovers(ws.path())
+            leftovers(ws.path(), &dirs.data()).is_empty(),
+            "trial {trial}: {:?} {}",
+            leftovers(ws.path(), &dirs.data()),
+            verify.stderr
         );
     }
     assert_eq!(trials, 100);

@@ -48,7 +48,7 @@ fn main() {
     let count: usize = args[4].parse().expect("count");
     let max_bytes: usize = args[5].parse().expect("max bytes");
     let files: usize = args.get(6).and_then(|f| f.parse().ok()).unwrap_or(3);
-    let ledger = Arc::new(Ledger::new(ws.root()));
+    let ledger = Arc::new(Ledger::with_data_dir(ws.root(), &data));
     let journal = Journal::new(ws.root(), Arc::new(CheckpointStore::new(&data, ws.root())));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -38,7 +38,7 @@ fn fixture() -> Fixture {
     std::fs::create_dir_all(tmp.path().join("ws/.orchestration")).expect("mkdir");
     std::fs::create_dir_all(tmp.path().join("ws/src")).expect("mkdir");
     let ws = Workspace::new(&tmp.path().join("ws")).expect("ws");
-    let ledger = Arc::new(Ledger::new(ws.root()));
+    let ledger = Arc::new(Ledger::with_data_dir(ws.root(), &tmp.path().join("data")));
     Fixture { tmp, ws, ledger }
 }
 
@@ -68,7 +68,7 @@ impl Fixture {
             .collect()
     }
     fn journal_entries(&self) -> usize {
-        std::fs::read_dir(self.ws.root().join(JOURNAL_DIR))
+        std::fs::read_dir(self.ledger.journal_dir())
             .map(|d| d.count())
             .unwrap_or(0)
     }
@@ -300,7 +300,7 @@ fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp
         let dir = f.ws.root().join(rel);
         std::fs::write(dir.parent().expect("dir").join(&entry.temp), after).expect("temp");
     }
-    persist_entry(&entry_file(f.ws.root(), &id), &entry).expect("entry");
+    persist_entry(&entry_file(&f.ledger, &id), &entry).expect("entry");
     entry
 }
 
@@ -327,7 +327,7 @@ fn recovery_completes_rolls_back_or_abandons_and_says_so() {
         .expect("append");
     // A torn entry (the write it announced never started).
     std::fs::write(
-        root.join(JOURNAL_DIR).join("torn.json"),
+        f.ledger.journal_dir().join("torn.json"),
         "{\"format\":1,\"pa",
     )
     .expect("w");
@@ -398,7 +398,7 @@ fn tamper(f: &Fixture, entry: &Entry, change: impl FnOnce(&mut Entry)) {
     let mut forged = entry.clone();
     change(&mut forged);
     let id = entry.record["id"].as_str().expect("id");
-    persist_entry(&entry_file(f.ws.root(), id), &forged).expect("entry");
+    persist_entry(&entry_file(&f.ledger, id), &forged).expect("entry");
 }
 
 #[test]
@@ -428,8 +428,9 @@ fn planted_journal_entries_delete_read_and_record_nothing() {
     let e = leave_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);
     let id = e.record["id"].as_str().expect("id").to_string();
     std::fs::rename(
-        entry_file(root, &id),
-        root.join(JOURNAL_DIR)
+        entry_file(&f.ledger, &id),
+        f.ledger
+            .journal_dir()
             .join("00000000-0000-0000-0000-000000000000.json"),
     )
     .expect("rename");
@@ -451,4 +452,37 @@ fn planted_journal_entries_delete_read_and_record_nothing() {
     );
     assert!(f.records().is_empty(), "nothing planted reaches the ledger");
     assert_eq!(f.journal_entries(), 0, "planted entries are removed");
+}
+
+#[test]
+fn a_well_formed_entry_in_the_workspace_is_removed_unread_and_records_nothing() {
+    let f = fixture();
+    let root = f.ws.root();
+    // What a branch could carry: an entry exactly as a writer makes it, for a file that holds
+    // its "after" bytes, so that recovery would append the record of the planter's choosing.
+    std::fs::write(root.join("src/a.rs"), "new\n").expect("w");
+    let planted = leave_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);
+    let id = planted.record["id"].as_str().expect("id").to_string();
+    let in_workspace = root.join(WORKSPACE_JOURNAL_DIR).join(format!("{id}.json"));
+    std::fs::create_dir_all(root.join(WORKSPACE_JOURNAL_DIR)).expect("mkdir");
+    std::fs::rename(entry_file(&f.ledger, &id), &in_workspace).expect("move");
+
+    let done = recover(root, &f.ledger);
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert!(
+        matches!(&done[0], Recovered::Untrusted { file } if file.ends_with(&format!("{id}.json")))
+    );
+    assert!(
+        done[0].to_string().contains("removed unread"),
+        "{}",
+        done[0]
+    );
+    assert!(f.records().is_empty(), "nothing planted reaches the ledger");
+    assert!(!root.join(WORKSPACE_JOURNAL_DIR).exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/a.rs")).expect("a"),
+        "new\n"
+    );
+    // The journal itself is outside the workspace.
+    assert!(!f.ledger.journal_dir().starts_with(root));
 }

@@ -4,8 +4,8 @@
 //! A write, start to end: take the path's lock (in-process, then across processes); check that
 //! the file still holds what the change was planned on; diff, classify and build the ledger
 //! record; keep the before- and after-images in the checkpoint store; make a journal entry
-//! durable (`.orchestration/.journal/<record id>.json`: the path, both hashes, the temporary
-//! file, the prepared record); write the temporary file, fsync, rename it over the target; append
+//! durable (`<record id>.json` in [`Ledger::journal_dir`], in the data directory: the path, both
+//! hashes, the temporary file, the prepared record); write the temporary file, fsync, rename it over the target; append
 //! the record to the ledger; remove the entry. If the ledger refuses the record (a full disk, a
 //! broken chain), the file is put back as it was, so the bytes and the ledger always agree.
 //!
@@ -39,7 +39,9 @@ use crate::orchestration::ledger::{
 };
 use crate::workspace::ResolvedPath;
 
-pub const JOURNAL_DIR: &str = crate::orchestration_file!(".journal");
+/// Where the journal once lay, in the workspace. Entries found there are not acted on: anyone
+/// who can write the workspace (a git branch, a command) could have planted them.
+pub const WORKSPACE_JOURNAL_DIR: &str = crate::orchestration_file!(".journal");
 
 /// One interrupted-or-not governed write, as kept on disk until its record is in the ledger.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -222,7 +224,7 @@ fn write_locked(
         temp: format!(".{file_name}.mandate-{record_id}.tmp"),
         record: record.clone(),
     };
-    let entry_path = entry_file(root, &record_id);
+    let entry_path = entry_file(ledger, &record_id);
     persist_entry(&entry_path, &entry).map_err(&io)?;
     if let Err(e) = apply_bytes(&w, &entry.temp, current_mode) {
         let _ = fs::remove_file(&entry_path);
@@ -302,8 +304,8 @@ pub(crate) struct Images<'a> {
     pub after_mode: Option<u32>,
 }
 
-pub(crate) fn entry_file(root: &Path, record_id: &str) -> PathBuf {
-    root.join(JOURNAL_DIR).join(format!("{record_id}.json"))
+pub(crate) fn entry_file(ledger: &Ledger, record_id: &str) -> PathBuf {
+    ledger.journal_dir().join(format!("{record_id}.json"))
 }
 
 /// The entry must be on disk before the rename: after a crash it is what says a write was under

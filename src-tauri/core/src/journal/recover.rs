@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::{try_lock_path, Entry, JOURNAL_DIR};
+use super::{try_lock_path, Entry, WORKSPACE_JOURNAL_DIR};
 use crate::fsutil::sha256_hex;
 use crate::orchestration::ledger::Ledger;
 
@@ -24,6 +24,8 @@ pub enum Recovered {
     Failed { path: String, reason: String },
     /// The entry is not one Mandate writes (a hand-made or planted file): removed, nothing done.
     Rejected { file: String, reason: String },
+    /// An entry in the workspace, where the journal once lay: removed unread.
+    Untrusted { file: String },
 }
 
 impl std::fmt::Display for Recovered {
@@ -35,6 +37,7 @@ impl std::fmt::Display for Recovered {
             Recovered::Cleaned { path } => write!(f, "leftovers of a finished write to {path} were removed"),
             Recovered::Failed { path, reason } => write!(f, "an interrupted write to {path} could not be finished ({reason}); it will be tried again"),
             Recovered::Rejected { file, reason } => write!(f, "the journal entry {file} is not one Mandate wrote ({reason}), so it was removed and nothing was changed or recorded"),
+            Recovered::Untrusted { file } => write!(f, "the journal entry {file} lay in the workspace, where anyone who can write it (a git branch, a command) could have put it, so it was removed unread and nothing was recorded; Mandate keeps its journal in its data directory"),
         }
     }
 }
@@ -43,11 +46,11 @@ impl std::fmt::Display for Recovered {
 /// temporary files of atomic writes (intents, lessons) whose process is gone.
 pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
     sweep_temp_files(&crate::orchestration::dir(root));
-    let dir = root.join(JOURNAL_DIR);
+    let mut done = refuse_workspace_entries(root);
+    let dir = ledger.journal_dir();
     let Ok(entries) = fs::read_dir(&dir) else {
-        return Vec::new();
+        return done;
     };
-    let mut done = Vec::new();
     let mut names: Vec<_> = entries
         .flatten()
         .map(|e| e.path())
@@ -73,7 +76,7 @@ pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
         if let Err(reason) = check_entry(root, &stem, &entry) {
             let _ = fs::remove_file(&file);
             done.push(Recovered::Rejected {
-                file: format!("{JOURNAL_DIR}/{stem}.json"),
+                file: file.display().to_string(),
                 reason,
             });
             continue;
@@ -93,6 +96,30 @@ pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
         }
     }
     done
+}
+
+/// Entries in the workspace's `.orchestration/.journal` (where the journal once lay) are removed
+/// unread: a branch or a command could have put them there to have a record of its choosing
+/// appended. The directory goes too once empty.
+fn refuse_workspace_entries(root: &Path) -> Vec<Recovered> {
+    let dir = root.join(WORKSPACE_JOURNAL_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut refused = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".json") {
+            continue;
+        }
+        if fs::remove_file(entry.path()).is_ok() {
+            refused.push(Recovered::Untrusted {
+                file: format!("{WORKSPACE_JOURNAL_DIR}/{name}"),
+            });
+        }
+    }
+    let _ = fs::remove_dir(&dir);
+    refused
 }
 
 /// None: a live writer holds the path; leave its entry.
@@ -130,9 +157,9 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
 
 /// An entry is acted on only if it is exactly what [`super::Journal::write`] writes: named after
 /// its record, for a workspace path an agent may write, with the temporary name the writer
-/// uses beside it, and a record about that path alone. The journal lies in the workspace, so
-/// anything else (a hand-made or planted entry) must not steer what recovery deletes, reads
-/// or records.
+/// uses beside it, and a record about that path alone. The journal lies outside the workspace,
+/// but the data directory is the person's to edit too: anything else (a hand-made entry) must
+/// not steer what recovery deletes, reads or records.
 fn check_entry(root: &Path, stem: &str, entry: &Entry) -> Result<(), String> {
     let id = entry.record["id"].as_str().unwrap_or_default();
     let uuid_like = !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');

@@ -163,6 +163,12 @@ impl HeadStore {
         self.dir.join("heads.json")
     }
 
+    /// This workspace's directory in the data directory (outside the workspace: nothing that
+    /// can write the workspace, a git branch or a command, can write here).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn io(&self, source: std::io::Error) -> HeadError {
         HeadError::Io {
             path: self.dir.display().to_string(),

@@ -128,6 +128,13 @@ impl Ledger {
         &self.heads
     }
 
+    /// Where the journal of governed writes to this workspace lives: beside the heads, in the
+    /// data directory. An entry there is what makes recovery append a record, so it must not
+    /// be where a git branch or a command could plant one.
+    pub fn journal_dir(&self) -> PathBuf {
+        self.heads.dir().join("journal")
+    }
+
     /// Appends one record; returns it as written.
     pub fn append(&self, entry: &TraceEntry) -> Result<Value, LedgerError> {
         let record = build_record(entry, git::head_revision(&self.root));
