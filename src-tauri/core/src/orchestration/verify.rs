@@ -10,177 +10,20 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::chain::{self, Chain, Link};
 use super::heads::{HeadStore, Heads};
 use super::integrity;
-use super::ledger::{content_hash_bytes, map_file, TextLines, LEDGER_FILE, VENDOR_KEY};
+#[path = "verify_scan.rs"]
+mod scan;
+use super::ledger::{map_file, TextLines, LEDGER_FILE, VENDOR_KEY};
+use scan::{scan_run, Run};
 
 use crate::protocol::{FindingKind, LineRange, VerifyFinding, VerifyReport};
 
-// Borrowed where the canonical text allows it (no escapes), owned otherwise.
-#[derive(Debug, Deserialize)]
-struct FileEntry<'a> {
-    #[serde(borrow)]
-    path: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    conversations: Vec<Conversation<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Conversation<'a> {
-    #[serde(default, borrow)]
-    ranges: Vec<RangeEntry<'a>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RangeEntry<'a> {
-    start_line: u32,
-    end_line: u32,
-    #[serde(default, borrow)]
-    content_hash: std::borrow::Cow<'a, str>,
-}
-
-/// What one ledger line says, worked out independently of the others.
-#[derive(Debug, Default)]
-struct LineFacts<'a> {
-    link: Link,
-    files: Vec<FileEntry<'a>>,
-}
-
-fn facts(line: &[u8]) -> LineFacts<'_> {
-    let link = chain::link(line);
-    if link.prev.is_none() {
-        return LineFacts {
-            link,
-            files: Vec::new(),
-        };
-    }
-    // Read only the leading `files` array of a canonical record; the deserializer stops at
-    // its end.
-    let canonical = line
-        .strip_prefix(b"{\"files\":".as_slice())
-        .and_then(|rest| {
-            let mut de = serde_json::Deserializer::from_slice(rest);
-            Vec::<FileEntry>::deserialize(&mut de).ok()
-        });
-    let files = match canonical {
-        Some(files) => files,
-        None => serde_json::from_slice::<Value>(line)
-            .ok()
-            .and_then(|r| {
-                r.get("files")
-                    .and_then(Value::as_array)
-                    .map(|files| files.iter().filter_map(owned_file).collect())
-            })
-            .unwrap_or_default(),
-    };
-    LineFacts { link, files }
-}
-
-/// One recorded range, flat: the line it is recorded on (0-based within its run of lines).
-struct Recorded<'a> {
-    line: u32,
-    start: u32,
-    end: u32,
-    /// Read while the line is at hand: reading it from the ledger when its file is checked
-    /// was a cache miss per range (a third of the file checks' time at 1M records).
-    hash: Option<[u8; 32]>,
-    path: std::borrow::Cow<'a, str>,
-    /// A hash of the path: which core checks the file, and the first key its ranges are
-    /// grouped by.
-    path_hash: u64,
-}
-
-/// One run of whole lines of the ledger, as read by one core.
-#[derive(Default)]
-struct Run<'a> {
-    lines: Vec<&'a [u8]>,
-    links: Vec<Link>,
-    /// The recorded ranges, already sorted by the core that will check their files.
-    ranges: Vec<Vec<Recorded<'a>>>,
-}
-
-fn scan_run(bytes: &[u8], shares: usize) -> Run<'_> {
-    // Each line is cut, hashed and read while it is in cache: cutting the whole run first
-    // read the ledger from memory twice.
-    let guess = bytes.len() / 512 + 1;
-    let mut lines = Vec::with_capacity(guess);
-    let mut links = Vec::with_capacity(guess);
-    let mut ranges: Vec<Vec<Recorded>> = (0..shares)
-        .map(|_| Vec::with_capacity(guess / shares + 1))
-        .collect();
-    for (n, line) in chain::each_line(bytes).enumerate() {
-        lines.push(line);
-        let f = facts(line);
-        links.push(f.link);
-        for file in f.files {
-            let path_hash = path_share(&file.path);
-            let share = &mut ranges[(path_hash % shares as u64) as usize];
-            for r in file.conversations.into_iter().flat_map(|c| c.ranges) {
-                share.push(Recorded {
-                    line: n as u32,
-                    start: r.start_line,
-                    end: r.end_line,
-                    hash: content_hash_bytes(&r.content_hash),
-                    path: file.path.clone(),
-                    path_hash,
-                });
-            }
-        }
-    }
-    Run {
-        lines,
-        links,
-        ranges,
-    }
-}
-
-/// FNV-1a of the path: paths are short, and SipHash showed up in the profile.
-fn path_share(path: &str) -> u64 {
-    path.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// Below this a ledger is checked on one core: threads would cost more than they save.
 const PARALLEL_BYTES: usize = 1 << 20;
-
-fn owned_file(file: &Value) -> Option<FileEntry<'static>> {
-    let conversations = file
-        .get("conversations")?
-        .as_array()?
-        .iter()
-        .map(|c| Conversation {
-            ranges: c
-                .get("ranges")
-                .and_then(Value::as_array)
-                .map(|rs| {
-                    rs.iter()
-                        .filter_map(|r| {
-                            Some(RangeEntry {
-                                start_line: r.get("start_line")?.as_u64()? as u32,
-                                end_line: r.get("end_line")?.as_u64()? as u32,
-                                content_hash: r
-                                    .get("content_hash")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("")
-                                    .to_string()
-                                    .into(),
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })
-        .collect();
-    Some(FileEntry {
-        path: file.get("path")?.as_str()?.to_string().into(),
-        conversations,
-    })
-}
 
 fn record_id(line: &[u8]) -> Option<String> {
     serde_json::from_slice::<Value>(line)
@@ -319,7 +162,12 @@ fn check_share(
     first_lines: &[u32],
     k: usize,
 ) -> ([u32; 6], Vec<VerifyFinding>) {
-    let mut mine: Vec<(u64, &str, Checked)> = Vec::new();
+    let total = runs
+        .iter()
+        .filter_map(|r| r.ranges.get(k))
+        .map(Vec::len)
+        .sum();
+    let mut mine: Vec<(u64, &str, Checked)> = Vec::with_capacity(total);
     for (run, first) in runs.iter().zip(first_lines) {
         let Some(ranges) = run.ranges.get(k) else {
             continue;

@@ -1,5 +1,22 @@
+use super::scan::Recorded;
 use super::*;
+use crate::orchestration::ledger::content_hash_bytes;
 use crate::orchestration::ledger::{canonical_json, Ledger};
+
+/// A range as read: start, end, content hash, path.
+type Read = (u32, u32, Option<[u8; 32]>, String);
+
+/// The link and the ranges of one line, as a core reads them.
+fn scanned(line: &[u8]) -> (Link, Vec<Read>) {
+    let mut bytes = line.to_vec();
+    bytes.push(b'\n');
+    let run = scan_run(&bytes, 1);
+    let ranges = run.ranges[0]
+        .iter()
+        .map(|r| (r.start, r.end, r.hash, r.path.to_string()))
+        .collect();
+    (run.links[0].clone(), ranges)
+}
 
 #[test]
 fn the_byte_level_checks_agree_with_a_full_parse() {
@@ -12,29 +29,72 @@ fn the_byte_level_checks_agree_with_a_full_parse() {
         ))
         .expect("append");
     let line = canonical_json(&record);
-    let fast = facts(line.as_bytes());
-    assert!(fast.link.digest_ok && fast.link.prev.is_some() && fast.files.len() == 1);
+    let (fast, fast_ranges) = scanned(line.as_bytes());
+    assert!(fast.digest_ok && fast.prev.is_some());
+    let hash = content_hash_bytes(&crate::orchestration::ledger::content_hash(&["x", "y"]));
+    assert_eq!(fast_ranges, vec![(1, 2, hash, "a.rs".to_string())]);
     // The line's hash shares its prefix with the digest's: still the hash of the line.
-    assert_eq!(fast.link.hash, chain::link_hash(line.as_bytes()));
+    assert_eq!(fast.hash, chain::link_hash(line.as_bytes()));
     // The same record, not canonical (spaces, other key order): judged by the full parse.
     let pretty = serde_json::to_string_pretty(&record)
         .expect("json")
         .replace('\n', "");
-    let slow = facts(pretty.as_bytes());
-    assert_eq!(slow.link.hash, chain::link_hash(pretty.as_bytes()));
+    let (slow, slow_ranges) = scanned(pretty.as_bytes());
+    assert_eq!(slow.hash, chain::link_hash(pretty.as_bytes()));
     assert!(
-        slow.link.digest_ok,
+        slow.digest_ok,
         "a valid record in another layout still verifies"
     );
-    assert_eq!(slow.link.prev, fast.link.prev);
-    assert_eq!(slow.files[0].conversations[0].ranges[0].end_line, 2);
+    assert_eq!(slow.prev, fast.prev);
+    assert_eq!(slow_ranges, fast_ranges);
     // One changed byte anywhere breaks the digest.
     let tampered = line.replace("\"ai\"", "\"human\"");
-    assert!(!facts(tampered.as_bytes()).link.digest_ok);
+    assert!(!scanned(tampered.as_bytes()).0.digest_ok);
     assert!(
-        facts(b"{\"version\":\"0.1\"").link.prev.is_none(),
+        scanned(b"{\"version\":\"0.1\"").0.prev.is_none(),
         "torn line"
     );
+}
+
+#[test]
+fn files_read_in_place_say_what_a_full_parse_says() {
+    let record = |files: &str| {
+        format!(
+            "{{\"files\":{files},\"metadata\":{{\"dev.mandate\":{{\"digest\":\"{z}\",\"prev\":\"{z}\"}}}}}}",
+            z = "0".repeat(64)
+        )
+    };
+    let range = |s: u32, e: u32| {
+        format!(
+            "{{\"content_hash\":\"sha256:{}\",\"end_line\":{e},\"start_line\":{s}}}",
+            "ab".repeat(32)
+        )
+    };
+    let cases = [
+        // Canonical: two files, two conversations, unknown fields skipped.
+        format!(
+            "[{{\"conversations\":[{{\"contributor\":{{\"type\":\"ai\"}},\"ranges\":[{},{}],\"url\":\"u\"}},{{\"ranges\":[{}]}}],\"path\":\"a.rs\"}},{{\"conversations\":[],\"path\":\"b\\u0041.rs\"}}]",
+            range(1, 2), range(4, 4), range(9, 12)
+        ),
+        // A file without a path (skipped by the full parse), one without conversations.
+        format!("[{{\"conversations\":[{{\"ranges\":[{}]}}]}},{{\"path\":\"c.rs\"}}]", range(1, 1)),
+        // A range without its lines, a range with a bad hash, a duplicate field.
+"[{\"conversations\":[{\"ranges\":[{\"end_line\":3},{\"end_line\":3,\"start_line\":2,\"content_hash\":\"md5:x\"}]}],\"path\":\"d.rs\",\"path\":\"e.rs\"}]".to_string(),
+        "[]".to_string(),
+        "{}".to_string(),
+    ];
+    for files in &cases {
+        let line = record(files);
+        let (_, fast) = scanned(line.as_bytes());
+        // The same record with a space in front: not canonical, so fully parsed.
+        let (_, slow) = scanned(format!(" {line}").as_bytes());
+        assert_eq!(fast, slow, "{files}");
+    }
+    // The canonical case was read in place, in order, its escaped path decoded.
+    let (_, first) = scanned(record(&cases[0]).as_bytes());
+    let paths: Vec<&str> = first.iter().map(|r| r.3.as_str()).collect();
+    assert_eq!(paths, ["a.rs", "a.rs", "a.rs"]);
+    assert_eq!((first[1].0, first[2].1), (4, 12));
 }
 
 #[test]

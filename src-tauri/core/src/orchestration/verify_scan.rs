@@ -1,0 +1,335 @@
+//! Reading the ledger for `trace verify`: each line's link (`chain::link`) and the ranges it
+//! records, flat and already sorted by the core that will check their files.
+//!
+//! A canonical record's leading `files` array is read in place: its ranges go straight into
+//! the flat list through a reused scratch list, with no list built per record, file or
+//! conversation (those allocations were a tenth of verify's time at 1M records). Anything
+//! that does not read that way — another layout, a missing field — is read again by a full
+//! parse, which is lenient, so a valid record in another layout is still judged on its content.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::orchestration::chain::{self, Link};
+use crate::orchestration::ledger::content_hash_bytes;
+
+/// One recorded range, flat: the line it is recorded on (0-based within its run of lines).
+pub(crate) struct Recorded<'a> {
+    pub line: u32,
+    pub start: u32,
+    pub end: u32,
+    /// Read while the line is at hand: reading it from the ledger when its file is checked
+    /// was a cache miss per range (a third of the file checks' time at 1M records).
+    pub hash: Option<[u8; 32]>,
+    pub path: Cow<'a, str>,
+    /// A hash of the path: which core checks the file, and the first key its ranges are
+    /// grouped by.
+    pub path_hash: u64,
+}
+
+/// One run of whole lines of the ledger, as read by one core.
+#[derive(Default)]
+pub(crate) struct Run<'a> {
+    pub lines: Vec<&'a [u8]>,
+    pub links: Vec<Link>,
+    /// The recorded ranges, already sorted by the core that will check their files.
+    pub ranges: Vec<Vec<Recorded<'a>>>,
+}
+
+/// A range before its file's path is known (`conversations` comes before `path`).
+type Pending = (u32, u32, Option<[u8; 32]>);
+
+/// Where one line's ranges go.
+struct Sink<'s, 'a> {
+    line: u32,
+    out: &'s mut [Vec<Recorded<'a>>],
+    scratch: &'s mut Vec<Pending>,
+    /// How long each list of `out` was before this line (reused from line to line).
+    before: &'s mut Vec<usize>,
+}
+
+impl<'a> Sink<'_, 'a> {
+    fn push_file(&mut self, path: Cow<'a, str>) {
+        let path_hash = path_share(&path);
+        let shares = self.out.len() as u64;
+        let share = &mut self.out[(path_hash % shares) as usize];
+        for &(start, end, hash) in self.scratch.iter() {
+            share.push(Recorded {
+                line: self.line,
+                start,
+                end,
+                hash,
+                path: path.clone(),
+                path_hash,
+            });
+        }
+        self.scratch.clear();
+    }
+}
+
+pub(crate) fn scan_run(bytes: &[u8], shares: usize) -> Run<'_> {
+    // Each line is cut, hashed and read while it is in cache: cutting the whole run first
+    // read the ledger from memory twice.
+    let guess = bytes.len() / 512 + 1;
+    let mut lines = Vec::with_capacity(guess);
+    let mut links = Vec::with_capacity(guess);
+    let mut ranges: Vec<Vec<Recorded>> = (0..shares.max(1))
+        .map(|_| Vec::with_capacity(guess / shares.max(1) + 1))
+        .collect();
+    let (mut scratch, mut before) = (Vec::new(), Vec::new());
+    for (n, line) in chain::each_line(bytes).enumerate() {
+        lines.push(line);
+        let link = chain::link(line);
+        if link.prev.is_some() {
+            let mut sink = Sink {
+                line: n as u32,
+                out: &mut ranges,
+                scratch: &mut scratch,
+                before: &mut before,
+            };
+            read_ranges(line, &mut sink);
+        }
+        links.push(link);
+    }
+    Run {
+        lines,
+        links,
+        ranges,
+    }
+}
+
+/// The ranges of one record into `sink`: in place for a canonical record, else by a full parse.
+fn read_ranges<'a>(line: &'a [u8], sink: &mut Sink<'_, 'a>) {
+    sink.before.clear();
+    sink.before.extend(sink.out.iter().map(Vec::len));
+    if let Some(rest) = line.strip_prefix(b"{\"files\":".as_slice()) {
+        // The deserializer stops at the end of the array; what follows is not read.
+        let mut de = serde_json::Deserializer::from_slice(rest);
+        if de.deserialize_seq(FilesVisitor(sink)).is_ok() {
+            return;
+        }
+        for (share, len) in sink.out.iter_mut().zip(sink.before.iter()) {
+            share.truncate(*len);
+        }
+        sink.scratch.clear();
+    }
+    let files = serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|r| r.get("files").and_then(Value::as_array).cloned())
+        .unwrap_or_default();
+    for file in &files {
+        if let Some(path) = owned_ranges(file, sink.scratch) {
+            sink.push_file(Cow::Owned(path));
+        }
+        sink.scratch.clear();
+    }
+}
+
+/// A file of a fully parsed record, leniently: its path, its ranges into `scratch`.
+fn owned_ranges(file: &Value, scratch: &mut Vec<Pending>) -> Option<String> {
+    let path = file.get("path")?.as_str()?.to_string();
+    for c in file.get("conversations")?.as_array()? {
+        let Some(ranges) = c.get("ranges").and_then(Value::as_array) else {
+            continue;
+        };
+        scratch.extend(ranges.iter().filter_map(|r| {
+            Some((
+                r.get("start_line")?.as_u64()? as u32,
+                r.get("end_line")?.as_u64()? as u32,
+                r.get("content_hash")
+                    .and_then(Value::as_str)
+                    .and_then(content_hash_bytes),
+            ))
+        }));
+    }
+    Some(path)
+}
+
+/// FNV-1a of the path: paths are short, and SipHash showed up in the profile.
+pub(crate) fn path_share(path: &str) -> u64 {
+    path.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+// ---- the `files` array read in place ----------------------------------------------------
+// The same fields as the Agent Trace schema's, read as strictly as serde's derive would: a
+// missing `path`, a duplicate field or a wrong type is an error, and the line is read again
+// by the lenient full parse.
+
+#[derive(Deserialize)]
+struct RangeEntry<'a> {
+    start_line: u32,
+    end_line: u32,
+    #[serde(default, borrow)]
+    content_hash: Cow<'a, str>,
+}
+
+struct FilesVisitor<'s, 't, 'a>(&'s mut Sink<'t, 'a>);
+
+impl<'de, 'a> Visitor<'de> for FilesVisitor<'_, '_, 'a>
+where
+    'de: 'a,
+{
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the files of a record")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(File(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+struct File<'s, 't, 'a>(&'s mut Sink<'t, 'a>);
+
+impl<'de, 'a> DeserializeSeed<'de> for File<'_, '_, 'a>
+where
+    'de: 'a,
+{
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de, 'a> Visitor<'de> for File<'_, '_, 'a>
+where
+    'de: 'a,
+{
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a file of a record")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error;
+        self.0.scratch.clear();
+        let (mut path, mut conversations) = (None::<Cow<'de, str>>, false);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "path" if path.is_some() => return Err(A::Error::duplicate_field("path")),
+                "path" => path = Some(map.next_value()?),
+                "conversations" if conversations => {
+                    return Err(A::Error::duplicate_field("conversations"))
+                }
+                "conversations" => {
+                    conversations = true;
+                    map.next_value_seed(Seq(Conversation(&mut *self.0.scratch)))?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let path = path.ok_or_else(|| A::Error::missing_field("path"))?;
+        self.0.push_file(path);
+        Ok(())
+    }
+}
+
+/// A sequence whose every element is read by the seed `S` (which is copied for each).
+struct Seq<S>(S);
+
+impl<'de, S> DeserializeSeed<'de> for Seq<S>
+where
+    S: ElementSeed<'de>,
+{
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de, S> Visitor<'de> for Seq<S>
+where
+    S: ElementSeed<'de>,
+{
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(self.0.element())?.is_some() {}
+        Ok(())
+    }
+}
+
+trait ElementSeed<'de> {
+    type Element<'e>: DeserializeSeed<'de, Value = ()>
+    where
+        Self: 'e;
+    fn element(&mut self) -> Self::Element<'_>;
+}
+
+/// A conversation: its `ranges` into the scratch list, the rest skipped.
+struct Conversation<'s>(&'s mut Vec<Pending>);
+
+impl<'de> ElementSeed<'de> for Conversation<'_> {
+    type Element<'e>
+        = Conversation<'e>
+    where
+        Self: 'e;
+    fn element(&mut self) -> Conversation<'_> {
+        Conversation(&mut *self.0)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Conversation<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Conversation<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a conversation")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error;
+        let mut ranges = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if &*key != "ranges" {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            if ranges {
+                return Err(A::Error::duplicate_field("ranges"));
+            }
+            ranges = true;
+            map.next_value_seed(Seq(Ranges(&mut *self.0)))?;
+        }
+        Ok(())
+    }
+}
+
+/// One range into the scratch list.
+struct Ranges<'s>(&'s mut Vec<Pending>);
+
+impl<'de> ElementSeed<'de> for Ranges<'_> {
+    type Element<'e>
+        = Ranges<'e>
+    where
+        Self: 'e;
+    fn element(&mut self) -> Ranges<'_> {
+        Ranges(&mut *self.0)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Ranges<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        let r = RangeEntry::deserialize(de)?;
+        self.0.push((
+            r.start_line,
+            r.end_line,
+            content_hash_bytes(&r.content_hash),
+        ));
+        Ok(())
+    }
+}
