@@ -8,7 +8,6 @@ mod intents;
 mod ledger;
 mod undo;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -396,45 +395,13 @@ fn verify_and_blame(root: &Path) -> Vec<Row> {
     assert_eq!(report.records as usize, data::LEDGER_RECORDS);
     assert!(report.chain_ok);
     let verify_t = median(runs);
-    // The bytes verify hashes: every line twice (chain, digest) and every range's text.
-    let ledger = std::fs::read(dir.join(".orchestration/agent_trace.jsonl")).expect("ledger");
-    let range_bytes = report.ranges as usize * 2 * 62;
-    let scratch = root.join("verify-bytes.bin");
-    {
-        let mut f = std::fs::File::create(&scratch).expect("scratch");
-        f.write_all(&ledger).expect("w");
-        f.write_all(&ledger).expect("w");
-        f.write_all(&ledger[..range_bytes.min(ledger.len())])
-            .expect("w");
-    }
-    let hashed = (2 * ledger.len() + range_bytes) as f64;
-    let scratch_s = scratch.display().to_string();
-    let openssl = time_command("openssl", &["dgst", "-sha256", &scratch_s], 5);
-    let mut rows = Vec::new();
-    let ours = hashed / verify_t.as_secs_f64() / 1e6;
-    match openssl {
-        Some(o) => {
-            let theirs = hashed / o.as_secs_f64() / 1e6;
-            let ratio = ours / theirs;
-            rows.push(Row {
-                figure: "trace verify (100k records, 5k files)",
-                measured: format!("{} ({ours:.0} MB/s)", ms(verify_t)),
-                reference: format!("openssl dgst -sha256 {} ({theirs:.0} MB/s)", ms(o)),
-                ratio: format!("{:.0}%", ratio * 100.0),
-                budget: ">= 70% of openssl",
-                ok: ratio >= 0.7,
-            });
-        }
-        None => rows.push(Row {
-            figure: "trace verify (100k records, 5k files)",
-            measured: ms(verify_t),
-            reference: "openssl not found".into(),
-            ratio: String::new(),
-            budget: ">= 70% of openssl",
-            ok: false,
-        }),
-    }
-    let _ = std::fs::remove_file(&scratch);
+    let ledger = dir.join(".orchestration/agent_trace.jsonl");
+    let mut rows = vec![ledger::verify_row(
+        "trace verify (100k records, 5k files)",
+        &ledger,
+        verify_t,
+        5,
+    )];
 
     let mut rng = data::Rng::new(13);
     let mut blames = Vec::new();
@@ -474,7 +441,10 @@ fn verify_and_blame(root: &Path) -> Vec<Row> {
     rows.push(Row {
         figure: "trace blame FILE:LINE (same ledger)",
         measured,
-        reference: format!("ledger {:.0} MB", ledger.len() as f64 / 1e6),
+        reference: format!(
+            "ledger {:.0} MB",
+            std::fs::metadata(&ledger).map_or(0, |m| m.len()) as f64 / 1e6
+        ),
         ratio: String::new(),
         budget: "<= 50 ms median",
         ok,
