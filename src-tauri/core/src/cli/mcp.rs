@@ -29,7 +29,7 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
     let dirs = AppDirs::from_env();
     let hub = McpHub::new(
         &root,
-        &dirs.config,
+        &dirs,
         Arc::new(KeyringStore),
         Arc::new(Quiet),
         Default::default(),

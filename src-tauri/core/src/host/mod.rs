@@ -70,7 +70,7 @@ impl Opened {
             store: Arc::new(TaskStore::new(&dirs.data, workspace.root())),
             mcp: crate::mcp::McpHub::new(
                 workspace.root(),
-                &dirs.config,
+                dirs,
                 secrets.clone(),
                 sink.clone(),
                 Default::default(),

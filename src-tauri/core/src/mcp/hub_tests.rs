@@ -40,9 +40,13 @@ fn fixture(project: Option<&str>) -> Fixture {
     }
     let config = tmp.path().join("config");
     let store = Arc::new(MemoryStore::default());
+    let dirs = crate::settings::AppDirs {
+        config: config.clone(),
+        data: tmp.path().join("data"),
+    };
     let hub = McpHub::new(
         &root,
-        &config,
+        &dirs,
         store.clone(),
         Arc::new(Events::default()),
         Default::default(),
@@ -294,6 +298,9 @@ fn references_resolve_per_server_from_the_keyring() {
     .remove(0);
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store.clone(),
         changed: Box::new(|| {}),
     };
@@ -324,6 +331,9 @@ fn references_resolve_per_server_from_the_keyring() {
     // Another workspace with a server of the same name does not get them.
     let other = server::ServerEnv {
         root: Path::new("/elsewhere").to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };
@@ -349,6 +359,9 @@ fn a_bad_url_after_its_secrets_are_filled_in_is_refused_without_showing_them() {
         .expect("set");
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };
@@ -376,6 +389,9 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
     store.set(&key, &Secret::new(token)).expect("set");
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };

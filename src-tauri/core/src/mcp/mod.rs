@@ -53,6 +53,7 @@ pub mod catalog;
 pub mod config;
 pub mod connection;
 mod hub;
+pub mod jail;
 mod manage;
 pub mod refs;
 pub mod result;
@@ -60,6 +61,7 @@ pub mod server;
 mod tool;
 pub mod user_file;
 mod views;
+mod watched;
 
 pub use hub::{McpHub, RunTools, PROJECT_FILE};
 pub use manage::ManageError;

@@ -33,7 +33,10 @@ fn running_members(group: i32) -> Vec<i32> {
             continue;
         };
         // "pid (comm) state ppid pgrp …": the command may hold spaces and parentheses.
-        let mut fields = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace();
+        let mut fields = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace();
         let state = fields.next().unwrap_or("");
         let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
         if pgrp == Some(group) && !matches!(state, "T" | "t" | "Z" | "X" | "x") {

@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use freeze::{freeze_group, thaw_group, FreezeError};
-pub use plan::SandboxRequest;
+pub use plan::{protected_inside, SandboxRequest};
 pub(crate) use run::kill_group;
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
@@ -258,7 +258,9 @@ impl CommandSandbox {
         }
         let overlaps = |other: &Path| canonical.starts_with(other) || other.starts_with(&canonical);
         if overlaps(&self.workspace) || self.hidden.iter().any(|h| overlaps(h)) {
-            return Err(refuse("it overlaps the workspace or Mandate's own directories"));
+            return Err(refuse(
+                "it overlaps the workspace or Mandate's own directories",
+            ));
         }
         self.cache_dir = Some(canonical);
         Ok(self)

@@ -330,9 +330,7 @@ impl Watch {
         // Outside the writable directories the kernel kept the content as it was.
         let content_fixed: std::collections::HashSet<String> = out_of_scope
             .iter()
-            .filter(|c| {
-                rules.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path))
-            })
+            .filter(|c| rules.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
             .map(|c| c.path.clone())
             .collect();
         let restored = if out_of_scope.is_empty() {

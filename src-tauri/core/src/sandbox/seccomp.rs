@@ -128,8 +128,18 @@ pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> 
     // Each refused call: "if nr == X return error", one pair of instructions.
     fn refuse(program: &mut Vec<libc::sock_filter>, nr: libc::c_long, errno: i32) -> Option<()> {
         let nr = u32::try_from(nr).ok()?;
-        program.push(libc::sock_filter { code: 0x15, jt: 0, jf: 1, k: nr });
-        program.push(libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | errno as u32 });
+        program.push(libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: nr,
+        });
+        program.push(libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | errno as u32,
+        });
         Some(())
     }
     refuse(&mut program, libc::SYS_setsid, libc::EPERM)?;

@@ -44,7 +44,13 @@ impl ConfinedCommand {
         line: &str,
     ) -> Result<Command, SandboxError> {
         let args = ["--noprofile", "--norc", "-c", line].map(OsString::from);
-        build(sandbox, confinement, bash().as_ref(), &args, Purpose::Command)
+        build(
+            sandbox,
+            confinement,
+            bash().as_ref(),
+            &args,
+            Purpose::Command,
+        )
     }
 
     /// The process of an MCP server: `program` with `args` (an argv, never a shell line),
@@ -58,7 +64,13 @@ impl ConfinedCommand {
         args: &[String],
     ) -> Result<Command, SandboxError> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        build(sandbox, confinement, program.as_ref(), &args, Purpose::Server)
+        build(
+            sandbox,
+            confinement,
+            program.as_ref(),
+            &args,
+            Purpose::Server,
+        )
     }
 }
 
@@ -113,7 +125,8 @@ fn build(
         }
         (Purpose::Command, _) => None,
         (Purpose::Server, level) => {
-            let filter = seccomp::server_filter(level != ConfinementLevel::LandlockAndBwrap && abi < 9);
+            let filter =
+                seccomp::server_filter(level != ConfinementLevel::LandlockAndBwrap && abi < 9);
             if filter.is_none() {
                 return Err(SandboxError::Landlock(
                     "no system-call filter for this architecture: an MCP server could leave its process group".into(),
