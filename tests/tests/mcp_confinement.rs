@@ -120,10 +120,8 @@ async fn a_granted_servers_write_in_scope_is_recorded_with_its_lines_and_blamed_
     assert_eq!(records.len(), 1, "{records:#?}");
     let record = &records[0];
     assert_valid(record);
-    let expected_hash = format!(
-        "sha256:{}",
-        mandate_core::fsutil::sha256_hex(b"line two, changed by the server\n")
-    );
+    let expected_hash =
+        mandate_core::orchestration::ledger::content_hash(&["line two, changed by the server"]);
     assert_eq!(
         record["files"],
         json!([{"path": "docs/notes.md", "conversations": record["files"][0]["conversations"]}])
@@ -160,7 +158,7 @@ async fn a_granted_servers_write_in_scope_is_recorded_with_its_lines_and_blamed_
     let blame: Value = serde_json::from_str(&blame.stdout).expect("json");
     let origin = &blame["lines"][0]["origin"];
     assert_eq!(origin["intent_id"], "INT-001", "{blame}");
-    assert_eq!(origin["tool"], "mcp__srv__write_marker", "{blame}");
+    assert_eq!(origin["record_id"], record["id"], "{blame}");
     let verify = mandate(&["--workspace", &root, "trace", "verify"], &dirs, &[]).await;
     assert_eq!(verify.code, Some(0), "{}{}", verify.stdout, verify.stderr);
     assert_eq!(range["content_hash"], expected_hash);

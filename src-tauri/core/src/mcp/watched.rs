@@ -13,7 +13,7 @@ use crate::changes::ChangeKind;
 use crate::checkpoint::ScopeImages;
 use crate::hooks::{Consequence, ExternalAction};
 use crate::protocol::{Event, NoticeLevel};
-use crate::sandbox::{FoundChanges, Watch};
+use crate::sandbox::{FoundChanges, GrantKind, Watch};
 use crate::tools::{RunCx, ToolError, ToolOutput};
 
 fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -49,21 +49,21 @@ pub(super) async fn run(
         .as_ref()
         .map(|i| i.owned_scope.clone())
         .unwrap_or_default();
-    let before = match &intent {
-        Some(_) => {
-            crate::tools::execute_command::keep_owned_files(cx, intent.clone(), &owned_scope)
-                .await?
-        }
-        None => ScopeImages::default(),
-    };
     let policy = cx
         .gov
         .policy()
         .map_err(|e| failed("the command policy", e))?;
     let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
+    let before = keep_writable(cx, &jail, &policy).await?;
+    let kept: Vec<(String, String)> = before
+        .files
+        .iter()
+        .map(|(path, k)| (path.clone(), k.hash.clone()))
+        .collect();
     let watch = Watch::start(&root, &jail.confinement)
         .await
-        .map_err(|e| failed("change detection", e))?;
+        .map_err(|e| failed("change detection", e))?
+        .with_stored(kept, cx.gov.journal.checkpoints.clone());
     let outcome = server.call(&action.tool, arguments, cx.cancel).await;
     let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
     let rules = jail.rules(&owns, &ignore, policy.confinement().build_output_names());
@@ -136,6 +136,70 @@ pub(super) async fn run(
     };
     let output = answer(output, &target, &found, &in_scope, &scope, cx);
     with_note(output, note)
+}
+
+/// Every file the server may write, kept in the checkpoint store before the call (a stat
+/// cache means only files that moved since the last call are read again): in-scope changes
+/// are diffed against it for the record, out-of-scope ones restored from it.
+async fn keep_writable(
+    cx: &RunCx<'_>,
+    jail: &super::jail::Jail,
+    policy: &crate::hooks::command_policy::CommandPolicy,
+) -> Result<ScopeImages, ToolError> {
+    let root = cx.gov.root().to_path_buf();
+    let (mut dirs, mut root_files) = (Vec::new(), Vec::new());
+    for grant in &jail.sandbox.writable {
+        let Some(rel) = grant
+            .path
+            .strip_prefix(&root)
+            .ok()
+            .and_then(|r| r.to_str())
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        match grant.kind {
+            GrantKind::Directory => dirs.push(rel),
+            GrantKind::File => root_files.push(rel),
+        }
+    }
+    let mut skip: Vec<String> = policy
+        .confinement()
+        .build_output_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    skip.push(".git".into());
+    let gov = cx.gov.clone();
+    tokio::task::spawn_blocking(move || {
+        let store = &gov.journal.checkpoints;
+        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+        let writable = |p: &str| crate::workspace::protected_reason(p).is_none();
+        let mut images = gov
+            .scope_cache
+            .capture(gov.root(), &dirs, &writable, &skip, store);
+        if !root_files.is_empty() {
+            // The root's own files: every top-level directory was walked above or is not
+            // writable.
+            let top: Vec<String> = std::fs::read_dir(gov.root())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            let top: Vec<&str> = top.iter().map(String::as_str).collect();
+            let granted = |p: &str| root_files.iter().any(|f| f == p);
+            let more = gov
+                .scope_cache
+                .capture(gov.root(), &[String::new()], &granted, &top, store);
+            images.files.extend(more.files);
+            images.not_kept.extend(more.not_kept);
+        }
+        images
+    })
+    .await
+    .map_err(|e| failed("keeping the files it may write", e))
 }
 
 /// The intent a call's changes were sorted by.

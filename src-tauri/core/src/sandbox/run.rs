@@ -289,6 +289,16 @@ impl Watch {
         .await
     }
 
+    /// Adds the files kept in the checkpoint store before (see [`BeforeImages::with_stored`]).
+    pub fn with_stored(
+        mut self,
+        kept: impl IntoIterator<Item = (String, String)>,
+        store: std::sync::Arc<crate::checkpoint::CheckpointStore>,
+    ) -> Watch {
+        self.images = self.images.with_stored(kept, store);
+        self
+    }
+
     /// Finds what changed since [`Watch::start`] in what `sandbox` could write, sorts it by
     /// `rules` and undoes what is out of scope.
     pub async fn settle(
