@@ -239,3 +239,46 @@ pub async fn undo_startup_changes(
     changed.extend(found.changes.in_scope.iter().map(|c| c.path.clone()));
     Ok(changed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(confinement: Confinement, writes_workspace: bool) -> (tempfile::TempDir, Place) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+        let place = Place {
+            root,
+            confinement,
+            hidden: Vec::new(),
+            cache: None,
+            writes_workspace,
+        };
+        (tmp, place)
+    }
+
+    #[test]
+    fn without_landlock_a_server_starts_only_with_the_grant() {
+        let none = Confinement::from_parts(None, None);
+        let (_tmp, refused) = place(none.clone(), false);
+        let err = prepare(&refused, &[]).err().expect("refused");
+        assert!(
+            err.to_string().contains("no confinement (no Landlock)"),
+            "{err}"
+        );
+        let (_tmp, granted) = place(none, true);
+        assert!(prepare(&granted, &[]).is_ok());
+    }
+
+    #[test]
+    fn the_grant_covers_the_workspace_but_never_a_protected_path() {
+        let (_tmp, p) = place(Confinement::from_parts(Some(7), None), true);
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert_eq!(sandbox.writable_within_workspace(), vec!["src".to_string()]);
+        let (_tmp, p) = place(Confinement::from_parts(Some(7), None), false);
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert!(sandbox.writable.is_empty());
+    }
+}

@@ -39,11 +39,23 @@ fn running_members(group: i32) -> Vec<i32> {
             .split_whitespace();
         let state = fields.next().unwrap_or("");
         let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        if pgrp == Some(group) && !matches!(state, "T" | "t" | "Z" | "X" | "x") {
+        if pgrp == Some(group)
+            && !matches!(state, "T" | "t" | "Z" | "X" | "x")
+            && !in_vfork(pid, state)
+        {
             running.push(pid);
         }
     }
     running
+}
+
+/// A parent waiting in `vfork` for its child to exec is blocked in the kernel (state `D`)
+/// until then, and cannot take the stop before; its child is in the group and stopped, so
+/// it runs no code of its own either.
+fn in_vfork(pid: i32, state: &str) -> bool {
+    state == "D"
+        && std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+            .is_ok_and(|w| w.contains("vfork") || w == "kernel_clone" || w == "do_fork")
 }
 
 /// Stops every process of `group` and waits (bounded) until the kernel shows each one

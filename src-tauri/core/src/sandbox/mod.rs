@@ -31,6 +31,8 @@ mod plan;
 mod run;
 mod scope;
 mod seccomp;
+#[cfg(test)]
+mod server_tests;
 mod spawn;
 #[cfg(test)]
 mod tests;
