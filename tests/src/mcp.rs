@@ -111,6 +111,26 @@ pub fn starts_file(dirs: &crate::app::UserDirs, name: &str) -> PathBuf {
         .unwrap_or_else(|| root.join(format!("{name}-not-started/state/mcp-test-starts.log")))
 }
 
+/// The host's process ids of the test servers running in workspace `ws` (their working
+/// directory), bubblewrap's processes included. (Inside bubblewrap's PID namespace a server
+/// sees other numbers: what it writes to its starts file counts starts, it names no process.)
+pub fn server_pids(ws: &Path) -> Vec<u32> {
+    let Ok(ws) = ws.canonicalize() else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == ws))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("mcp-test-server"))
+        })
+        .collect()
+}
+
 /// The process ids a test server wrote to its starts file.
 pub fn started_pids(starts: &Path) -> Vec<u32> {
     std::fs::read_to_string(starts)

@@ -100,6 +100,7 @@ function serverItem(s) {
       h('span', { class: 'tag mcp-status', text: STATUS[s.status] })),
     s.target ? h('pre', { class: 'command' }, h('code', { text: s.target })) : null,
     ...s.variables.map((v) => h('p', { class: 'small' }, h('code', { text: `${v.name}=${v.value}` }))),
+    s.confinement ? h('p', { class: 'small mcp-confinement', text: `Runs ${s.confinement}.` }) : null,
     s.error ? h('p', { class: 'inline-error', text: s.error }) : null);
   /** @type {[HTMLElement, Request][]} */
   const actions = [];
@@ -120,6 +121,14 @@ function serverItem(s) {
     trust.addEventListener('change', () => send({ type: 'set_mcp_trust', name: s.name, trusted: trust.checked }));
     item.append(h('div', { class: 'check' }, trust,
       h('label', { for: `mcp-trust-${s.name}`, text: 'Believe its read-only claims (otherwise every tool asks)' })));
+  }
+  if (s.transport === 'stdio' && s.status !== 'invalid') {
+    const write = h('input', { type: 'checkbox', id: `mcp-write-${s.name}`, checked: s.may_write_workspace });
+    write.addEventListener('change', () => send({
+      type: 'set_mcp_workspace_write', name: s.name, definition_hash: s.definition_hash, allowed: write.checked,
+    }));
+    item.append(h('div', { class: 'check' }, write,
+      h('label', { for: `mcp-write-${s.name}`, text: 'May write in this workspace (only during a call; changes outside the intent are undone)' })));
   }
   for (const secret of s.secrets) {
     const field = h('input', { type: 'password', autocomplete: 'off', 'aria-label': `Value of ${secret.name}` });

@@ -153,6 +153,9 @@ fn print_overview(overview: &McpOverview) {
         if let Some(e) = &s.error {
             println!("    {e}");
         }
+        if !s.confinement.is_empty() {
+            println!("    {}", s.confinement);
+        }
         if !s.trusts_read_only_hints && s.status != McpStatus::Invalid {
             println!("    read-only hints not believed: every tool is mutating");
         }

@@ -271,7 +271,8 @@ impl Host {
             | Request::GrantMcpConsent { .. }
             | Request::RevokeMcpConsent { .. }
             | Request::SetMcpTrust { .. }
-            | Request::RestartMcpServer { .. }) => self.handle_mcp(r).await,
+            | Request::RestartMcpServer { .. }
+            | Request::SetMcpWorkspaceWrite { .. }) => self.handle_mcp(r).await,
         }
     }
 

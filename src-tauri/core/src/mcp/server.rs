@@ -306,6 +306,11 @@ impl Server {
         }
     }
 
+    /// How this machine confines stdio servers.
+    pub fn confinement(&self) -> Confinement {
+        self.env.confinement.clone()
+    }
+
     /// The running server's confinement (none for a server over HTTP or one that is down).
     pub fn jail(&self) -> Option<Arc<Jail>> {
         self.state.borrow().jail.clone()
