@@ -263,7 +263,7 @@ mod tests {
     fn without_landlock_a_server_starts_only_with_the_grant() {
         let none = Confinement::from_parts(None, None);
         let (_tmp, refused) = place(none.clone(), false);
-        let err = prepare(&refused, &[]).err().expect("refused");
+        let err = prepare(&refused, &[]).expect_err("refused");
         assert!(
             err.to_string().contains("no confinement (no Landlock)"),
             "{err}"
