@@ -155,9 +155,7 @@ async fn settings_list_servers_ask_consent_and_add_one() {
 
     // Allowed to write in the workspace: restarted with the grant, said so, kept in the
     // person's file under this definition.
-    app.click("#mcp-write-srv")
-        .await
-        .expect("grant writes");
+    app.click("#mcp-write-srv").await.expect("grant writes");
     app.wait_until(&shows(
         srv,
         &["may write in the workspace: stopped between calls"],
