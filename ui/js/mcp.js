@@ -29,7 +29,9 @@ export function mcpCallBody(el, d) {
     h('p', { class: 'muted small', text: claimed.length ? `The server claims: ${claimed.join(', ')}.` : 'The server makes no claim about this tool.' }),
     h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Arguments' }, h('code', { text: d.arguments })),
     h('div', { class: 'danger-box' },
-      h('p', { class: 'small', text: 'This acts outside your files: Mandate records that it ran, but cannot show, check or undo what it does.' })));
+      h('p', { class: 'small', text: d.writes_workspace
+        ? 'You allowed this server to write in the workspace: what the call changes there is found, recorded under the intent when it owns it, and undone otherwise. What it does elsewhere (the network) Mandate cannot show, check or undo.'
+        : 'It cannot write in the workspace. Mandate records that it ran, but cannot show, check or undo what it does elsewhere (over the network).' })));
 }
 
 // ---- Settings: the servers, their status and tools, consent, trust, secrets ------------------

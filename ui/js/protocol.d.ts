@@ -176,7 +176,12 @@ arguments: string,
 /**
  * What the server claims about the tool; hints, not guarantees.
  */
-annotations: McpAnnotations, } | { "kind": "tool_call", tool: string, target: string, 
+annotations: McpAnnotations, 
+/**
+ * The person allowed the server to write in the workspace: the call's changes there
+ * are found, recorded when the intent owns them and undone otherwise.
+ */
+writes_workspace: boolean, } | { "kind": "tool_call", tool: string, target: string, 
 /**
  * The call's arguments as pretty JSON, shortened.
  */
