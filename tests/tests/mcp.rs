@@ -599,6 +599,28 @@ async fn mandate_mcp_lists_servers_and_records_consent_from_a_terminal() {
         "{broken}"
     );
 
+    // Confined, and allowed to write in the workspace only when the person says so.
+    assert!(
+        srv["confinement"]
+            .as_str()
+            .unwrap_or("")
+            .contains("writes nothing in it"),
+        "{srv:#}"
+    );
+    let allow = ["mcp", "allow-write", "srv", "--workspace", &ws_arg];
+    let out = mandate_tests::cli::mandate(&allow, &dirs, &[]).await;
+    assert_eq!(out.code, Some(1), "no terminal, no --yes: {}", out.stderr);
+    let out = mandate_tests::cli::mandate(&[&allow[..], &["--yes"]].concat(), &dirs, &[]).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = list().await;
+    let overview: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(overview["servers"][0]["may_write_workspace"], true);
+    let deny = ["mcp", "deny-write", "srv", "--workspace", &ws_arg];
+    let out = mandate_tests::cli::mandate(&deny, &dirs, &[]).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json");
+    assert!(!text.contains("\"writes\""), "{text}");
+
     // Marked untrusted in Settings: every tool of it is mutating, even a declared read.
     let (key, mut decisions) = consent(ws.path(), "srv");
     decisions["untrusted"] = json!(["srv"]);
