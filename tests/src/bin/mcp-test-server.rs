@@ -15,7 +15,8 @@
 //! (read-only: looks for NEEDLE in the environment of every process it can see, its parent
 //! first), `spawn_background` (mutating: writes PATH once, then keeps appending to it from a
 //! thread, and starts `setsid sh -c …` appending to ESCAPE — a process leaving its group),
-//! With `$MCP_TEST_WRITE_AT_START` set, the server writes that file while it starts.
+//! With `$MCP_TEST_WRITE_AT_START` set, the server writes that file while it starts; with
+//! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists).
 //! `write_marker`'s PATH may start `tmp:` for a file in the server's private `TMPDIR`.
 
 use std::sync::Arc;
@@ -240,6 +241,11 @@ async fn main() -> anyhow::Result<()> {
             let dir = std::env::var("XDG_STATE_HOME").unwrap_or_default();
             std::fs::create_dir_all(&dir)?;
             path = format!("{dir}/mcp-test-starts.log");
+        }
+        if let Ok(target) = std::env::var("MCP_TEST_WRITE_AT_RESTART") {
+            if std::path::Path::new(&path).exists() {
+                let _ = std::fs::write(target, "written while starting again");
+            }
         }
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()

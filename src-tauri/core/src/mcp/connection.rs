@@ -361,12 +361,12 @@ async fn connect_stdio(
     let mut conn = finish(name, service, Some(guard), stderr, limit).await?;
     if let Some(watch) = watch {
         jail.freeze().await.map_err(ConnectError::Confinement)?;
-        let changed = super::jail::undo_startup_changes(watch, &jail, &place.root)
+        let changed = super::jail::startup_changes(watch, &jail)
             .await
             .map_err(ConnectError::Confinement)?;
         if !changed.is_empty() {
             return Err(ConnectError::Confinement(format!(
-                "it changed files in the workspace while starting ({}); they were undone. A server allowed to write in the workspace may do so only during a call",
+                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only during a call; it was stopped. Look at those files: outside a call Mandate cannot tell who changed them, so they were left as they are",
                 changed.join(", ")
             )));
         }

@@ -13,7 +13,8 @@
 //!   `.mcp.json`, `.mandate/`, … never are; under bubblewrap nested `.git/` and `.intentignore`
 //!   paths are bound read-only again). The server is stopped (`SIGSTOP`, checked in `/proc`)
 //!   whenever no call is running, and each call is bracketed by change detection
-//!   (`McpTool::run`). A granted server that changed anything while starting is refused.
+//!   (`McpTool::run`). A granted server that changed anything while starting is refused, and
+//!   one that stops is started again only by its next call, inside that call's watch.
 //! - **Without Landlock** a server could write anything: it starts only with the grant, and
 //!   then runs stopped between calls, with every call's changes found and sorted.
 
@@ -209,35 +210,38 @@ pub fn level_note(confinement: &Confinement, writes_workspace: bool) -> String {
     }
 }
 
-/// After a granted server started and was stopped: what it changed while starting, undone.
-/// Empty when it changed nothing.
-pub async fn undo_startup_changes(
-    watch: Watch,
-    jail: &Arc<Jail>,
-    root: &Path,
-) -> Result<Vec<String>, String> {
-    let ignore = {
-        let root = root.to_path_buf();
-        tokio::task::spawn_blocking(move || IntentIgnore::load(&root))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?
-    };
-    let policy = CommandPolicy::builtin();
-    let nothing = |_: &str| false;
-    let rules = jail.rules(&nothing, &ignore, policy.confinement().build_output_names());
-    let found = watch
-        .settle(&jail.sandbox, &rules)
+/// For a call whose server did not come up: what its start changed is found by reading the
+/// whole workspace (nothing is known of a confinement that never ran).
+pub fn unstarted(root: &Path) -> Result<Jail, String> {
+    let sandbox = CommandSandbox::new(
+        root,
+        root,
+        Vec::new(),
+        Vec::new(),
+        root,
+        true,
+        false,
+        Vec::new(),
+        Vec::new(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Jail {
+        sandbox,
+        confinement: Confinement::from_parts(None, None),
+        writes_workspace: true,
+        group: None,
+    })
+}
+
+/// After a granted server started and was stopped: what changed in the workspace while it
+/// started. Found, not undone: outside a call another writer (the agent, the person's editor)
+/// may have made the change. (A server started by a call is started inside that call's watch,
+/// which undoes what is out of scope.)
+pub async fn startup_changes(watch: Watch, jail: &Arc<Jail>) -> Result<Vec<String>, String> {
+    watch
+        .changed_paths(&jail.sandbox, &jail.confinement)
         .await
-        .map_err(|e| e.to_string())?;
-    let mut changed: Vec<String> = found
-        .changes
-        .out_of_scope
-        .iter()
-        .map(|(c, _)| c.path.clone())
-        .collect();
-    changed.extend(found.changes.in_scope.iter().map(|c| c.path.clone()));
-    Ok(changed)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

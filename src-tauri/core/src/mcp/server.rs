@@ -229,6 +229,15 @@ impl Server {
                     why
                 }
             };
+            if self.writes_workspace {
+                // Started again only by its next call, inside that call's watch: a restart in
+                // the background could write while the agent or the person does.
+                tracing::warn!(server = %self.def.name, %why, "MCP server stopped");
+                return self.set_status(
+                    McpStatus::Stopped,
+                    Some(format!("{why}; it is started again at its next call")),
+                );
+            }
             stops += 1;
             tracing::warn!(server = %self.def.name, stops, %why, "MCP server stopped");
             if stops > MAX_RESTARTS {

@@ -8,12 +8,13 @@
 
 use serde_json::{json, Map, Value};
 
+use super::server::CallError;
 use super::tool::{shown, with_note, Changed, McpTool, Shown};
 use crate::changes::ChangeKind;
 use crate::checkpoint::ScopeImages;
 use crate::hooks::{Consequence, ExternalAction};
 use crate::protocol::{Event, NoticeLevel};
-use crate::sandbox::{FoundChanges, GrantKind, Watch};
+use crate::sandbox::{scope_grants, FoundChanges, GrantKind, Watch};
 use crate::tools::{RunCx, ToolError, ToolOutput};
 
 fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
@@ -28,15 +29,6 @@ pub(super) async fn run(
 ) -> Result<ToolOutput, ToolError> {
     let server = tool.server();
     let _one_call_at_a_time = server.exclusive().await;
-    if let Err(e) = server.ready(cx.cancel).await {
-        return Err(ToolError::Failed(super::result::redact(&e.to_string())));
-    }
-    let Some(jail) = server.jail() else {
-        return Err(ToolError::Failed(format!(
-            "MCP server `{}` is not running; the call was not sent.",
-            action.server
-        )));
-    };
     let root = cx.gov.root().to_path_buf();
     let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
     // A read-only call owns nothing, whatever intent is selected.
@@ -54,17 +46,36 @@ pub(super) async fn run(
         .policy()
         .map_err(|e| failed("the command policy", e))?;
     let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
-    let before = keep_writable(cx, &jail, &policy).await?;
+    let running = server.jail();
+    let grants = match &running {
+        Some(jail) => jail.sandbox.writable.clone(),
+        None => scope_grants(&root, &["**".to_string()]),
+    };
+    let before = keep_writable(cx, &grants, &policy).await?;
     let kept: Vec<(String, String)> = before
         .files
         .iter()
         .map(|(path, k)| (path.clone(), k.hash.clone()))
         .collect();
-    let watch = Watch::start(&root, &jail.confinement)
+    let watch = Watch::start(&root, &server.confinement())
         .await
         .map_err(|e| failed("change detection", e))?
         .with_stored(kept, cx.gov.journal.checkpoints.clone());
-    let outcome = server.call(&action.tool, arguments, cx.cancel).await;
+    if running.is_none() {
+        // Stopped since it last ran: started inside this call's watch.
+        server.start();
+    }
+    let (outcome, jail) = match (server.ready(cx.cancel).await, server.jail()) {
+        (Ok(()), Some(jail)) => (server.call(&action.tool, arguments, cx.cancel).await, jail),
+        (ready, _) => {
+            let why = ready.err().unwrap_or(CallError::NotRunning {
+                server: action.server.clone(),
+                why: "it is not running".into(),
+            });
+            let jail = super::jail::unstarted(&root).map_err(|e| failed("change detection", e))?;
+            (Err(why), std::sync::Arc::new(jail))
+        }
+    };
     let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
     let rules = jail.rules(&owns, &ignore, policy.confinement().build_output_names());
     // The call ran (or may have): what changed is found even when it failed.
@@ -104,7 +115,7 @@ pub(super) async fn run(
     // when it was sent.
     let record = match record {
         Some(r) if !tool.is_read_only() || changed_anything => Some(r),
-        None if changed_anything => Some(json!({"outcome": "refused"})),
+        None if changed_anything => Some(json!({"outcome": "not_run"})),
         _ => None,
     };
     let mut note = Ok(());
@@ -143,12 +154,12 @@ pub(super) async fn run(
 /// are diffed against it for the record, out-of-scope ones restored from it.
 async fn keep_writable(
     cx: &RunCx<'_>,
-    jail: &super::jail::Jail,
+    grants: &[crate::sandbox::Grant],
     policy: &crate::hooks::command_policy::CommandPolicy,
 ) -> Result<ScopeImages, ToolError> {
     let root = cx.gov.root().to_path_buf();
     let (mut dirs, mut root_files) = (Vec::new(), Vec::new());
-    for grant in &jail.sandbox.writable {
+    for grant in grants {
         let Some(rel) = grant
             .path
             .strip_prefix(&root)

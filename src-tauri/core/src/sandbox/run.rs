@@ -299,6 +299,35 @@ impl Watch {
         self
     }
 
+    /// The paths that changed since [`Watch::start`] in what `sandbox` could write under
+    /// `confinement`, without sorting or undoing anything (another writer may have made them).
+    pub async fn changed_paths(
+        self,
+        sandbox: &CommandSandbox,
+        confinement: &Confinement,
+    ) -> Result<Vec<String>, SandboxError> {
+        let Watch { before, .. } = self;
+        let root = sandbox.workspace.clone();
+        let within = (confinement.level == super::ConfinementLevel::LandlockAndBwrap)
+            .then(|| sandbox.writable_within_workspace());
+        blocking(move || {
+            let mut after = match &within {
+                Some(dirs) => Snapshot::take_within(&root, dirs),
+                None => Snapshot::take(&root),
+            };
+            let changes = match &within {
+                Some(dirs) => changes::diff_within(&before, &mut after, dirs),
+                None => changes::diff(&before, &mut after),
+            };
+            changes
+                .into_iter()
+                .filter(|c| c.kind != changes::ChangeKind::Touched)
+                .map(|c| c.path)
+                .collect()
+        })
+        .await
+    }
+
     /// Finds what changed since [`Watch::start`] in what `sandbox` could write, sorts it by
     /// `rules` and undoes what is out of scope.
     pub async fn settle(
