@@ -130,6 +130,17 @@ pub(super) async fn run(
         );
         detail.insert("changed_out_of_scope".into(), json!(out_of_scope));
         detail.insert("not_undone".into(), json!(unrestored));
+        // Build output the confinement lets it write, as commands do: not recorded, not undone,
+        // but named, since what is there may run later.
+        let permitted: Vec<&str> = found
+            .changes
+            .permitted
+            .iter()
+            .filter(|(c, _)| c.kind != ChangeKind::Touched)
+            .map(|(c, _)| c.path.as_str())
+            .take(100)
+            .collect();
+        detail.insert("changed_build_output".into(), json!(permitted));
         detail.insert("confinement".into(), json!(jail.confinement.summary()));
         let changed = Changed {
             files,

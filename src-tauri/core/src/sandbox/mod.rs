@@ -245,9 +245,9 @@ impl CommandSandbox {
         })
     }
 
-    /// Adds a writable directory outside the workspace (created if missing). Refused when it
-    /// is inside the workspace or a hidden directory, contains one of them, or is reached
-    /// through a symlink: a cache must never be a way into what is protected.
+    /// Adds a writable directory outside the workspace (created if missing). Refused when,
+    /// symlinks resolved, it is inside the workspace or a hidden directory or contains one of
+    /// them: a cache must never be a way into what is protected.
     pub fn with_cache_dir(mut self, dir: &Path) -> Result<CommandSandbox, SandboxError> {
         let refuse = |message: &str| SandboxError::Path {
             path: dir.display().to_string(),
@@ -255,9 +255,6 @@ impl CommandSandbox {
         };
         std::fs::create_dir_all(dir).map_err(|e| refuse(&e.to_string()))?;
         let canonical = dir.canonicalize().map_err(|e| refuse(&e.to_string()))?;
-        if canonical != dir {
-            return Err(refuse("it is reached through a symlink"));
-        }
         let overlaps = |other: &Path| canonical.starts_with(other) || other.starts_with(&canonical);
         if overlaps(&self.workspace) || self.hidden.iter().any(|h| overlaps(h)) {
             return Err(refuse(

@@ -159,6 +159,11 @@ fn a_cache_directory_never_overlaps_the_workspace_or_a_hidden_one() {
             bad.display()
         );
     }
+    // A symlink elsewhere that leads into the workspace is the workspace.
+    let link = ws.parent().expect("parent").join("link-into-ws");
+    std::fs::create_dir_all(ws.join(".git")).expect("mkdir");
+    std::os::unix::fs::symlink(ws.join(".git"), &link).expect("symlink");
+    assert!(p.sandbox.clone().with_cache_dir(&link).is_err());
     let mut hidden = p.sandbox.clone();
     let data = ws.parent().expect("parent").join("data");
     hidden.hidden.push(data.clone());
