@@ -159,7 +159,7 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
 
 /// What the intent owns is kept in the checkpoint store before the command, so what it changes
 /// can be diffed and taken back.
-pub(crate) async fn keep_owned_files(
+async fn keep_owned_files(
     cx: &RunCx<'_>,
     intent: Option<crate::orchestration::intents::Intent>,
     owned_scope: &[String],

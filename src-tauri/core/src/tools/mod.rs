@@ -8,7 +8,7 @@ mod apply_diff;
 mod ask_followup_question;
 mod attempt_completion;
 pub(crate) mod command_record;
-pub(crate) mod execute_command;
+mod execute_command;
 mod intent_record;
 mod list_files;
 mod propose_intent;
