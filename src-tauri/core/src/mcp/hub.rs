@@ -96,6 +96,19 @@ impl McpHub {
         sink: Arc<dyn EventSink>,
         run_consents: BTreeSet<String>,
     ) -> McpHub {
+        let cache_root = AppDirs::cache_from_env();
+        McpHub::with_cache(root, dirs, cache_root, secrets, sink, run_consents)
+    }
+
+    /// [`McpHub::new`] with servers' cache directories under `cache_root` (none: no cache).
+    pub fn with_cache(
+        root: &Path,
+        dirs: &AppDirs,
+        cache_root: Option<PathBuf>,
+        secrets: Arc<dyn SecretStore>,
+        sink: Arc<dyn EventSink>,
+        run_consents: BTreeSet<String>,
+    ) -> McpHub {
         let changes = Arc::new(tokio::sync::Notify::new());
         let notify = changes.clone();
         let shared = Arc::new(Shared {
@@ -105,7 +118,7 @@ impl McpHub {
                 root: root.to_path_buf(),
                 confinement: Confinement::detect(),
                 hidden: vec![dirs.config.clone(), dirs.data.clone()],
-                cache_root: AppDirs::cache_from_env(),
+                cache_root,
                 secrets,
                 changed: Box::new(move || notify.notify_one()),
             }),

@@ -44,9 +44,10 @@ fn fixture(project: Option<&str>) -> Fixture {
         config: config.clone(),
         data: tmp.path().join("data"),
     };
-    let hub = McpHub::new(
+    let hub = McpHub::with_cache(
         &root,
         &dirs,
+        Some(tmp.path().join("cache")),
         store.clone(),
         Arc::new(Events::default()),
         Default::default(),
