@@ -151,6 +151,10 @@ impl UserDirs {
     pub fn data(&self) -> PathBuf {
         self.home.path().join("data")
     }
+    /// Where MCP servers keep their caches (`<cache>/mcp/<name>-<hash>/`).
+    pub fn cache(&self) -> PathBuf {
+        self.home.path().join("cache")
+    }
     /// Writes settings pointing the app at an OpenAI-compatible server.
     pub fn settings_openai(&self, base_url: &str, ask_before_writes: bool) {
         let settings = json!({
@@ -169,6 +173,10 @@ impl UserDirs {
                 self.config().display().to_string(),
             ),
             ("MANDATE_DATA_DIR".into(), self.data().display().to_string()),
+            (
+                "MANDATE_CACHE_DIR".into(),
+                self.cache().display().to_string(),
+            ),
         ]
     }
 }

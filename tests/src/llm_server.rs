@@ -93,6 +93,12 @@ pub enum Reply {
     /// SSE headers and these chunks, then silence on an open connection (a
     /// provider that stalls before or in the middle of its answer).
     StallAfter { chunks: Vec<Chunk> },
+    /// `then`, once the test opened `gate` (`gate.notify_one()`): holds the app between two
+    /// turns while the test looks at what it left running.
+    After {
+        gate: Arc<tokio::sync::Notify>,
+        then: Box<Reply>,
+    },
 }
 
 impl Reply {
@@ -418,6 +424,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Writes a reply; returns whether the connection may serve another request.
 async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<bool> {
+    let reply = match reply {
+        Reply::After { gate, then } => {
+            gate.notified().await;
+            *then
+        }
+        other => other,
+    };
     match reply {
         Reply::Json {
             status,
@@ -468,6 +481,8 @@ async fn write_reply(stream: &mut TcpStream, reply: Reply) -> std::io::Result<bo
             stream.flush().await?;
             Ok(true)
         }
+        // Opened above.
+        Reply::After { .. } => Ok(false),
         Reply::StallAfter { chunks } => {
             write_stream_head(stream, 200, &[]).await?;
             write_chunks(stream, &chunks).await?;

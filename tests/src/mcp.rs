@@ -52,6 +52,14 @@ pub fn consent(ws: &Path, name: &str) -> (String, Value) {
     )
 }
 
+/// Consent to the workspace's server `name` and the grant to write in the workspace, as the
+/// person gives both in Settings, for the definition as it is now.
+pub fn consent_and_write_grant(ws: &Path, name: &str) -> (String, Value) {
+    let (key, mut decisions) = consent(ws, name);
+    decisions["writes"] = decisions["consents"].clone();
+    (key, decisions)
+}
+
 /// The test server over streamable HTTP on 127.0.0.1; killed when dropped.
 pub struct HttpServer {
     child: Child,
@@ -83,6 +91,44 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The starts file of server `name` started with `MCP_TEST_STARTS=state`: in its cache
+/// directory, the one place outside its temporary directory a confined server may write.
+pub fn starts_file(dirs: &crate::app::UserDirs, name: &str) -> PathBuf {
+    let root = dirs.cache().join("mcp");
+    std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{name}-")))
+        })
+        .map(|dir| dir.join("state/mcp-test-starts.log"))
+        .unwrap_or_else(|| root.join(format!("{name}-not-started/state/mcp-test-starts.log")))
+}
+
+/// The host's process ids of the test servers running in workspace `ws` (their working
+/// directory), bubblewrap's processes included. (Inside bubblewrap's PID namespace a server
+/// sees other numbers: what it writes to its starts file counts starts, it names no process.)
+pub fn server_pids(ws: &Path) -> Vec<u32> {
+    let Ok(ws) = ws.canonicalize() else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == ws))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("mcp-test-server"))
+        })
+        .collect()
 }
 
 /// The process ids a test server wrote to its starts file.

@@ -7,7 +7,9 @@
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, run_openai, Output};
 use mandate_tests::llm_server::ScriptedServer;
-use mandate_tests::mcp::{consent, stdio_entry, write_project_file, write_user_file, HttpServer};
+use mandate_tests::mcp::{
+    consent, starts_file, stdio_entry, write_project_file, write_user_file, HttpServer,
+};
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
@@ -236,10 +238,10 @@ async fn a_mutating_call_needs_an_intent_and_a_person() {
 async fn an_approved_mutating_call_runs_and_is_recorded_by_digest() {
     let ws = workspace(Some(INTENTS), &[]);
     let outside = tempfile::tempdir().expect("tempdir");
-    let marker = outside.path().join("marker.txt");
     let dirs = UserDirs::new();
     write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
-    let args = json!({"text": "approved-text-1234", "path": marker.display().to_string()});
+    // A confined server writes nothing outside its own directories: its temporary one here.
+    let args = json!({"text": "approved-text-1234", "path": "tmp:marker.txt"});
     let server = ScriptedServer::start(vec![
         openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
         openai::turn().tool_call("w", "mcp__srv__write_marker", args.clone()).reply(),
@@ -256,14 +258,11 @@ async fn an_approved_mutating_call_runs_and_is_recorded_by_digest() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    assert_eq!(
-        std::fs::read_to_string(&marker).expect("marker"),
-        "approved-text-1234"
+    let wrote = server.tool_result_in(2, "w").expect("w");
+    assert!(
+        wrote.starts_with("wrote ") && wrote.ends_with("/marker.txt"),
+        "{wrote}"
     );
-    assert!(server
-        .tool_result_in(2, "w")
-        .expect("w")
-        .starts_with("wrote "));
     assert!(server
         .tool_result_in(3, "bad")
         .expect("bad")
@@ -374,8 +373,7 @@ async fn a_settings_server_over_streamable_http() {
 async fn a_workspace_server_is_not_started_without_consent() {
     let ws = workspace(Some(INTENTS), &[]);
     let dirs = UserDirs::new();
-    let starts = ws.path().join("starts.log");
-    let env = json!({"MCP_TEST_STARTS": starts.display().to_string()});
+    let env = json!({"MCP_TEST_STARTS": "state"});
     write_project_file(ws.path(), json!({"srv": stdio_entry(&[], env.clone())}));
     let script = || {
         vec![openai::turn()
@@ -395,7 +393,10 @@ async fn a_workspace_server_is_not_started_without_consent() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    assert!(!starts.exists(), "an unconsented server was started");
+    assert!(
+        !starts_file(&dirs, "srv").exists(),
+        "an unconsented server was started"
+    );
     assert!(!tool_names(&server).iter().any(|n| n.starts_with("mcp__")));
     let note = notices(&out)
         .into_iter()
@@ -415,6 +416,7 @@ async fn a_workspace_server_is_not_started_without_consent() {
     let server = ScriptedServer::start(script()).await;
     let out = run_openai(ws.path(), &server.base_url(), &[], "hi", &dirs).await;
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let starts = starts_file(&dirs, "srv");
     assert_eq!(
         std::fs::read_to_string(&starts)
             .expect("started")
@@ -445,13 +447,12 @@ async fn a_workspace_server_is_not_started_without_consent() {
 async fn servers_that_crash_hang_or_are_missing_give_clear_errors_and_the_task_goes_on() {
     let ws = workspace(Some(INTENTS), &[]);
     let dirs = UserDirs::new();
-    let starts = ws.path().join("starts.log");
     let mut hangs = stdio_entry(&["--hang"], json!({}));
     hangs["startupTimeoutSec"] = json!(1);
     write_project_file(
         ws.path(),
         json!({
-            "crashy": stdio_entry(&[], json!({"MCP_TEST_STARTS": starts.display().to_string()})),
+            "crashy": stdio_entry(&[], json!({"MCP_TEST_STARTS": "state"})),
             "hangs": hangs,
             "gone": {"command": "/nonexistent/mcp-server"},
             "refuses": stdio_entry(&["--exit-at-start"], json!({})),
@@ -513,7 +514,7 @@ async fn servers_that_crash_hang_or_are_missing_give_clear_errors_and_the_task_g
         Some("the value of after")
     );
     assert_eq!(
-        std::fs::read_to_string(&starts)
+        std::fs::read_to_string(starts_file(&dirs, "crashy"))
             .expect("starts")
             .lines()
             .count(),
@@ -597,6 +598,28 @@ async fn mandate_mcp_lists_servers_and_records_consent_from_a_terminal() {
             .contains("not an object schema"),
         "{broken}"
     );
+
+    // Confined, and allowed to write in the workspace only when the person says so.
+    assert!(
+        srv["confinement"]
+            .as_str()
+            .unwrap_or("")
+            .contains("writes nothing in it"),
+        "{srv:#}"
+    );
+    let allow = ["mcp", "allow-write", "srv", "--workspace", &ws_arg];
+    let out = mandate_tests::cli::mandate(&allow, &dirs, &[]).await;
+    assert_eq!(out.code, Some(1), "no terminal, no --yes: {}", out.stderr);
+    let out = mandate_tests::cli::mandate(&[&allow[..], &["--yes"]].concat(), &dirs, &[]).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = list().await;
+    let overview: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(overview["servers"][0]["may_write_workspace"], true);
+    let deny = ["mcp", "deny-write", "srv", "--workspace", &ws_arg];
+    let out = mandate_tests::cli::mandate(&deny, &dirs, &[]).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json");
+    assert!(!text.contains("\"writes\""), "{text}");
 
     // Marked untrusted in Settings: every tool of it is mutating, even a declared read.
     let (key, mut decisions) = consent(ws.path(), "srv");

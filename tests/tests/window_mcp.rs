@@ -18,8 +18,6 @@ const INTENTS: &str = r#"active_intents:
 
 #[tokio::test]
 async fn a_person_approves_an_mcp_call_on_its_card() {
-    let outside = tempfile::tempdir().expect("tempdir");
-    let marker = outside.path().join("from-the-window.txt");
     let ws = workspace(Some(INTENTS), &[]);
     write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
     let dirs = UserDirs::new();
@@ -34,7 +32,8 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
             .tool_call(
                 "w",
                 "mcp__srv__write_marker",
-                json!({"path": marker.display().to_string(), "text": "approved in the window"}),
+                // A confined server writes nothing outside its own directories.
+                json!({"path": "tmp:from-the-window.txt", "text": "approved in the window"}),
             )
             .reply(),
         openai::turn()
@@ -62,7 +61,10 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
     ] {
         assert!(card.contains(expected), "{expected} missing from {card}");
     }
-    assert!(!marker.exists(), "nothing ran before the decision");
+    assert!(
+        server.tool_result("w").is_none(),
+        "nothing ran before the decision"
+    );
     app.screenshot("approval-mcp-call")
         .await
         .expect("screenshot");
@@ -74,9 +76,10 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
     )
     .await
     .expect("completed");
-    assert_eq!(
-        std::fs::read_to_string(&marker).expect("marker"),
-        "approved in the window"
+    let wrote = server.tool_result("w").expect("the call ran");
+    assert!(
+        wrote.starts_with("wrote ") && wrote.ends_with("/from-the-window.txt"),
+        "{wrote}"
     );
     let records = ledger(ws.path());
     assert_eq!(records.len(), 1);
@@ -92,10 +95,9 @@ async fn a_person_approves_an_mcp_call_on_its_card() {
 async fn settings_list_servers_ask_consent_and_add_one() {
     let http = mandate_tests::mcp::HttpServer::start();
     let ws = workspace(Some(INTENTS), &[]);
-    let starts = ws.path().join("starts.log");
     write_project_file(
         ws.path(),
-        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test", "MCP_TEST_STARTS": starts.display().to_string()}))}),
+        json!({"srv": stdio_entry(&["--flag"], json!({"MODE": "test", "MCP_TEST_STARTS": "state"}))}),
     );
     let dirs = UserDirs::new();
     dirs.settings_openai("http://127.0.0.1:9/v1", true);
@@ -141,6 +143,40 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     app.wait_until(&shows(srv, &["mcp__srv__lookup"]))
         .await
         .expect("its tools are listed");
+    app.wait_until(&shows(
+        srv,
+        &[
+            "Runs confined (landlock",
+            "reads the workspace, writes nothing in it",
+        ],
+    ))
+    .await
+    .expect("how it is confined");
+
+    // Allowed to write in the workspace: restarted with the grant, said so, kept in the
+    // person's file under this definition.
+    app.click("#mcp-write-srv").await.expect("grant writes");
+    app.wait_until(&shows(
+        srv,
+        &["may write in the workspace: stopped between calls"],
+    ))
+    .await
+    .expect("the grant is shown");
+    app.find(&format!("{srv}[data-status=\"ready\"]"))
+        .await
+        .expect("running again with the grant");
+    app.screenshot("settings-mcp-write-grant")
+        .await
+        .expect("screenshot");
+    let granted: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dirs.config().join("mcp.json")).expect("mcp.json"),
+    )
+    .expect("json");
+    let (key, decisions) = consent(ws.path(), "srv");
+    assert_eq!(
+        granted["projects"][&key]["writes"]["srv"],
+        decisions["consents"]["srv"]
+    );
 
     app.type_into("#mcp-add-name", "web").await.expect("name");
     app.choose("#mcp-add-type", "http").await.expect("type");
@@ -170,16 +206,18 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     assert_eq!(file["projects"].as_object().map(|p| p.len()), Some(1));
 
     // Taking consent back stops the running server.
+    let running = mandate_tests::mcp::server_pids(ws.path());
+    assert!(!running.is_empty(), "the server runs");
     app.click(&format!("{srv} [data-mcp-action=\"Stop allowing it\"]"))
         .await
         .expect("revoke");
     app.find(&format!("{srv}[data-status=\"needs_consent\"]"))
         .await
         .expect("waits for consent again");
-    let pids = mandate_tests::mcp::started_pids(&starts);
-    assert_eq!(pids.len(), 1);
+    let starts = mandate_tests::mcp::started_pids(&mandate_tests::mcp::starts_file(&dirs, "srv"));
+    assert_eq!(starts.len(), 2, "started, then restarted with the grant");
     assert_eq!(
-        mandate_tests::mcp::wait_gone(&pids).await,
+        mandate_tests::mcp::wait_gone(&running).await,
         Vec::<u32>::new()
     );
     app.close().await.expect("close");

@@ -29,7 +29,9 @@ export function mcpCallBody(el, d) {
     h('p', { class: 'muted small', text: claimed.length ? `The server claims: ${claimed.join(', ')}.` : 'The server makes no claim about this tool.' }),
     h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Arguments' }, h('code', { text: d.arguments })),
     h('div', { class: 'danger-box' },
-      h('p', { class: 'small', text: 'This acts outside your files: Mandate records that it ran, but cannot show, check or undo what it does.' })));
+      h('p', { class: 'small', text: d.writes_workspace
+        ? 'You allowed this server to write in the workspace: what the call changes there is found, recorded under the intent when it owns it, and undone otherwise. What it does elsewhere (the network) Mandate cannot show, check or undo.'
+        : 'It cannot write in the workspace. Mandate records that it ran, but cannot show, check or undo what it does elsewhere (over the network).' })));
 }
 
 // ---- Settings: the servers, their status and tools, consent, trust, secrets ------------------
@@ -100,6 +102,7 @@ function serverItem(s) {
       h('span', { class: 'tag mcp-status', text: STATUS[s.status] })),
     s.target ? h('pre', { class: 'command' }, h('code', { text: s.target })) : null,
     ...s.variables.map((v) => h('p', { class: 'small' }, h('code', { text: `${v.name}=${v.value}` }))),
+    s.confinement ? h('p', { class: 'small mcp-confinement', text: `Runs ${s.confinement}.` }) : null,
     s.error ? h('p', { class: 'inline-error', text: s.error }) : null);
   /** @type {[HTMLElement, Request][]} */
   const actions = [];
@@ -120,6 +123,14 @@ function serverItem(s) {
     trust.addEventListener('change', () => send({ type: 'set_mcp_trust', name: s.name, trusted: trust.checked }));
     item.append(h('div', { class: 'check' }, trust,
       h('label', { for: `mcp-trust-${s.name}`, text: 'Believe its read-only claims (otherwise every tool asks)' })));
+  }
+  if (s.transport === 'stdio' && s.status !== 'invalid') {
+    const write = h('input', { type: 'checkbox', id: `mcp-write-${s.name}`, checked: s.may_write_workspace });
+    write.addEventListener('change', () => send({
+      type: 'set_mcp_workspace_write', name: s.name, definition_hash: s.definition_hash, allowed: write.checked,
+    }));
+    item.append(h('div', { class: 'check' }, write,
+      h('label', { for: `mcp-write-${s.name}`, text: 'May write in this workspace (only during a call; changes outside the intent are undone)' })));
   }
   for (const secret of s.secrets) {
     const field = h('input', { type: 'password', autocomplete: 'off', 'aria-label': `Value of ${secret.name}` });

@@ -28,6 +28,15 @@ impl AppDirs {
         Self { config, data }
     }
 
+    /// Where MCP servers keep their package caches (npx, uvx) between runs:
+    /// `MANDATE_CACHE_DIR`, else the XDG cache directory + `mandate`. Never inside `config`
+    /// or `data`, which servers may not write.
+    pub fn cache_from_env() -> Option<PathBuf> {
+        std::env::var_os("MANDATE_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| dirs::cache_dir().map(|d| d.join("mandate")))
+    }
+
     pub fn settings_file(&self) -> PathBuf {
         self.config.join("settings.json")
     }

@@ -92,6 +92,7 @@ fn detail(
             description: e.description.clone(),
             arguments: serde_json::to_string_pretty(&e.arguments).unwrap_or_default(),
             annotations: e.annotations.clone(),
+            writes_workspace: e.writes_workspace,
         },
         (AskReason::Command(class), Action::Command(cmd)) => ApprovalDetail::Command {
             command: crate::redact::Redactor::global()

@@ -32,6 +32,21 @@ pub struct BeforeImages {
     prefixes: HashMap<String, (u64, String)>,
     /// What could not be kept, to say when it is needed.
     not_kept: Vec<String>,
+    /// Files kept in the checkpoint store before (by hash): what a process that may write
+    /// more than its intent owns (an MCP server allowed to write in the workspace) could
+    /// change out of scope comes back from there.
+    stored: HashMap<String, String>,
+    store: Option<Store>,
+}
+
+/// The checkpoint store, shown by name only.
+#[derive(Clone)]
+struct Store(std::sync::Arc<crate::checkpoint::CheckpointStore>);
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointStore")
+    }
 }
 
 #[cfg(test)]
@@ -59,6 +74,17 @@ impl BeforeImages {
     /// Files that should have been kept but could not be read.
     pub fn not_kept(&self) -> &[String] {
         &self.not_kept
+    }
+
+    /// Adds the files kept in `store` (path → hash, as `ScopeCache::capture` keeps them).
+    pub fn with_stored(
+        mut self,
+        kept: impl IntoIterator<Item = (String, String)>,
+        store: std::sync::Arc<crate::checkpoint::CheckpointStore>,
+    ) -> BeforeImages {
+        self.stored.extend(kept);
+        self.store = Some(Store(store));
+        self
     }
 
     /// Nothing kept: with full confinement no out-of-scope change can be made.
@@ -166,7 +192,11 @@ pub fn restore(
             )
         })
         .filter(|c| c.kind != ChangeKind::Modified || !content_fixed(&c.path))
-        .filter(|c| !images.copies.contains_key(&c.path) && !images.prefixes.contains_key(&c.path))
+        .filter(|c| {
+            !images.copies.contains_key(&c.path)
+                && !images.prefixes.contains_key(&c.path)
+                && !images.stored.contains_key(&c.path)
+        })
         .map(|c| c.path.as_str())
         .collect();
     let (index, index_mtime) = git_index::entries(root, &needs_content);
@@ -293,6 +323,11 @@ fn earlier_content(
         return Err(
             "it was rewritten, not appended to, and is too large to have been copied".into(),
         );
+    }
+    if let (Some(hash), Some(store)) = (images.stored.get(&change.path), &images.store) {
+        if let Ok(bytes) = store.0.get(hash) {
+            return Ok((Some(bytes), Restored::FromCopy));
+        }
     }
     if let Some(blob) = git_blob {
         return Ok((Some(git_index::blob(root, blob)?), Restored::FromGit));

@@ -29,7 +29,7 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
     let dirs = AppDirs::from_env();
     let hub = McpHub::new(
         &root,
-        &dirs.config,
+        &dirs,
         Arc::new(KeyringStore),
         Arc::new(Quiet),
         Default::default(),
@@ -87,6 +87,28 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
             )
         }
         McpAction::Untrust { name } => done(hub.revoke_consent(name).await),
+        McpAction::AllowWrite { name, yes } => {
+            let overview = hub.overview(false).await;
+            let Some(server) = overview.servers.iter().find(|s| s.name == name) else {
+                eprintln!("mandate: there is no MCP server `{name}`");
+                return EXIT_USAGE;
+            };
+            println!("{name} runs:\n  {}", server.target);
+            for v in &server.variables {
+                println!("  with {}={}", v.name, v.value);
+            }
+            if !yes && !confirm("Allow it to write in this workspace (during calls, watched)?") {
+                eprintln!("mandate: not allowed (give --yes when there is no terminal to ask in)");
+                return EXIT_FAILED;
+            }
+            done(
+                hub.set_workspace_write(name, server.definition_hash.clone(), true)
+                    .await,
+            )
+        }
+        McpAction::DenyWrite { name } => {
+            done(hub.set_workspace_write(name, String::new(), false).await)
+        }
         McpAction::Secret {
             server,
             name,
@@ -152,6 +174,9 @@ fn print_overview(overview: &McpOverview) {
         println!("{}  [{source}]  {}  {}", s.name, status_word(s), s.target);
         if let Some(e) = &s.error {
             println!("    {e}");
+        }
+        if !s.confinement.is_empty() {
+            println!("    {}", s.confinement);
         }
         if !s.trusts_read_only_hints && s.status != McpStatus::Invalid {
             println!("    read-only hints not believed: every tool is mutating");

@@ -206,6 +206,17 @@ pub enum McpAction {
     },
     /// Take back the agreement to run the workspace's server NAME.
     Untrust { name: String },
+    /// Allow the stdio server NAME, as defined now, to write in this workspace: it then runs
+    /// only during calls, and what each call changes is recorded under the selected intent
+    /// when the intent owns it, undone otherwise. A changed definition takes it back.
+    AllowWrite {
+        name: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Take back NAME's permission to write in this workspace.
+    DenyWrite { name: String },
     /// Store the secret NAME of SERVER in the keyring, read as one line from stdin
     /// (referenced in its definition as ${NAME} or ${keyring:NAME}).
     Secret {

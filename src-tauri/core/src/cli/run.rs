@@ -215,7 +215,7 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     });
     let mcp = crate::mcp::McpHub::new(
         gov.root(),
-        &dirs.config,
+        &dirs,
         Arc::new(KeyringStore),
         sink.clone(),
         args.trust_mcp.iter().cloned().collect(),

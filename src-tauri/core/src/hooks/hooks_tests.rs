@@ -397,6 +397,7 @@ fn external(read_only: bool) -> Action {
         args_sha256: "0".repeat(64),
         annotations: Default::default(),
         read_only,
+        writes_workspace: false,
     })
 }
 

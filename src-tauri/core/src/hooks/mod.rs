@@ -174,6 +174,9 @@ pub struct ExternalAction {
     /// The server declares the tool read-only and the person trusts its hints: the call runs
     /// as a read (no intent, no approval). Otherwise it is mutating.
     pub read_only: bool,
+    /// The person allowed the server to write in the workspace: what the call changes there is
+    /// found, recorded when the intent owns it, undone otherwise.
+    pub writes_workspace: bool,
 }
 
 /// What a tool call would do, as the hooks see it.

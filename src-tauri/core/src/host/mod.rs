@@ -70,7 +70,7 @@ impl Opened {
             store: Arc::new(TaskStore::new(&dirs.data, workspace.root())),
             mcp: crate::mcp::McpHub::new(
                 workspace.root(),
-                &dirs.config,
+                dirs,
                 secrets.clone(),
                 sink.clone(),
                 Default::default(),
@@ -271,7 +271,8 @@ impl Host {
             | Request::GrantMcpConsent { .. }
             | Request::RevokeMcpConsent { .. }
             | Request::SetMcpTrust { .. }
-            | Request::RestartMcpServer { .. }) => self.handle_mcp(r).await,
+            | Request::RestartMcpServer { .. }
+            | Request::SetMcpWorkspaceWrite { .. }) => self.handle_mcp(r).await,
         }
     }
 

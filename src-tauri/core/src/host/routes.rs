@@ -246,6 +246,14 @@ impl Host {
             Request::RevokeMcpConsent { name } => mcp.revoke_consent(name).await,
             Request::SetMcpTrust { name, trusted } => mcp.set_trust(name, trusted).await,
             Request::RestartMcpServer { name } => mcp.restart(name).await,
+            Request::SetMcpWorkspaceWrite {
+                name,
+                definition_hash,
+                allowed,
+            } => {
+                mcp.set_workspace_write(name, definition_hash, allowed)
+                    .await
+            }
             _ => return Err(misrouted("MCP servers")),
         };
         result

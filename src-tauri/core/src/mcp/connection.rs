@@ -2,12 +2,12 @@
 //! stdin/stdout, or streamable HTTP. Connecting includes `initialize` and listing the tools,
 //! both within the server's start-up time limit.
 //!
-//! A stdio server is a program run with an allow-listed environment (never Mandate's API keys
-//! or session addresses), in the workspace, in a process group of its own that is killed with
-//! it. [`server_command`] is the one place that builds its `Command`: confinement wraps it there.
+//! A stdio server is a program run confined ([`super::jail`]) with an allow-listed environment
+//! (never Mandate's API keys or session addresses), in the workspace, in a process group of its
+//! own that is killed with it. [`server_command`] is the one place that builds its `Command`.
 
 use std::collections::VecDeque;
-use std::path::Path;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,13 +17,9 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use super::catalog::ToolInfo;
-use crate::redact::Redactor;
+use super::jail::{Jail, Place};
+use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement, Watch};
 
-/// The variables a server gets from Mandate's own environment (by name; `LC_*` by prefix).
-/// Everything else — API keys, tokens, D-Bus and SSH agent addresses, the display — stays.
-pub const PASSED_ENVIRONMENT: [&str; 10] = [
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR",
-];
 /// How many pages of `tools/list` are followed (a server that pages forever is cut off).
 const MAX_TOOL_PAGES: usize = 16;
 const STDERR_TAIL: usize = 4096;
@@ -57,6 +53,8 @@ pub enum ConnectError {
     ListTools(String),
     #[error("{0}")]
     Config(String),
+    #[error("{0}")]
+    Confinement(String),
 }
 
 fn tail_note(tail: &str) -> String {
@@ -109,10 +107,12 @@ extern "C" fn kill_live_groups() {
 pub struct ChildGuard {
     child: tokio::process::Child,
     group: Option<i32>,
+    /// The server's private temporary directory, removed after it is killed.
+    _temp: Option<tempfile::TempDir>,
 }
 
 impl ChildGuard {
-    fn new(child: tokio::process::Child) -> Self {
+    fn new(child: tokio::process::Child, temp: Option<tempfile::TempDir>) -> Self {
         let group = child.id().and_then(|id| i32::try_from(id).ok());
         if let Some(group) = group {
             AT_EXIT.call_once(|| {
@@ -126,7 +126,16 @@ impl ChildGuard {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(group);
         }
-        Self { child, group }
+        Self {
+            child,
+            group,
+            _temp: temp,
+        }
+    }
+
+    /// The process group (the server's pid).
+    pub fn group(&self) -> Option<i32> {
+        self.group
     }
 
     /// How the process ended, if it has.
@@ -165,6 +174,8 @@ pub struct Connection {
     pub tools: Vec<Result<ToolInfo, (String, String)>>,
     pub child: Option<ChildGuard>,
     pub stderr: StderrTail,
+    /// A stdio server's confinement (stopped between calls when it may write).
+    pub jail: Option<Arc<Jail>>,
 }
 
 impl Connection {
@@ -180,113 +191,34 @@ fn client_info() -> ClientConfig {
     )
 }
 
-fn passes(name: &str) -> bool {
-    PASSED_ENVIRONMENT
-        .iter()
-        .any(|p| match p.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *p,
-        })
-}
-
-/// The environment of a stdio server: the allow-listed variables of Mandate's own environment
-/// (none whose value holds a secret `known` to the redactor, in any form), then the server's own.
-pub fn server_environment(
-    source: impl IntoIterator<Item = (String, String)>,
-    own: &[(String, String)],
-    known: &Redactor,
-) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = source
-        .into_iter()
-        .filter(|(name, value)| passes(name) && !known.contains_secret(value))
-        .collect();
-    for (name, value) in own {
-        env.retain(|(n, _)| n != name);
-        env.push((name.clone(), value.clone()));
-    }
-    env.sort();
-    env
-}
-
-/// THE SEAM FOR CONFINEMENT: the command that starts a stdio server. Today it runs the program
-/// directly (argv, never a shell) in the workspace with exactly `env`; confined commands will
-/// wrap it here, and only here.
+/// THE ONE PLACE a stdio server's `Command` is built: the program (an argv, never a shell) in
+/// the workspace, confined by `sandbox` under `confinement` with exactly its environment, in a
+/// session and process group of its own.
 pub fn server_command(
     command: &str,
     args: &[String],
-    env: &[(String, String)],
-    cwd: &Path,
-) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
+    sandbox: &CommandSandbox,
+    confinement: &Confinement,
+) -> Result<tokio::process::Command, crate::sandbox::SandboxError> {
+    let mut cmd: tokio::process::Command =
+        ConfinedCommand::server(sandbox, confinement, command, args)?.into();
+    cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    cmd
+    Ok(cmd)
 }
 
 /// Starts (or dials) the server and initializes it, within `limit`.
 pub async fn connect(
     name: &str,
     resolved: &Resolved,
-    cwd: &Path,
+    place: &Place,
     limit: Duration,
 ) -> Result<Connection, ConnectError> {
     match resolved {
         Resolved::Stdio { command, args, env } => {
-            let env = server_environment(std::env::vars(), env, Redactor::global());
-            let mut cmd = server_command(command, args, &env, cwd);
-            let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
-                command: super::config::printable(command, 200),
-                source,
-            })?;
-            let stderr = StderrTail::default();
-            let mut reader = None;
-            if let Some(mut pipe) = child.stderr.take() {
-                let tail = stderr.clone();
-                reader = Some(tokio::spawn(async move {
-                    let mut buf = [0u8; 1024];
-                    while let Ok(n) = pipe.read(&mut buf).await {
-                        if n == 0 {
-                            break;
-                        }
-                        tail.push(&buf[..n]);
-                    }
-                }));
-            }
-            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                return Err(ConnectError::Config(
-                    "the server's pipes could not be set up".into(),
-                ));
-            };
-            let guard = ChildGuard::new(child);
-            let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
-            let service = match served {
-                Ok(Ok(service)) => service,
-                Ok(Err(e)) => {
-                    // A server that exits at start says why on stderr: read it to the end (its
-                    // own children may hold the pipe, so not for long).
-                    if let Some(reader) = reader {
-                        let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
-                    }
-                    return Err(ConnectError::Initialize {
-                        error: e.to_string(),
-                        stderr: stderr.text(),
-                    });
-                }
-                Err(_) => {
-                    return Err(ConnectError::Timeout {
-                        limit,
-                        stderr: stderr.text(),
-                    })
-                }
-            };
-            finish(name, service, Some(guard), stderr, limit).await
+            connect_stdio(name, command, args, env, place, limit).await
         }
         Resolved::Http { url, headers } => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -326,6 +258,123 @@ pub async fn connect(
     }
 }
 
+/// Whether `command` names an executable file: a path (relative to `cwd`), or a name on the
+/// `PATH` of `env`.
+fn program_found(command: &str, env: &[(String, String)], cwd: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        return runnable(&cwd.join(command));
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    std::env::split_paths(path).any(|dir| runnable(&cwd.join(dir).join(command)))
+}
+
+/// Starts a stdio server confined ([`super::jail`]); one that may write in the workspace is
+/// stopped before it is handed over, and refused if it changed anything while starting.
+async fn connect_stdio(
+    name: &str,
+    command: &str,
+    args: &[String],
+    env: &[(String, String)],
+    place: &Place,
+    limit: Duration,
+) -> Result<Connection, ConnectError> {
+    let (p, own) = (place.clone(), env.to_vec());
+    let (sandbox, temp) = tokio::task::spawn_blocking(move || super::jail::prepare(&p, &own))
+        .await
+        .map_err(|e| ConnectError::Config(e.to_string()))??;
+    let watch = if place.writes_workspace {
+        Some(
+            Watch::start(&place.root, &place.confinement)
+                .await
+                .map_err(|e| ConnectError::Config(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    // Under bubblewrap a missing program would only be said by bubblewrap, on stderr.
+    if !program_found(command, &sandbox.env, &place.root) {
+        return Err(ConnectError::Spawn {
+            command: super::config::printable(command, 200),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    let mut cmd = server_command(command, args, &sandbox, &place.confinement)
+        .map_err(|e| ConnectError::Config(format!("its confinement could not be prepared: {e}")))?;
+    let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
+        command: super::config::printable(command, 200),
+        source,
+    })?;
+    let stderr = StderrTail::default();
+    let mut reader = None;
+    if let Some(mut pipe) = child.stderr.take() {
+        let tail = stderr.clone();
+        reader = Some(tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.push(&buf[..n]);
+            }
+        }));
+    }
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err(ConnectError::Config(
+            "the server's pipes could not be set up".into(),
+        ));
+    };
+    let guard = ChildGuard::new(child, Some(temp));
+    let jail = Arc::new(Jail {
+        sandbox,
+        confinement: place.confinement.clone(),
+        writes_workspace: place.writes_workspace,
+        group: guard.group(),
+    });
+    let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
+    let service = match served {
+        Ok(Ok(service)) => service,
+        Ok(Err(e)) => {
+            // A server that exits at start says why on stderr: read it to the end (its
+            // own children may hold the pipe, so not for long).
+            if let Some(reader) = reader {
+                let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+            }
+            return Err(ConnectError::Initialize {
+                error: e.to_string(),
+                stderr: stderr.text(),
+            });
+        }
+        Err(_) => {
+            return Err(ConnectError::Timeout {
+                limit,
+                stderr: stderr.text(),
+            })
+        }
+    };
+    let mut conn = finish(name, service, Some(guard), stderr, limit).await?;
+    if let Some(watch) = watch {
+        jail.freeze().await.map_err(ConnectError::Confinement)?;
+        let changed = super::jail::startup_changes(watch, &jail)
+            .await
+            .map_err(ConnectError::Confinement)?;
+        if !changed.is_empty() {
+            return Err(ConnectError::Confinement(format!(
+                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only during a call; it was stopped. Look at those files: outside a call Mandate cannot tell who changed them, so they were left as they are",
+                changed.join(", ")
+            )));
+        }
+    }
+    conn.jail = Some(jail);
+    Ok(conn)
+}
+
 async fn finish(
     name: &str,
     service: RunningService<RoleClient, ClientConfig>,
@@ -350,6 +399,7 @@ async fn finish(
         tools,
         child,
         stderr,
+        jail: None,
     })
 }
 
@@ -386,6 +436,7 @@ async fn list_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn only_allow_listed_variables_reach_a_server_and_never_a_secret() {
@@ -398,24 +449,59 @@ mod tests {
             ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/bus"),
             ("SSH_AUTH_SOCK", "/tmp/agent"),
             ("TERM", "sk-app-key-123456"),
+            ("TMPDIR", "/tmp"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
         let own = [("TOKEN".to_string(), "server-secret".to_string())];
-        let known = Redactor::new();
+        let known = crate::redact::Redactor::new();
         known.add("sk-app-key-123456");
-        let env = server_environment(source, &own, &known);
-        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["HOME", "LC_ALL", "PATH", "TOKEN"]);
+        let env = super::super::jail::server_environment(
+            source,
+            &own,
+            &known,
+            Path::new("/tmp/mandate-cmd-x"),
+            Some(Path::new("/c/mcp/srv")),
+        );
+        let get = |n: &str| env.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        for dropped in [
+            "MANDATE_API_KEY",
+            "OPENAI_API_KEY",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "SSH_AUTH_SOCK",
+            "TERM",
+        ] {
+            assert_eq!(get(dropped), None, "{dropped} passed");
+        }
+        assert_eq!(get("HOME"), Some("/home/me"));
+        assert_eq!(get("TOKEN"), Some("server-secret"));
+        assert_eq!(get("TMPDIR"), Some("/tmp/mandate-cmd-x"));
+        assert_eq!(get("npm_config_cache"), Some("/c/mcp/srv/npm"));
+        assert_eq!(get("XDG_CACHE_HOME"), Some("/c/mcp/srv/cache"));
     }
 
     #[test]
     fn the_command_is_an_argv_never_a_shell_line() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let sandbox = CommandSandbox::new(
+            tmp.path(),
+            tmp.path(),
+            Vec::new(),
+            Vec::new(),
+            tmp.path(),
+            true,
+            false,
+            Vec::new(),
+            Vec::new(),
+        )
+        .expect("sandbox");
+        let confinement = Confinement::from_parts(None, None);
         let cmd = server_command(
             "srv; rm -rf /",
             &["$(id)".to_string(), "a b".to_string()],
-            &[],
-            Path::new("/"),
-        );
+            &sandbox,
+            &confinement,
+        )
+        .expect("command");
         let std = cmd.as_std();
         assert_eq!(std.get_program(), "srv; rm -rf /");
         let args: Vec<_> = std.get_args().collect();

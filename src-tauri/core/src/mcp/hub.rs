@@ -16,7 +16,9 @@ use super::user_file::{read_capped, UserFile};
 use super::McpTool;
 use crate::agent::EventSink;
 use crate::protocol::{Event, McpSecretView, McpStatus};
+use crate::sandbox::Confinement;
 use crate::secrets::SecretStore;
+use crate::settings::AppDirs;
 use crate::tools::Tool;
 
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -25,6 +27,8 @@ pub const PROJECT_FILE: &str = ".mcp.json";
 pub(super) struct Slot {
     pub server: Arc<Server>,
     pub consented: bool,
+    /// The person allowed this definition to write in the workspace.
+    pub may_write: bool,
     pub trusts_hints: bool,
     pub secrets: Vec<McpSecretView>,
 }
@@ -67,9 +71,18 @@ pub struct RunTools {
     pub notes: Vec<String>,
 }
 
+/// A definition and what the person decided about it.
+struct Decided {
+    def: ServerDef,
+    consented: bool,
+    trusts_hints: bool,
+    may_write: bool,
+    secrets: Vec<McpSecretView>,
+}
+
 /// What one load of both files yields.
 struct Loaded {
-    defs: Vec<(ServerDef, bool, bool, Vec<McpSecretView>)>,
+    defs: Vec<Decided>,
     problems: Vec<ConfigProblem>,
     file_problems: Vec<String>,
 }
@@ -78,7 +91,20 @@ impl McpHub {
     /// A hub for `root`; must be called inside a tokio runtime (it spawns the event pusher).
     pub fn new(
         root: &Path,
-        config_dir: &Path,
+        dirs: &AppDirs,
+        secrets: Arc<dyn SecretStore>,
+        sink: Arc<dyn EventSink>,
+        run_consents: BTreeSet<String>,
+    ) -> McpHub {
+        let cache_root = AppDirs::cache_from_env();
+        McpHub::with_cache(root, dirs, cache_root, secrets, sink, run_consents)
+    }
+
+    /// [`McpHub::new`] with servers' cache directories under `cache_root` (none: no cache).
+    pub fn with_cache(
+        root: &Path,
+        dirs: &AppDirs,
+        cache_root: Option<PathBuf>,
         secrets: Arc<dyn SecretStore>,
         sink: Arc<dyn EventSink>,
         run_consents: BTreeSet<String>,
@@ -87,9 +113,12 @@ impl McpHub {
         let notify = changes.clone();
         let shared = Arc::new(Shared {
             root: root.to_path_buf(),
-            config_dir: config_dir.to_path_buf(),
+            config_dir: dirs.config.clone(),
             env: Arc::new(ServerEnv {
                 root: root.to_path_buf(),
+                confinement: Confinement::detect(),
+                hidden: vec![dirs.config.clone(), dirs.data.clone()],
+                cache_root,
                 secrets,
                 changed: Box::new(move || notify.notify_one()),
             }),
@@ -125,7 +154,14 @@ impl McpHub {
     fn reconcile(&self, loaded: Loaded) {
         let mut slots = self.shared.slots.lock().unwrap_or_else(|p| p.into_inner());
         let mut kept = BTreeMap::new();
-        for (def, consented, trusts_hints, secrets) in loaded.defs {
+        for Decided {
+            def,
+            consented,
+            trusts_hints,
+            may_write,
+            secrets,
+        } in loaded.defs
+        {
             let status = if def.disabled {
                 McpStatus::Disabled
             } else if consented {
@@ -139,6 +175,7 @@ impl McpHub {
                 Some(old)
                     if old.server.def == def
                         && old.consented == consented
+                        && old.may_write == may_write
                         && !old.server.is_stopped_for_good() =>
                 {
                     old.server
@@ -150,6 +187,7 @@ impl McpHub {
                     Server::new(
                         def.clone(),
                         status,
+                        may_write,
                         self.shared.env.clone(),
                         &self.shared.cancel,
                     )
@@ -160,6 +198,7 @@ impl McpHub {
                 Slot {
                     server,
                     consented,
+                    may_write,
                     trusts_hints,
                     secrets,
                 },
@@ -323,9 +362,16 @@ fn load(
         .map(|def| {
             let consented = user_ok && user.consented(root, &def) || run.contains(&def.name);
             // While the file with the person's decisions is broken, no hint is believed.
-            let trusts = user_ok && user.trusts_hints(root, &def);
+            let trusts_hints = user_ok && user.trusts_hints(root, &def);
+            let may_write = user_ok && user.may_write(root, &def);
             let secrets = secret_views(root, &def, secrets);
-            (def, consented, trusts, secrets)
+            Decided {
+                def,
+                consented,
+                trusts_hints,
+                may_write,
+                secrets,
+            }
         })
         .collect();
     Loaded {

@@ -40,9 +40,14 @@ fn fixture(project: Option<&str>) -> Fixture {
     }
     let config = tmp.path().join("config");
     let store = Arc::new(MemoryStore::default());
-    let hub = McpHub::new(
+    let dirs = crate::settings::AppDirs {
+        config: config.clone(),
+        data: tmp.path().join("data"),
+    };
+    let hub = McpHub::with_cache(
         &root,
-        &config,
+        &dirs,
+        Some(tmp.path().join("cache")),
         store.clone(),
         Arc::new(Events::default()),
         Default::default(),
@@ -294,6 +299,9 @@ fn references_resolve_per_server_from_the_keyring() {
     .remove(0);
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store.clone(),
         changed: Box::new(|| {}),
     };
@@ -324,6 +332,9 @@ fn references_resolve_per_server_from_the_keyring() {
     // Another workspace with a server of the same name does not get them.
     let other = server::ServerEnv {
         root: Path::new("/elsewhere").to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };
@@ -349,6 +360,9 @@ fn a_bad_url_after_its_secrets_are_filled_in_is_refused_without_showing_them() {
         .expect("set");
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };
@@ -376,6 +390,9 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
     store.set(&key, &Secret::new(token)).expect("set");
     let env = server::ServerEnv {
         root: tmp.path().to_path_buf(),
+        confinement: crate::sandbox::Confinement::detect(),
+        hidden: Vec::new(),
+        cache_root: None,
         secrets: store,
         changed: Box::new(|| {}),
     };
@@ -400,4 +417,65 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
     let redacted = crate::redact::Redactor::global().redact(&later);
     assert!(!redacted.contains(token), "{redacted}");
     assert!(redacted.contains("TOKEN=[REDACTED]"), "{redacted}");
+}
+
+#[tokio::test]
+async fn a_write_grant_names_the_definition_and_only_a_stdio_server_gets_one() {
+    let f = fixture(Some(
+        r#"{"mcpServers": {"files": {"command": "/nonexistent/srv"}, "web": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}"#,
+    ));
+    let overview = f.hub.overview(false).await;
+    let files = overview
+        .servers
+        .iter()
+        .find(|s| s.name == "files")
+        .expect("files");
+    assert!(!files.may_write_workspace);
+    assert!(
+        files.confinement.contains("writes nothing in it")
+            || files.confinement.contains("not started unless"),
+        "{}",
+        files.confinement
+    );
+    let web = overview
+        .servers
+        .iter()
+        .find(|s| s.name == "web")
+        .expect("web");
+    assert_eq!(web.confinement, "");
+    let err = f
+        .hub
+        .set_workspace_write("files".into(), "0".repeat(64), true)
+        .await
+        .expect_err("stale hash");
+    assert!(matches!(err, ManageError::Conflict(_)), "{err}");
+    let err = f
+        .hub
+        .set_workspace_write("web".into(), web.definition_hash.clone(), true)
+        .await
+        .expect_err("http");
+    assert!(err.to_string().contains("over HTTP"), "{err}");
+    let overview = f
+        .hub
+        .set_workspace_write("files".into(), files.definition_hash.clone(), true)
+        .await
+        .expect("granted");
+    let files_now = overview
+        .servers
+        .iter()
+        .find(|s| s.name == "files")
+        .expect("files");
+    assert!(files_now.may_write_workspace);
+    assert!(files_now.confinement.contains("may write in the workspace"));
+    let file = UserFile::load(&f.config).expect("load");
+    assert_eq!(
+        file.project(&f.root).expect("decisions").writes["files"],
+        files.definition_hash
+    );
+    let overview = f
+        .hub
+        .set_workspace_write("files".into(), String::new(), false)
+        .await
+        .expect("taken back");
+    assert!(!overview.servers.iter().any(|s| s.may_write_workspace));
 }

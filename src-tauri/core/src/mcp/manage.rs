@@ -239,6 +239,40 @@ impl McpHub {
         Ok(self.overview(false).await)
     }
 
+    /// Allows a stdio server to write in this workspace, for the definition the person saw
+    /// (its hash), or takes that back. The server is restarted with its new confinement.
+    pub async fn set_workspace_write(
+        &self,
+        name: String,
+        hash: String,
+        allowed: bool,
+    ) -> Result<McpOverview, ManageError> {
+        let def = self.find(&name, None).await?;
+        if allowed {
+            if !def.is_stdio() {
+                return Err(ManageError::Invalid(format!(
+                    "`{name}` is reached over HTTP: it does not run on this machine, so it cannot be allowed to write here"
+                )));
+            }
+            if def.definition_hash() != hash {
+                return Err(ManageError::Conflict(format!(
+                    "the definition of `{name}` changed since it was shown; look at it again before allowing it to write"
+                )));
+            }
+        }
+        self.change_file(move |file, root| {
+            let writes = &mut file.project_mut(root).writes;
+            if allowed {
+                writes.insert(name, hash);
+            } else {
+                writes.remove(&name);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(self.overview(true).await)
+    }
+
     /// Stops the server and starts it again (also one that gave up restarting).
     pub async fn restart(&self, name: String) -> Result<McpOverview, ManageError> {
         self.find(&name, None).await?;

@@ -16,7 +16,7 @@
 //! - **Secrets** live in the keyring, per server (and per workspace for a workspace's server),
 //!   referenced as `${keyring:NAME}` / `${NAME}` / `${NAME:-default}`; never from Mandate's
 //!   environment ([`refs`]). A stdio server gets an allow-listed environment, never the app's
-//!   API keys ([`connection::server_environment`]).
+//!   API keys ([`jail::server_environment`]).
 //! - **Names**: `mcp__<server>__<tool>`, cut to what every provider accepts; collisions and
 //!   tools whose input schema is not an object schema are hidden and Settings says why
 //!   ([`catalog`]).
@@ -28,9 +28,16 @@
 //!   card shows the server, the tool, the arguments, the server's description and its
 //!   annotations); headless, `--approve` decides. Mandate cannot see, check or undo what such a
 //!   call does, so there is no "always allow".
-//! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty (no file of
-//!   the workspace changed that Mandate can see; a pseudo-path would be reported missing by
-//!   `trace verify` and offered to blame and undo), mutation class `EXTERNAL_ACTION`, and under
+//! - **Confinement** ([`jail`]): a stdio server runs confined like a command, reading the
+//!   workspace and writing nothing in it. One the person allowed to write in the workspace (per
+//!   workspace and definition, in their own file) is stopped between calls and every call of it
+//!   is bracketed by change detection (`watched`): in-scope changes are recorded in the call's
+//!   record, out-of-scope ones (any, for a read-only call) undone and reported as
+//!   `SCOPE_VIOLATION`. Without Landlock only such a granted, watched server starts.
+//! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty for a server
+//!   that cannot write in the workspace (a pseudo-path would be reported missing by
+//!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,
+//!   mutation class `EXTERNAL_ACTION` declared, and under
 //!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, the result's `is_error` and
 //!   the outcome (`ok`, `error`, `no_answer`); the approval is in its usual place. Never the
 //!   arguments: they may hold secrets.
@@ -46,13 +53,13 @@
 //!   is cut out of that server's results and errors ([`result::redact`]) and of everything else
 //!   Mandate stores or shows, in the encodings the redactor knows.
 //!
-//! [`connection::server_command`] builds the one `Command` of a stdio server (confinement wraps
-//! it there).
+//! [`connection::server_command`] builds the one `Command` of a stdio server, confined.
 
 pub mod catalog;
 pub mod config;
 pub mod connection;
 mod hub;
+pub mod jail;
 mod manage;
 pub mod refs;
 pub mod result;
@@ -60,6 +67,7 @@ pub mod server;
 mod tool;
 pub mod user_file;
 mod views;
+mod watched;
 
 pub use hub::{McpHub, RunTools, PROJECT_FILE};
 pub use manage::ManageError;

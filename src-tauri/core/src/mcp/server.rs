@@ -21,8 +21,10 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::ToolInfo;
 use super::config::{ServerDef, Transport};
 use super::connection::{self, Resolved};
+use super::jail::{Jail, Place};
 use crate::protocol::McpStatus;
 use crate::redact::Redactor;
+use crate::sandbox::Confinement;
 use crate::secrets::SecretStore;
 
 pub const MAX_RESTARTS: u32 = 5;
@@ -38,11 +40,19 @@ pub struct State {
     /// Tools it listed that cannot be offered, with the reason.
     pub refused: Arc<Vec<(String, String)>>,
     peer: Option<Peer<RoleClient>>,
+    /// The running stdio server's confinement.
+    jail: Option<Arc<Jail>>,
 }
 
 /// What a server needs from its surroundings.
 pub struct ServerEnv {
     pub root: PathBuf,
+    /// How stdio servers are confined on this machine ([`Confinement::detect`]).
+    pub confinement: Confinement,
+    /// Mandate's settings and data directories: hidden from servers.
+    pub hidden: Vec<PathBuf>,
+    /// Where servers' cache directories go (`<cache>/mcp/…`), if anywhere.
+    pub cache_root: Option<PathBuf>,
     pub secrets: Arc<dyn SecretStore>,
     /// Called on every change of any server's state.
     pub changed: Box<dyn Fn() + Send + Sync>,
@@ -51,6 +61,11 @@ pub struct ServerEnv {
 pub struct Server {
     pub def: ServerDef,
     pub hash: String,
+    /// The person allowed this definition to write in the workspace.
+    pub writes_workspace: bool,
+    /// Held for the whole of a watched call (change detection before, the call, change
+    /// detection after): calls of a server that may write never overlap.
+    calls: tokio::sync::Mutex<()>,
     env: Arc<ServerEnv>,
     state: watch::Sender<State>,
     cancel: CancellationToken,
@@ -96,6 +111,7 @@ impl Server {
     pub fn new(
         def: ServerDef,
         status: McpStatus,
+        writes_workspace: bool,
         env: Arc<ServerEnv>,
         parent: &CancellationToken,
     ) -> Arc<Server> {
@@ -106,10 +122,13 @@ impl Server {
             tools: Arc::default(),
             refused: Arc::default(),
             peer: None,
+            jail: None,
         });
         Arc::new(Server {
             def,
             hash,
+            writes_workspace,
+            calls: tokio::sync::Mutex::new(()),
             env,
             state,
             cancel: parent.child_token(),
@@ -139,6 +158,7 @@ impl Server {
             s.error = error;
             if status != McpStatus::Ready {
                 s.peer = None;
+                s.jail = None;
             }
         });
     }
@@ -183,12 +203,9 @@ impl Server {
                 Ok(r) => r,
                 Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
             };
-            let connecting = connection::connect(
-                &self.def.name,
-                &resolved,
-                &self.env.root,
-                self.def.startup_timeout,
-            );
+            let place = self.place();
+            let connecting =
+                connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
             let connected = tokio::select! {
                 c = connecting => c,
                 () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
@@ -212,6 +229,15 @@ impl Server {
                     why
                 }
             };
+            if self.writes_workspace {
+                // Started again only by its next call, inside that call's watch: a restart in
+                // the background could write while the agent or the person does.
+                tracing::warn!(server = %self.def.name, %why, "MCP server stopped");
+                return self.set_status(
+                    McpStatus::Stopped,
+                    Some(format!("{why}; it is started again at its next call")),
+                );
+            }
             stops += 1;
             tracing::warn!(server = %self.def.name, stops, %why, "MCP server stopped");
             if stops > MAX_RESTARTS {
@@ -240,6 +266,7 @@ impl Server {
             tools,
             mut child,
             stderr,
+            jail,
         } = conn;
         let (good, refused): (Vec<_>, Vec<_>) = tools.into_iter().partition(Result::is_ok);
         let peer = service.peer().clone();
@@ -249,6 +276,7 @@ impl Server {
             s.tools = Arc::new(good.into_iter().filter_map(Result::ok).collect());
             s.refused = Arc::new(refused.into_iter().filter_map(Result::err).collect());
             s.peer = Some(peer);
+            s.jail = jail;
         });
         tokio::select! {
             _ = service.waiting() => {}
@@ -272,6 +300,36 @@ impl Server {
         Some(why)
     }
 
+    /// Where and how its process runs.
+    fn place(&self) -> Place {
+        let cache = self.env.cache_root.as_ref().map(|root| {
+            let short = self.hash.get(..16).unwrap_or(&self.hash);
+            root.join("mcp").join(format!("{}-{short}", self.def.name))
+        });
+        Place {
+            root: self.env.root.clone(),
+            confinement: self.env.confinement.clone(),
+            hidden: self.env.hidden.clone(),
+            cache,
+            writes_workspace: self.writes_workspace,
+        }
+    }
+
+    /// How this machine confines stdio servers.
+    pub fn confinement(&self) -> Confinement {
+        self.env.confinement.clone()
+    }
+
+    /// The running server's confinement (none for a server over HTTP or one that is down).
+    pub fn jail(&self) -> Option<Arc<Jail>> {
+        self.state.borrow().jail.clone()
+    }
+
+    /// Waits for the calls of this server in progress; hold it across a watched call.
+    pub async fn exclusive(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.calls.lock().await
+    }
+
     /// The definition with its secret references filled in from the keyring.
     async fn resolve(&self) -> Result<Resolved, String> {
         let (def, env) = (self.def.clone(), self.env.clone());
@@ -291,9 +349,24 @@ impl Server {
         let peer = self.ready_peer(cancel).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let limit = self.def.tool_timeout;
+        // A server that may write runs only for the duration of a call.
+        let watched = self.jail().filter(|j| j.watched());
+        if let Some(jail) = &watched {
+            jail.thaw();
+        }
         let outcome = tokio::select! {
-            r = tokio::time::timeout(limit, peer.call_tool(params)) => r,
-            () = cancel.cancelled() => return Err(CallError::Cancelled { tool: tool.into(), sent: true }),
+            r = tokio::time::timeout(limit, peer.call_tool(params)) => Some(r),
+            () = cancel.cancelled() => None,
+        };
+        if let Some(jail) = &watched {
+            // One that cannot be stopped is killed (and restarted): either way it runs no more.
+            let _ = jail.freeze().await;
+        }
+        let Some(outcome) = outcome else {
+            return Err(CallError::Cancelled {
+                tool: tool.into(),
+                sent: true,
+            });
         };
         let server = self.def.name.clone();
         match outcome {
@@ -313,6 +386,11 @@ impl Server {
                 limit,
             }),
         }
+    }
+
+    /// Waits (bounded) until it is ready, as a call does; says why not.
+    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), CallError> {
+        self.ready_peer(cancel).await.map(|_| ())
     }
 
     async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer<RoleClient>, CallError> {

@@ -112,6 +112,7 @@ impl Tool for McpTool {
             arguments,
             annotations: self.entry.tool.annotations.clone(),
             read_only: self.read_only,
+            writes_workspace: self.server.writes_workspace,
         };
         let target = format!("{} › {}", self.entry.server, self.entry.tool.name);
         Ok(Planned::new(Action::External(action), target, ()))
@@ -128,64 +129,111 @@ impl Tool for McpTool {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
         };
-        let outcome = self.server.call(&action.tool, arguments, cx.cancel).await;
-        let (output, record) = match outcome {
-            Ok(result) => {
-                let shown = super::result::for_model(&result);
-                let record = json!({"is_error": shown.is_error, "outcome": if shown.is_error { "error" } else { "ok" }});
-                let summary = if shown.is_error {
-                    "the server reported an error".to_string()
-                } else {
-                    crate::text::ellipsize(shown.text.lines().next().unwrap_or(""), 120)
-                        .into_owned()
-                };
-                let output = ToolOutput {
-                    display: shown.text.clone(),
-                    content: shown.text,
-                    summary,
-                    failed: shown.is_error,
-                    ..ToolOutput::default()
-                };
-                (Ok(output), record)
-            }
-            // Not sent, or refused by the server: nothing happened.
-            Err(e) if !e.was_sent() || matches!(e, CallError::Refused { .. }) => {
-                return Err(ToolError::Failed(super::result::redact(&e.to_string())));
-            }
-            Err(e) => {
-                let detail = super::result::redact(&e.to_string());
-                let record =
-                    json!({"is_error": Value::Null, "outcome": "no_answer", "detail": detail});
-                (Err(ToolError::Failed(detail)), record)
-            }
-        };
-        if !self.read_only {
-            if let Err(problem) = self.record(&action, record, cx).await {
-                cx.events.emit(Event::Notice {
-                    level: NoticeLevel::Error,
-                    message: problem.clone(),
-                });
-                return match output {
-                    Ok(mut o) => {
-                        o.content.push_str(&format!("\n\n(Note: {problem})"));
-                        Ok(o)
-                    }
-                    Err(e) => Err(e),
-                };
-            }
+        if self.server.writes_workspace {
+            return super::watched::run(self, &action, arguments, cx).await;
         }
-        output
+        let outcome = self.server.call(&action.tool, arguments, cx.cancel).await;
+        let Shown { output, record } = shown(outcome);
+        match record {
+            Some(record) if !self.read_only => {
+                let note = self.record(&action, record, Changed::default(), cx).await;
+                with_note(output, note)
+            }
+            _ => output,
+        }
     }
 }
 
+/// What a call gave: the model's answer and what the ledger keeps of it (`None`: the call was
+/// not sent, or the server refused it, so nothing happened).
+pub(super) struct Shown {
+    pub output: Result<ToolOutput, ToolError>,
+    pub record: Option<Value>,
+}
+
+/// The answer of a call, and its record.
+pub(super) fn shown(outcome: Result<Value, CallError>) -> Shown {
+    match outcome {
+        Ok(result) => {
+            let shown = super::result::for_model(&result);
+            let record = json!({"is_error": shown.is_error, "outcome": if shown.is_error { "error" } else { "ok" }});
+            let summary = if shown.is_error {
+                "the server reported an error".to_string()
+            } else {
+                crate::text::ellipsize(shown.text.lines().next().unwrap_or(""), 120).into_owned()
+            };
+            let output = ToolOutput {
+                display: shown.text.clone(),
+                content: shown.text,
+                summary,
+                failed: shown.is_error,
+                ..ToolOutput::default()
+            };
+            Shown {
+                output: Ok(output),
+                record: Some(record),
+            }
+        }
+        // Not sent, or refused by the server: nothing happened.
+        Err(e) if !e.was_sent() || matches!(e, CallError::Refused { .. }) => Shown {
+            output: Err(ToolError::Failed(super::result::redact(&e.to_string()))),
+            record: None,
+        },
+        Err(e) => {
+            let detail = super::result::redact(&e.to_string());
+            let record = json!({"is_error": Value::Null, "outcome": "no_answer", "detail": detail});
+            Shown {
+                output: Err(ToolError::Failed(detail)),
+                record: Some(record),
+            }
+        }
+    }
+}
+
+/// The output with a note added (a ledger problem the model and the person should know of).
+pub(super) fn with_note(
+    output: Result<ToolOutput, ToolError>,
+    note: Result<(), String>,
+) -> Result<ToolOutput, ToolError> {
+    match (note, output) {
+        (Ok(()), output) => output,
+        (Err(problem), Ok(mut o)) => {
+            o.content.push_str(&format!("\n\n(Note: {problem})"));
+            Ok(o)
+        }
+        (Err(_), Err(e)) => Err(e),
+    }
+}
+
+/// What a watched call changed in the workspace, for its record.
+#[derive(Default)]
+pub(super) struct Changed {
+    pub files: Vec<crate::orchestration::ledger::FileChange>,
+    pub images: Map<String, Value>,
+    pub diffs: Map<String, Value>,
+    /// `changed_in_scope`, `changed_out_of_scope`, `not_undone`, `confinement`.
+    pub detail: Map<String, Value>,
+}
+
 impl McpTool {
-    /// The ledger record of a mutating call that was sent: no file changed that Mandate can see,
-    /// so `files` is empty; what was called, with which arguments (their digest), what came
-    /// back and who approved it is under `metadata["dev.mandate"]`.
-    async fn record(
+    pub(super) fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    pub(super) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The ledger record of a call that was sent: what was called, with which arguments
+    /// (their digest), what came back and who approved it, under `metadata["dev.mandate"]`;
+    /// `files` holds what it changed that Mandate saw (a watched server's in-scope changes,
+    /// with line ranges and content hashes), empty for a server that cannot write. `Err` says
+    /// why the ledger could not record it (the problem is also shown to the person).
+    pub(super) async fn record(
         &self,
         action: &ExternalAction,
         result: Value,
+        changed: Changed,
         cx: &RunCx<'_>,
     ) -> Result<(), String> {
         let mut extra = Map::new();
@@ -196,10 +244,22 @@ impl McpTool {
             "args_sha256": action.args_sha256,
             "transport": if self.server.def.is_stdio() { "stdio" } else { "http" },
         });
-        if let (Some(mcp), Some(result)) = (mcp.as_object_mut(), result.as_object()) {
-            mcp.extend(result.clone());
+        if let Some(mcp) = mcp.as_object_mut() {
+            if let Some(result) = result.as_object() {
+                mcp.extend(result.clone());
+            }
+            mcp.extend(changed.detail);
         }
         extra.insert("mcp".into(), mcp);
+        let computed = if changed.files.is_empty() {
+            crate::protocol::MutationClass::ExternalAction
+        } else {
+            crate::protocol::MutationClass::IntentEvolution
+        };
+        if !changed.files.is_empty() {
+            extra.insert("images".into(), Value::Object(changed.images));
+            extra.insert("diffs".into(), Value::Object(changed.diffs));
+        }
         let entry = TraceEntry {
             task_id: cx.task.id.clone(),
             intent_id: cx.task.governance().selected_intent.unwrap_or_default(),
@@ -208,17 +268,24 @@ impl McpTool {
             tool_call_id: cx.call_id.to_string(),
             contributor: crate::protocol::Contributor::Ai,
             mutation_declared: Some(crate::protocol::MutationClass::ExternalAction),
-            mutation_computed: Some(crate::protocol::MutationClass::ExternalAction),
+            mutation_computed: Some(computed),
             approval: cx.approval.clone(),
-            files: Vec::new(),
+            files: changed.files,
             extra,
         };
         let ledger = cx.gov.ledger.clone();
-        tokio::task::spawn_blocking(move || ledger.append(&entry).map(|_| ()))
+        let appended = tokio::task::spawn_blocking(move || ledger.append(&entry).map(|_| ()))
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r.map_err(|e| e.to_string()))
-            .map_err(|e| format!("the MCP call ran, but the ledger could not record it: {e}"))
+            .map_err(|e| format!("the MCP call ran, but the ledger could not record it: {e}"));
+        if let Err(problem) = &appended {
+            cx.events.emit(Event::Notice {
+                level: NoticeLevel::Error,
+                message: problem.clone(),
+            });
+        }
+        appended
     }
 }
 

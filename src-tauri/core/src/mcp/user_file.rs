@@ -5,7 +5,8 @@
 //! ```json
 //! {"mcpServers": {"docs": {"type": "http", "url": "https://…"}},
 //!  "untrusted": ["docs"],
-//!  "projects": {"/home/me/app": {"consents": {"files": "<definition hash>"}, "untrusted": []}}}
+//!  "projects": {"/home/me/app": {"consents": {"files": "<definition hash>"}, "untrusted": [],
+//!                                "writes": {"files": "<definition hash>"}}}}
 //! ```
 //!
 //! A file of its own rather than a key in `settings.json`: saving the general settings replaces
@@ -43,6 +44,11 @@ pub struct ProjectDecisions {
     pub consents: BTreeMap<String, String>,
     #[serde(default)]
     pub untrusted: BTreeSet<String>,
+    /// Server name → the definition hash the person allowed to write in this workspace
+    /// (stdio servers; see `McpHub::set_workspace_write`). Any change to the definition
+    /// (command, arguments, environment) takes the grant back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub writes: BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +132,15 @@ impl UserFile {
         }
     }
 
+    /// Whether the person allowed this exact definition to write in the workspace `root`.
+    pub fn may_write(&self, root: &Path, def: &ServerDef) -> bool {
+        def.is_stdio()
+            && self
+                .project(root)
+                .and_then(|p| p.writes.get(&def.name))
+                .is_some_and(|hash| *hash == def.definition_hash())
+    }
+
     /// Whether the server's read-only hints are believed.
     pub fn trusts_hints(&self, root: &Path, def: &ServerDef) -> bool {
         match def.source {
@@ -188,6 +203,31 @@ mod tests {
         .servers
         .remove(0);
         assert!(!file.consented(a, &changed), "a changed command asks again");
+    }
+
+    #[test]
+    fn a_write_grant_is_per_workspace_and_lapses_when_the_definition_changes() {
+        let parse = |text: &str| {
+            config::parse(text, Source::Project, ".mcp.json")
+                .servers
+                .remove(0)
+        };
+        let def = parse(r#"{"mcpServers": {"files": {"command": "srv", "args": ["--x"]}}}"#);
+        let mut file = UserFile::default();
+        let (a, b) = (Path::new("/ws/a"), Path::new("/ws/b"));
+        assert!(!file.may_write(a, &def));
+        file.project_mut(a)
+            .writes
+            .insert("files".into(), def.definition_hash());
+        assert!(file.may_write(a, &def));
+        assert!(!file.may_write(b, &def), "another workspace");
+        for changed in [
+            r#"{"mcpServers": {"files": {"command": "srv", "args": ["--y"]}}}"#,
+            r#"{"mcpServers": {"files": {"command": "other", "args": ["--x"]}}}"#,
+            r#"{"mcpServers": {"files": {"command": "srv", "args": ["--x"], "env": {"LD_PRELOAD": "x"}}}}"#,
+        ] {
+            assert!(!file.may_write(a, &parse(changed)), "{changed}");
+        }
     }
 
     #[test]

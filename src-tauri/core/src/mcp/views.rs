@@ -81,6 +81,13 @@ fn server_view(name: &str, slot: &Slot, entries: &[Entry], hidden: &[Hidden]) ->
         status: state.status,
         error: state.error,
         trusts_read_only_hints: slot.trusts_hints,
+        may_write_workspace: slot.may_write,
+        confinement: match transport {
+            McpTransportKind::Stdio => {
+                super::jail::level_note(&slot.server.confinement(), slot.may_write)
+            }
+            McpTransportKind::Http => String::new(),
+        },
         secrets: slot.secrets.clone(),
         tools,
     }
@@ -126,6 +133,8 @@ fn invalid_server(name: &str, p: &ConfigProblem) -> McpServerView {
         status: McpStatus::Invalid,
         error: Some(p.message.clone()),
         trusts_read_only_hints: false,
+        may_write_workspace: false,
+        confinement: String::new(),
         secrets: Vec::new(),
         tools: Vec::new(),
     }

@@ -67,6 +67,9 @@ pub enum ApprovalDetail {
         arguments: String,
         /// What the server claims about the tool; hints, not guarantees.
         annotations: McpAnnotations,
+        /// The person allowed the server to write in the workspace: the call's changes there
+        /// are found, recorded when the intent owns them and undone otherwise.
+        writes_workspace: bool,
     },
     /// A call with no card of its own (a read, a question) that the person's hook wants them to
     /// approve (`hook_reasons` says why).

@@ -112,6 +112,12 @@ pub struct McpServerView {
     pub status: McpStatus,
     pub error: Option<String>,
     pub trusts_read_only_hints: bool,
+    /// The person allowed this definition to write in the workspace (stdio servers): it is
+    /// then stopped between calls and each call's changes are recorded or undone.
+    pub may_write_workspace: bool,
+    /// How its process is confined on this machine, in a sentence (empty for HTTP servers
+    /// and invalid definitions).
+    pub confinement: String,
     pub secrets: Vec<McpSecretView>,
     pub tools: Vec<McpToolView>,
 }

@@ -178,6 +178,14 @@ pub enum Request {
     RestartMcpServer {
         name: String,
     },
+    /// Allows (or no longer allows) a stdio server to write in this workspace, for exactly
+    /// the definition shown (its hash): a changed command, argument or variable takes the
+    /// grant back. Its calls are then watched (see `McpServerView::may_write_workspace`).
+    SetMcpWorkspaceWrite {
+        name: String,
+        definition_hash: String,
+        allowed: bool,
+    },
     /// A text block for a bug report: version, system, confinement, provider and settings
     /// (never a key), and the end of the log.
     Diagnostics,

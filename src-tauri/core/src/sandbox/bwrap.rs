@@ -98,6 +98,9 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     // After the tmpfs mounts, so a workspace under /tmp stays visible.
     bind(&mut a, "--ro-bind", &sandbox.workspace);
     bind(&mut a, "--bind", &sandbox.temp_dir);
+    if let Some(cache) = &sandbox.cache_dir {
+        bind(&mut a, "--bind", cache);
+    }
     for grant in &sandbox.writable {
         bind(&mut a, "--bind", &grant.path);
     }

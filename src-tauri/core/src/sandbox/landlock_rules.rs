@@ -99,6 +99,9 @@ pub(super) fn prepare(
             rules.push((open_path(&grant.path, false)?, access));
         }
         rules.push((open_path(&sandbox.temp_dir, false)?, all));
+        if let Some(cache) = &sandbox.cache_dir {
+            rules.push((open_path(cache, false)?, all));
+        }
         if sandbox.write_git {
             let git = sandbox.workspace.join(".git");
             if git.is_dir() {

@@ -25,11 +25,14 @@
 
 mod bwrap;
 pub mod env;
+mod freeze;
 mod landlock_rules;
 mod plan;
 mod run;
 mod scope;
 mod seccomp;
+#[cfg(test)]
+mod server_tests;
 mod spawn;
 #[cfg(test)]
 mod tests;
@@ -39,9 +42,13 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-pub use plan::SandboxRequest;
+pub use freeze::{freeze_group, thaw_group, FreezeError};
+pub use plan::{protected_inside, SandboxRequest};
 pub(crate) use run::kill_group;
-pub use run::{run_confined, run_governed, CommandContext, CommandRun, GovernedRun};
+pub use run::{
+    run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
+    Watch,
+};
 pub use scope::{scope_grants, Grant, GrantKind};
 pub use spawn::{bash, ConfinedCommand};
 
@@ -181,6 +188,9 @@ pub struct CommandSandbox {
     pub hidden: Vec<PathBuf>,
     /// The whole environment of the command (see [`env::command_environment`]).
     pub env: Vec<(String, String)>,
+    /// A directory outside the workspace that stays writable across runs (an MCP server's
+    /// package caches); none for commands. See [`CommandSandbox::with_cache_dir`].
+    pub cache_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -231,7 +241,28 @@ impl CommandSandbox {
             hidden,
             env,
             workspace,
+            cache_dir: None,
         })
+    }
+
+    /// Adds a writable directory outside the workspace (created if missing). Refused when,
+    /// symlinks resolved, it is inside the workspace or a hidden directory or contains one of
+    /// them: a cache must never be a way into what is protected.
+    pub fn with_cache_dir(mut self, dir: &Path) -> Result<CommandSandbox, SandboxError> {
+        let refuse = |message: &str| SandboxError::Path {
+            path: dir.display().to_string(),
+            message: message.to_string(),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| refuse(&e.to_string()))?;
+        let canonical = dir.canonicalize().map_err(|e| refuse(&e.to_string()))?;
+        let overlaps = |other: &Path| canonical.starts_with(other) || other.starts_with(&canonical);
+        if overlaps(&self.workspace) || self.hidden.iter().any(|h| overlaps(h)) {
+            return Err(refuse(
+                "it overlaps the workspace or Mandate's own directories",
+            ));
+        }
+        self.cache_dir = Some(canonical);
+        Ok(self)
     }
 }
 
@@ -259,6 +290,7 @@ impl CommandSandbox {
         });
         granted
             || path.starts_with(&self.temp_dir)
+            || self.cache_dir.as_ref().is_some_and(|c| path.starts_with(c))
             || (self.write_git && path.starts_with(self.workspace.join(".git")))
     }
 }

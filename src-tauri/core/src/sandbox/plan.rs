@@ -109,28 +109,38 @@ impl SandboxRequest<'_> {
         dirs
     }
 
-    /// Protected entries below the writable directories: nested repositories' `.git` and
-    /// paths `.intentignore` lists (the top-most of each).
     fn read_only_inside(&self, grants: &[Grant]) -> Vec<PathBuf> {
-        let under: Vec<String> = grants
-            .iter()
-            .filter_map(|g| g.path.strip_prefix(self.workspace).ok())
-            .map(|rel| format!("{}/", rel.to_string_lossy()))
-            .collect();
-        let mut found = self.before.find(|rel, stamp| {
-            under.iter().any(|u| rel.starts_with(u.as_str()))
-                && stamp.kind != EntryKind::Symlink
-                && (protected_reason(rel).is_some() || self.ignore.matched(rel).is_some())
-        });
-        // Only the top-most: a bind of a directory covers what is inside it.
-        found.sort();
-        let mut top: Vec<PathBuf> = Vec::new();
-        for path in found {
-            if !top.iter().any(|t| path.starts_with(t)) {
-                top.push(path);
-            }
-        }
-        top.truncate(MAX_READ_ONLY_INSIDE);
-        top
+        protected_inside(self.workspace, self.before, grants, self.ignore)
     }
+}
+
+/// Protected entries below the writable directories `grants` of `workspace`, found in the
+/// snapshot `before`: nested repositories' `.git` and paths `.intentignore` lists (the
+/// top-most of each). bubblewrap binds them read-only again.
+pub fn protected_inside(
+    workspace: &Path,
+    before: &Snapshot,
+    grants: &[Grant],
+    ignore: &IntentIgnore,
+) -> Vec<PathBuf> {
+    let under: Vec<String> = grants
+        .iter()
+        .filter_map(|g| g.path.strip_prefix(workspace).ok())
+        .map(|rel| format!("{}/", rel.to_string_lossy()))
+        .collect();
+    let mut found = before.find(|rel, stamp| {
+        under.iter().any(|u| rel.starts_with(u.as_str()))
+            && stamp.kind != EntryKind::Symlink
+            && (protected_reason(rel).is_some() || ignore.matched(rel).is_some())
+    });
+    // Only the top-most: a bind of a directory covers what is inside it.
+    found.sort();
+    let mut top: Vec<PathBuf> = Vec::new();
+    for path in found {
+        if !top.iter().any(|t| path.starts_with(t)) {
+            top.push(path);
+        }
+    }
+    top.truncate(MAX_READ_ONLY_INSIDE);
+    top
 }

@@ -213,15 +213,7 @@ pub async fn run_governed(
         redactor: cx.redactor,
     }
     .build()?;
-    // The earlier state of what a command could change out of scope: protected files when
-    // confinement is partial or absent, and clean tracked files, since writable directories
-    // are wider than the intent's globs.
-    let protected_copies = cx.confinement.level != super::ConfinementLevel::LandlockAndBwrap;
-    let (before, images) = blocking(move || {
-        let images = BeforeImages::capture_with(&before, protected_copies);
-        (before, images)
-    })
-    .await?;
+    let watch = Watch::from_snapshot(before, cx.confinement).await?;
     let run = run_confined(
         action,
         &sandbox,
@@ -231,62 +223,174 @@ pub async fn run_governed(
         on_output,
     )
     .await;
-    let root = cx.workspace.to_path_buf();
-    // Under bubblewrap everything outside the writable paths is a read-only mount: only they
-    // can have changed. Otherwise (Landlock does not cover chmod and utime) read it all.
-    let within = (cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap)
-        .then(|| sandbox.writable_within_workspace());
-    let (before, after, changes) = blocking(move || {
-        let mut after = match &within {
-            Some(dirs) => Snapshot::take_within(&root, dirs),
-            None => Snapshot::take(&root),
-        };
-        let changes = match &within {
-            Some(dirs) => changes::diff_within(&before, &mut after, dirs),
-            None => changes::diff(&before, &mut after),
-        };
-        (before, after, changes)
-    })
-    .await?;
-    let build_outputs = cx.policy.confinement().build_output_names();
-    let changes = changes::classify(
-        changes,
-        cx.owns,
-        cx.ignore,
-        &build_outputs,
-        cx.granted.write_git,
-    );
-    let out_of_scope: Vec<changes::Change> = changes
-        .out_of_scope
-        .iter()
-        .map(|(c, _)| c.clone())
-        .collect();
-    let root = cx.workspace.to_path_buf();
-    // Outside the writable directories the kernel kept the content as it was.
-    let content_fixed: std::collections::HashSet<String> = out_of_scope
-        .iter()
-        .filter(|c| cx.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
-        .map(|c| c.path.clone())
-        .collect();
-    let restored = if out_of_scope.is_empty() {
-        Vec::new()
-    } else {
-        blocking(move || {
-            changes::restore(&root, &out_of_scope, &images, &|p| {
-                content_fixed.contains(p)
-            })
-        })
-        .await?
+    let rules = ChangeRules {
+        owns: cx.owns,
+        ignore: cx.ignore,
+        build_outputs: cx.policy.confinement().build_output_names(),
+        write_git: cx.granted.write_git,
+        confinement: cx.confinement,
     };
-    let mut unreadable = before.unreadable().to_vec();
-    unreadable.extend(after.unreadable().iter().cloned());
+    let found = watch.settle(&sandbox, &rules).await?;
     Ok(GovernedRun {
         run,
-        changes,
-        restored,
-        unreadable,
-        after,
+        changes: found.changes,
+        restored: found.restored,
+        unreadable: found.unreadable,
+        after: found.after,
     })
+}
+
+/// How the changes a confined process made are sorted (see `changes::classify`).
+pub struct ChangeRules<'a> {
+    /// Whether the selected intent owns a path (`|_| false`: nothing is in scope).
+    pub owns: &'a (dyn Fn(&str) -> bool + Sync),
+    pub ignore: &'a IntentIgnore,
+    pub build_outputs: Vec<&'a str>,
+    pub write_git: bool,
+    pub confinement: &'a Confinement,
+}
+
+/// The state of the workspace before a confined process may change it: its snapshot and the
+/// earlier content of what it could change out of scope.
+pub struct Watch {
+    before: Snapshot,
+    images: BeforeImages,
+}
+
+/// What a confined process changed in the workspace, sorted, the out-of-scope part undone.
+#[derive(Debug)]
+pub struct FoundChanges {
+    pub changes: ClassifiedChanges,
+    pub restored: Vec<RestoreOutcome>,
+    pub unreadable: Vec<String>,
+    pub after: Snapshot,
+}
+
+impl Watch {
+    /// Snapshots the workspace `root` (canonical) now.
+    pub async fn start(root: &Path, confinement: &Confinement) -> Result<Watch, SandboxError> {
+        let root = root.to_path_buf();
+        let before = blocking(move || Snapshot::take(&root)).await?;
+        Watch::from_snapshot(before, confinement).await
+    }
+
+    async fn from_snapshot(
+        before: Snapshot,
+        confinement: &Confinement,
+    ) -> Result<Watch, SandboxError> {
+        // The earlier state of what a process could change out of scope: protected files when
+        // confinement is partial or absent, and clean tracked files, since writable
+        // directories are wider than the intent's globs.
+        let protected_copies = confinement.level != super::ConfinementLevel::LandlockAndBwrap;
+        blocking(move || {
+            let images = BeforeImages::capture_with(&before, protected_copies);
+            Watch { before, images }
+        })
+        .await
+    }
+
+    /// Adds the files kept in the checkpoint store before (see [`BeforeImages::with_stored`]).
+    pub fn with_stored(
+        mut self,
+        kept: impl IntoIterator<Item = (String, String)>,
+        store: std::sync::Arc<crate::checkpoint::CheckpointStore>,
+    ) -> Watch {
+        self.images = self.images.with_stored(kept, store);
+        self
+    }
+
+    /// The paths that changed since [`Watch::start`] in what `sandbox` could write under
+    /// `confinement`, without sorting or undoing anything (another writer may have made them).
+    pub async fn changed_paths(
+        self,
+        sandbox: &CommandSandbox,
+        confinement: &Confinement,
+    ) -> Result<Vec<String>, SandboxError> {
+        let Watch { before, .. } = self;
+        let root = sandbox.workspace.clone();
+        let within = (confinement.level == super::ConfinementLevel::LandlockAndBwrap)
+            .then(|| sandbox.writable_within_workspace());
+        blocking(move || {
+            let mut after = match &within {
+                Some(dirs) => Snapshot::take_within(&root, dirs),
+                None => Snapshot::take(&root),
+            };
+            let changes = match &within {
+                Some(dirs) => changes::diff_within(&before, &mut after, dirs),
+                None => changes::diff(&before, &mut after),
+            };
+            changes
+                .into_iter()
+                .filter(|c| c.kind != changes::ChangeKind::Touched)
+                .map(|c| c.path)
+                .collect()
+        })
+        .await
+    }
+
+    /// Finds what changed since [`Watch::start`] in what `sandbox` could write, sorts it by
+    /// `rules` and undoes what is out of scope.
+    pub async fn settle(
+        self,
+        sandbox: &CommandSandbox,
+        rules: &ChangeRules<'_>,
+    ) -> Result<FoundChanges, SandboxError> {
+        let Watch { before, images } = self;
+        let root = sandbox.workspace.clone();
+        // Under bubblewrap everything outside the writable paths is a read-only mount: only
+        // they can have changed. Otherwise (Landlock does not cover chmod and utime) read it all.
+        let within = (rules.confinement.level == super::ConfinementLevel::LandlockAndBwrap)
+            .then(|| sandbox.writable_within_workspace());
+        let (before, after, changes) = blocking(move || {
+            let mut after = match &within {
+                Some(dirs) => Snapshot::take_within(&root, dirs),
+                None => Snapshot::take(&root),
+            };
+            let changes = match &within {
+                Some(dirs) => changes::diff_within(&before, &mut after, dirs),
+                None => changes::diff(&before, &mut after),
+            };
+            (before, after, changes)
+        })
+        .await?;
+        let changes = changes::classify(
+            changes,
+            rules.owns,
+            rules.ignore,
+            &rules.build_outputs,
+            rules.write_git,
+        );
+        let out_of_scope: Vec<changes::Change> = changes
+            .out_of_scope
+            .iter()
+            .map(|(c, _)| c.clone())
+            .collect();
+        let root = sandbox.workspace.clone();
+        // Outside the writable directories the kernel kept the content as it was.
+        let content_fixed: std::collections::HashSet<String> = out_of_scope
+            .iter()
+            .filter(|c| rules.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
+            .map(|c| c.path.clone())
+            .collect();
+        let restored = if out_of_scope.is_empty() {
+            Vec::new()
+        } else {
+            blocking(move || {
+                changes::restore(&root, &out_of_scope, &images, &|p| {
+                    content_fixed.contains(p)
+                })
+            })
+            .await?
+        };
+        let mut unreadable = before.unreadable().to_vec();
+        unreadable.extend(after.unreadable().iter().cloned());
+        Ok(FoundChanges {
+            changes,
+            restored,
+            unreadable,
+            after,
+        })
+    }
 }
 
 async fn blocking<T: Send + 'static>(

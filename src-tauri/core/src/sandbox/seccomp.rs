@@ -91,3 +91,72 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// The filter of an MCP server: it may not leave its process group or session (`setsid`,
+/// `setpgid` refused), so that stopping the group between calls stops everything it started;
+/// with `block_unix` (no bubblewrap, Landlock ABI < 9) Unix sockets and io_uring are refused
+/// too, as for commands without network: a server keeps TCP and UDP, which it needs, but not
+/// the session bus, through which it could start programs outside the confinement.
+pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ: u16 = 0x15;
+    const JGE: u16 = 0x35;
+    const RET: u16 = 0x06;
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    const ARG0: u32 = 16;
+    let (arch, x32_bit): (u32, u32) = if cfg!(all(target_arch = "x86_64", target_endian = "little"))
+    {
+        (0xC000_003E, 0x4000_0000)
+    } else if cfg!(all(target_arch = "aarch64", target_endian = "little")) {
+        (0xC000_00B7, u32::MAX)
+    } else {
+        return None;
+    };
+    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let eperm = ERRNO | libc::EPERM as u32;
+    let mut program = vec![
+        op(LD_W_ABS, 0, 0, ARCH),
+        op(JEQ, 1, 0, arch),
+        op(RET, 0, 0, eperm),
+        op(LD_W_ABS, 0, 0, NR),
+        op(JGE, 0, 1, x32_bit),
+        op(RET, 0, 0, eperm),
+    ];
+    // Each refused call: "if nr == X return error", one pair of instructions.
+    fn refuse(program: &mut Vec<libc::sock_filter>, nr: libc::c_long, errno: i32) -> Option<()> {
+        let nr = u32::try_from(nr).ok()?;
+        program.push(libc::sock_filter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: nr,
+        });
+        program.push(libc::sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | errno as u32,
+        });
+        Some(())
+    }
+    refuse(&mut program, libc::SYS_setsid, libc::EPERM)?;
+    refuse(&mut program, libc::SYS_setpgid, libc::EPERM)?;
+    if !block_unix {
+        program.push(op(RET, 0, 0, ALLOW));
+        return Some(program);
+    }
+    refuse(&mut program, libc::SYS_io_uring_setup, libc::ENOSYS)?;
+    let socket = u32::try_from(libc::SYS_socket).ok()?;
+    program.extend([
+        op(JEQ, 1, 0, socket),
+        op(RET, 0, 0, ALLOW),
+        op(LD_W_ABS, 0, 0, ARG0),
+        op(JEQ, 0, 1, libc::AF_UNIX as u32),
+        op(RET, 0, 0, ERRNO | libc::EACCES as u32),
+        op(RET, 0, 0, ALLOW),
+    ]);
+    Some(program)
+}

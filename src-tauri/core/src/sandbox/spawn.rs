@@ -2,6 +2,7 @@
 //! confinement this machine offers. Everything that allocates or opens files happens here, in
 //! the parent; the code that runs between fork and exec only makes system calls.
 
+use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -24,6 +25,15 @@ pub fn bash() -> &'static str {
 /// A command line, ready to spawn under a [`CommandSandbox`].
 pub struct ConfinedCommand;
 
+/// What the confined process is: a command of the agent, or an MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Command,
+    /// Long-lived, with the network; it must stay in its process group (see
+    /// [`seccomp::server_filter`]) so that stopping the group between calls stops it all.
+    Server,
+}
+
 impl ConfinedCommand {
     /// The process for `line`: its environment, working directory and confinement are set;
     /// stdio, `kill_on_drop` and the like are the caller's. The child starts a new session
@@ -33,65 +43,112 @@ impl ConfinedCommand {
         confinement: &Confinement,
         line: &str,
     ) -> Result<Command, SandboxError> {
-        let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
-        let mut cmd = match (&confinement.bwrap, with_bwrap) {
-            (Some(program), true) => {
-                let mut cmd = Command::new(program);
-                cmd.args(bwrap::arguments(sandbox))
-                    .arg("--")
-                    .arg(bash())
-                    .args(["--noprofile", "--norc", "-c", line]);
-                cmd
-            }
-            _ => {
-                let mut cmd = Command::new(bash());
-                cmd.args(["--noprofile", "--norc", "-c", line])
-                    .current_dir(&sandbox.cwd);
-                cmd
-            }
-        };
-        cmd.env_clear()
-            .envs(sandbox.env.iter().map(|(k, v)| (k, v)));
-        let landlock = match confinement.level {
-            ConfinementLevel::None => None,
-            ConfinementLevel::LandlockOnly => landlock_rules::prepare(
-                sandbox,
-                Restrict {
-                    filesystem: true,
-                    tcp: !sandbox.network,
-                },
-            )?,
-            // bubblewrap's mounts would be refused under Landlock file rules, and its empty
-            // network namespace already has no TCP: Landlock scopes signals and sockets.
-            ConfinementLevel::LandlockAndBwrap => landlock_rules::prepare(
-                sandbox,
-                Restrict {
-                    filesystem: false,
-                    tcp: false,
-                },
-            )?,
-        };
-        let filter = match confinement.level {
-            ConfinementLevel::LandlockOnly if !sandbox.network => {
-                seccomp::no_network_filter(confinement.landlock_abi.unwrap_or(0) < 9)
-            }
-            _ => None,
-        };
-        // bubblewrap needs its capabilities to build the namespaces; it drops them for the
-        // command itself (`--cap-drop ALL`).
-        let drop_capabilities = !with_bwrap;
-        let child = ChildSetup {
-            landlock,
-            filter,
-            drop_capabilities,
-        };
-        // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
-        // prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || child.apply());
-        }
-        Ok(cmd)
+        let args = ["--noprofile", "--norc", "-c", line].map(OsString::from);
+        build(
+            sandbox,
+            confinement,
+            bash().as_ref(),
+            &args,
+            Purpose::Command,
+        )
     }
+
+    /// The process of an MCP server: `program` with `args` (an argv, never a shell line),
+    /// confined as a command, with the network, and unable to leave its process group or
+    /// session (`setsid` and `setpgid` are refused), so that [`super::freeze_group`] stops
+    /// everything it started. Its pid is its process group.
+    pub fn server(
+        sandbox: &CommandSandbox,
+        confinement: &Confinement,
+        program: &str,
+        args: &[String],
+    ) -> Result<Command, SandboxError> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        build(
+            sandbox,
+            confinement,
+            program.as_ref(),
+            &args,
+            Purpose::Server,
+        )
+    }
+}
+
+fn build(
+    sandbox: &CommandSandbox,
+    confinement: &Confinement,
+    program: &OsStr,
+    args: &[OsString],
+    purpose: Purpose,
+) -> Result<Command, SandboxError> {
+    let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
+    let mut cmd = match (&confinement.bwrap, with_bwrap) {
+        (Some(bwrap), true) => {
+            let mut cmd = Command::new(bwrap);
+            cmd.args(bwrap::arguments(sandbox))
+                .arg("--")
+                .arg(program)
+                .args(args);
+            cmd
+        }
+        _ => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).current_dir(&sandbox.cwd);
+            cmd
+        }
+    };
+    cmd.env_clear()
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)));
+    let landlock = match confinement.level {
+        ConfinementLevel::None => None,
+        ConfinementLevel::LandlockOnly => landlock_rules::prepare(
+            sandbox,
+            Restrict {
+                filesystem: true,
+                tcp: !sandbox.network,
+            },
+        )?,
+        // bubblewrap's mounts would be refused under Landlock file rules, and its empty
+        // network namespace already has no TCP: Landlock scopes signals and sockets.
+        ConfinementLevel::LandlockAndBwrap => landlock_rules::prepare(
+            sandbox,
+            Restrict {
+                filesystem: false,
+                tcp: false,
+            },
+        )?,
+    };
+    let abi = confinement.landlock_abi.unwrap_or(0);
+    let filter = match (purpose, confinement.level) {
+        (Purpose::Command, ConfinementLevel::LandlockOnly) if !sandbox.network => {
+            seccomp::no_network_filter(abi < 9)
+        }
+        (Purpose::Command, _) => None,
+        (Purpose::Server, level) => {
+            let filter =
+                seccomp::server_filter(level != ConfinementLevel::LandlockAndBwrap && abi < 9);
+            if filter.is_none() {
+                return Err(SandboxError::Landlock(
+                    "no system-call filter for this architecture: an MCP server could leave its process group".into(),
+                ));
+            }
+            filter
+        }
+    };
+    // bubblewrap needs its capabilities to build the namespaces; it drops them for the
+    // command itself (`--cap-drop ALL`).
+    let drop_capabilities = !with_bwrap;
+    let child = ChildSetup {
+        landlock,
+        filter,
+        drop_capabilities,
+    };
+    // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
+    // prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || child.apply());
+    }
+    Ok(cmd)
 }
 
 /// What the child does between fork and exec.

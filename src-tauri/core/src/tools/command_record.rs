@@ -120,19 +120,7 @@ pub(super) async fn record(
     if in_scope.is_empty() && governed.changes.out_of_scope.is_empty() {
         return Ok(Vec::new());
     }
-    let (root, store) = (
-        cx.gov.root().to_path_buf(),
-        cx.gov.journal.checkpoints.clone(),
-    );
-    let (changes, kept) = (in_scope.clone(), before.clone());
-    let recorded: Vec<Recorded> = super::blocking("keeping the changed files", move || {
-        Ok(changes
-            .iter()
-            .map(|c| record_file(&root, &store, c, &kept))
-            .collect())
-    })
-    .await?;
-    let (files, images, diffs) = files_images_and_diffs(recorded, &unrestored);
+    let (files, images, diffs) = recorded_changes(cx, &in_scope, &unrestored, before).await?;
     let mut extra = Map::new();
     extra.insert(
         "command".into(),
@@ -165,6 +153,31 @@ pub(super) async fn record(
     })
     .await?;
     Ok(paths)
+}
+
+/// The files a process changed, for a ledger record: each in-scope change with its line ranges
+/// and content hashes, its before- and after-images kept in the checkpoint store (under the
+/// record's `images`, so it can be undone) and its diff (`diffs`); the out-of-scope changes
+/// that could not be undone without lines.
+pub(crate) async fn recorded_changes(
+    cx: &RunCx<'_>,
+    in_scope: &[Change],
+    unrestored: &[&str],
+    before: &ScopeImages,
+) -> Result<(Vec<FileChange>, Map<String, Value>, Map<String, Value>), ToolError> {
+    let (root, store) = (
+        cx.gov.root().to_path_buf(),
+        cx.gov.journal.checkpoints.clone(),
+    );
+    let (changes, kept) = (in_scope.to_vec(), before.clone());
+    let recorded: Vec<Recorded> = super::blocking("keeping the changed files", move || {
+        Ok(changes
+            .iter()
+            .map(|c| record_file(&root, &store, c, &kept))
+            .collect())
+    })
+    .await?;
+    Ok(files_images_and_diffs(recorded, unrestored))
 }
 
 /// The files for the record, with the image each was kept as and its diff (redacted, bounded).

@@ -7,7 +7,7 @@
 mod apply_diff;
 mod ask_followup_question;
 mod attempt_completion;
-mod command_record;
+pub(crate) mod command_record;
 mod execute_command;
 mod intent_record;
 mod list_files;

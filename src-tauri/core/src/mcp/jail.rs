@@ -1,0 +1,288 @@
+//! The confinement of a stdio server: the same sandbox as the agent's commands
+//! ([`crate::sandbox`]: Landlock, bubblewrap where it works, an allow-listed environment, no
+//! capabilities, Mandate's own directories hidden), with the network, and with a system-call
+//! filter that keeps the server and everything it starts in one process group.
+//!
+//! - **By default** a server reads the workspace and writes nothing in it; it writes its
+//!   private temporary directory (`TMPDIR`, removed when it stops) and its own cache directory
+//!   outside the workspace (`<cache>/mcp/<name>-<definition hash>`: `npm_config_cache`,
+//!   `UV_CACHE_DIR`, `XDG_CACHE_HOME`, `XDG_DATA_HOME`, `XDG_STATE_HOME`), so `npx` and `uvx`
+//!   keep their downloads between runs and one server cannot plant code in another's cache.
+//! - **Allowed to write in the workspace** (the person's grant, [`Place::writes_workspace`]):
+//!   every top-level entry that is not protected is writable (`.orchestration/`, `.git/`,
+//!   `.mcp.json`, `.mandate/`, … never are; under bubblewrap nested `.git/` and `.intentignore`
+//!   paths are bound read-only again). The server is stopped (`SIGSTOP`, checked in `/proc`)
+//!   whenever no call is running, and each call is bracketed by change detection
+//!   (`McpTool::run`). A granted server that changed anything while starting is refused, and
+//!   one that stops is started again only by its next call, inside that call's watch.
+//! - **Without Landlock** a server could write anything: it starts only with the grant, and
+//!   then runs stopped between calls, with every call's changes found and sorted.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::connection::ConnectError;
+use crate::hooks::command_policy::CommandPolicy;
+use crate::hooks::ignore_list::IntentIgnore;
+use crate::redact::Redactor;
+use crate::sandbox::{
+    self, env::command_environment, scope_grants, ChangeRules, CommandSandbox, Confinement,
+    ConfinementLevel, Watch,
+};
+
+/// Where and how a stdio server runs.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// The workspace root (canonical): the server's working directory.
+    pub root: PathBuf,
+    pub confinement: Confinement,
+    /// Mandate's settings and data directories: hidden, never writable.
+    pub hidden: Vec<PathBuf>,
+    /// The server's own cache directory, when there is a place for caches.
+    pub cache: Option<PathBuf>,
+    /// The person allowed this definition to write in the workspace.
+    pub writes_workspace: bool,
+}
+
+/// A running server's confinement: what it may write, and its process group.
+pub struct Jail {
+    pub sandbox: CommandSandbox,
+    pub confinement: Confinement,
+    pub writes_workspace: bool,
+    /// The server's process group (its pid: it starts a session of its own).
+    pub group: Option<i32>,
+}
+
+impl Jail {
+    /// Whether the server is stopped between calls and its calls bracketed by change
+    /// detection: it may write in the workspace.
+    pub fn watched(&self) -> bool {
+        self.writes_workspace
+    }
+
+    /// Stops the server (see [`sandbox::freeze_group`]); one that cannot be stopped is killed.
+    pub async fn freeze(&self) -> Result<(), String> {
+        let Some(group) = self.group else {
+            return Ok(());
+        };
+        let stopped = tokio::task::spawn_blocking(move || sandbox::freeze_group(group))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        if let Err(why) = &stopped {
+            tracing::warn!(group, %why, "an MCP server could not be stopped between calls; it is killed");
+            sandbox::kill_group(Some(group));
+        }
+        stopped
+    }
+
+    pub fn thaw(&self) {
+        if let Some(group) = self.group {
+            sandbox::thaw_group(group);
+        }
+    }
+
+    /// The rules its changes are sorted by when no call is running (nothing is in scope).
+    pub fn rules<'a>(
+        &'a self,
+        owns: &'a (dyn Fn(&str) -> bool + Sync),
+        ignore: &'a IntentIgnore,
+        build_outputs: Vec<&'a str>,
+    ) -> ChangeRules<'a> {
+        ChangeRules {
+            owns,
+            ignore,
+            build_outputs,
+            write_git: false,
+            confinement: &self.confinement,
+        }
+    }
+}
+
+/// The environment of a stdio server: what commands get (an allow-list of Mandate's own
+/// variables, never one whose value holds a secret `known` to the redactor, `TMPDIR` the
+/// private temporary directory), the cache variables pointing at its cache directory, then
+/// the server's own variables (its definition, consented to, with secrets from the keyring).
+pub fn server_environment(
+    source: impl IntoIterator<Item = (String, String)>,
+    own: &[(String, String)],
+    known: &Redactor,
+    temp_dir: &Path,
+    cache: Option<&Path>,
+) -> Vec<(String, String)> {
+    let policy = CommandPolicy::builtin();
+    let mut env = command_environment(source, policy.confinement(), temp_dir, true, known);
+    let mut set = |name: &str, value: String| {
+        env.retain(|(n, _)| n != name);
+        env.push((name.to_string(), value));
+    };
+    if let Some(cache) = cache {
+        for (name, sub) in [
+            ("npm_config_cache", "npm"),
+            ("UV_CACHE_DIR", "uv"),
+            ("UV_PYTHON_INSTALL_DIR", "uv-python"),
+            ("XDG_CACHE_HOME", "cache"),
+            ("XDG_DATA_HOME", "data"),
+            ("XDG_STATE_HOME", "state"),
+        ] {
+            set(name, cache.join(sub).display().to_string());
+        }
+    }
+    for (name, value) in own {
+        set(name, value.clone());
+    }
+    env.sort();
+    env
+}
+
+/// The sandbox of a server about to start, with its private temporary directory (removed
+/// when dropped). Blocking: the workspace is read to find protected paths.
+pub fn prepare(
+    place: &Place,
+    own_env: &[(String, String)],
+) -> Result<(CommandSandbox, tempfile::TempDir), ConnectError> {
+    if !place.confinement.is_confined() && !place.writes_workspace {
+        return Err(ConnectError::Config(
+            "this machine offers no confinement (no Landlock), so a stdio server could write anywhere; it starts only if you allow it to write in the workspace (Settings → MCP servers), and then its calls are watched".into(),
+        ));
+    }
+    let problem = |e: &dyn std::fmt::Display| {
+        ConnectError::Config(format!("its confinement could not be prepared: {e}"))
+    };
+    let temp = sandbox::private_temp_dir().map_err(|e| problem(&e))?;
+    let (grants, read_only_inside) = if place.writes_workspace {
+        let grants = scope_grants(&place.root, &["**".to_string()]);
+        let ignore = IntentIgnore::load(&place.root).map_err(|e| problem(&e))?;
+        let before = crate::changes::Snapshot::take(&place.root);
+        let inside = sandbox::protected_inside(&place.root, &before, &grants, &ignore);
+        (grants, inside)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let cache = place
+        .cache
+        .as_deref()
+        .filter(|c| std::fs::create_dir_all(c).is_ok());
+    let env = server_environment(
+        std::env::vars(),
+        own_env,
+        Redactor::global(),
+        temp.path(),
+        cache,
+    );
+    let mut jail = CommandSandbox::new(
+        &place.root,
+        &place.root,
+        grants,
+        read_only_inside,
+        temp.path(),
+        true,
+        false,
+        place.hidden.clone(),
+        env,
+    )
+    .map_err(|e| problem(&e))?;
+    if let Some(cache) = cache {
+        jail = match jail.clone().with_cache_dir(cache) {
+            Ok(with) => with,
+            Err(e) => {
+                tracing::warn!(error = %e, "an MCP server runs without a cache directory");
+                jail
+            }
+        };
+    }
+    Ok((jail, temp))
+}
+
+/// Whether a server is watched on this machine: granted, or unconfined (then only granted
+/// servers start at all).
+pub fn level_note(confinement: &Confinement, writes_workspace: bool) -> String {
+    let how = match confinement.level {
+        ConfinementLevel::None => "not confined (no Landlock)".to_string(),
+        _ => format!("confined ({})", confinement.summary()),
+    };
+    if writes_workspace {
+        format!("{how}; may write in the workspace: stopped between calls, every call's changes recorded or undone")
+    } else if confinement.is_confined() {
+        format!("{how}; reads the workspace, writes nothing in it")
+    } else {
+        format!("{how}; not started unless you allow it to write in the workspace")
+    }
+}
+
+/// For a call whose server did not come up: what its start changed is found by reading the
+/// whole workspace (nothing is known of a confinement that never ran).
+pub fn unstarted(root: &Path) -> Result<Jail, String> {
+    let sandbox = CommandSandbox::new(
+        root,
+        root,
+        Vec::new(),
+        Vec::new(),
+        root,
+        true,
+        false,
+        Vec::new(),
+        Vec::new(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(Jail {
+        sandbox,
+        confinement: Confinement::from_parts(None, None),
+        writes_workspace: true,
+        group: None,
+    })
+}
+
+/// After a granted server started and was stopped: what changed in the workspace while it
+/// started. Found, not undone: outside a call another writer (the agent, the person's editor)
+/// may have made the change. (A server started by a call is started inside that call's watch,
+/// which undoes what is out of scope.)
+pub async fn startup_changes(watch: Watch, jail: &Arc<Jail>) -> Result<Vec<String>, String> {
+    watch
+        .changed_paths(&jail.sandbox, &jail.confinement)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(confinement: Confinement, writes_workspace: bool) -> (tempfile::TempDir, Place) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+        let place = Place {
+            root,
+            confinement,
+            hidden: Vec::new(),
+            cache: None,
+            writes_workspace,
+        };
+        (tmp, place)
+    }
+
+    #[test]
+    fn without_landlock_a_server_starts_only_with_the_grant() {
+        let none = Confinement::from_parts(None, None);
+        let (_tmp, refused) = place(none.clone(), false);
+        let err = prepare(&refused, &[]).expect_err("refused");
+        assert!(
+            err.to_string().contains("no confinement (no Landlock)"),
+            "{err}"
+        );
+        let (_tmp, granted) = place(none, true);
+        assert!(prepare(&granted, &[]).is_ok());
+    }
+
+    #[test]
+    fn the_grant_covers_the_workspace_but_never_a_protected_path() {
+        let (_tmp, p) = place(Confinement::from_parts(Some(7), None), true);
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert_eq!(sandbox.writable_within_workspace(), vec!["src".to_string()]);
+        let (_tmp, p) = place(Confinement::from_parts(Some(7), None), false);
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert!(sandbox.writable.is_empty());
+    }
+}

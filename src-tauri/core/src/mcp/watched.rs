@@ -1,0 +1,318 @@
+//! A call to a server the person allowed to write in the workspace, governed as a command is:
+//! the server runs only for the duration of the call (it is stopped otherwise), the workspace
+//! is snapshotted before and after, and what changed is sorted by the selected intent's scope —
+//! in scope: recorded in the call's ledger record with line ranges, content hashes and images
+//! (so blame and undo see it); out of scope: undone and reported to the model as
+//! `SCOPE_VIOLATION`. A read-only call (the server's hint) owns nothing: any change it makes is
+//! out of scope. Calls of one such server never overlap.
+
+use serde_json::{json, Map, Value};
+
+use super::server::CallError;
+use super::tool::{shown, with_note, Changed, McpTool, Shown};
+use crate::changes::ChangeKind;
+use crate::checkpoint::ScopeImages;
+use crate::hooks::{Consequence, ExternalAction};
+use crate::protocol::{Event, NoticeLevel};
+use crate::sandbox::{scope_grants, FoundChanges, GrantKind, Watch};
+use crate::tools::{RunCx, ToolError, ToolOutput};
+
+fn failed(what: &str, e: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(format!("the MCP call was not sent: {what}: {e}"))
+}
+
+pub(super) async fn run(
+    tool: &McpTool,
+    action: &ExternalAction,
+    arguments: Map<String, Value>,
+    cx: &RunCx<'_>,
+) -> Result<ToolOutput, ToolError> {
+    let server = tool.server();
+    let _one_call_at_a_time = server.exclusive().await;
+    let root = cx.gov.root().to_path_buf();
+    let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
+    // A read-only call owns nothing, whatever intent is selected.
+    let intent = if tool.is_read_only() {
+        None
+    } else {
+        cx.gov.intents.snapshot().doc.get(&intent_id).cloned()
+    };
+    let owned_scope = intent
+        .as_ref()
+        .map(|i| i.owned_scope.clone())
+        .unwrap_or_default();
+    let policy = cx
+        .gov
+        .policy()
+        .map_err(|e| failed("the command policy", e))?;
+    let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
+    let running = server.jail();
+    let grants = match &running {
+        Some(jail) => jail.sandbox.writable.clone(),
+        None => scope_grants(&root, &["**".to_string()]),
+    };
+    let before = keep_writable(cx, &grants, &policy).await?;
+    let kept: Vec<(String, String)> = before
+        .files
+        .iter()
+        .map(|(path, k)| (path.clone(), k.hash.clone()))
+        .collect();
+    let watch = Watch::start(&root, &server.confinement())
+        .await
+        .map_err(|e| failed("change detection", e))?
+        .with_stored(kept, cx.gov.journal.checkpoints.clone());
+    if running.is_none() {
+        // Stopped since it last ran: started inside this call's watch.
+        server.start();
+    }
+    let (outcome, jail) = match (server.ready(cx.cancel).await, server.jail()) {
+        (Ok(()), Some(jail)) => (server.call(&action.tool, arguments, cx.cancel).await, jail),
+        (ready, _) => {
+            let why = ready.err().unwrap_or(CallError::NotRunning {
+                server: action.server.clone(),
+                why: "it is not running".into(),
+            });
+            let jail = super::jail::unstarted(&root).map_err(|e| failed("change detection", e))?;
+            (Err(why), std::sync::Arc::new(jail))
+        }
+    };
+    let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
+    let rules = jail.rules(&owns, &ignore, policy.confinement().build_output_names());
+    // The call ran (or may have): what changed is found even when it failed.
+    let found = watch.settle(&jail.sandbox, &rules).await;
+    let Shown { output, record } = shown(outcome);
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            let message = format!("MCP server `{}`: the changes of this call could not be found ({e}); look at the workspace before going on", action.server);
+            notice(cx, message.clone());
+            let note = match record {
+                Some(record) => tool.record(action, record, Changed::default(), cx).await,
+                None => Ok(()),
+            };
+            return with_note(output, note).map(|mut o| {
+                o.content.push_str(&format!("\n\n(Note: {message})"));
+                o
+            });
+        }
+    };
+    let in_scope: Vec<crate::changes::Change> = found
+        .changes
+        .in_scope
+        .iter()
+        .filter(|c| c.kind != ChangeKind::Touched)
+        .cloned()
+        .collect();
+    let unrestored: Vec<&str> = found
+        .restored
+        .iter()
+        .filter(|r| r.result.is_err())
+        .map(|r| r.path.as_str())
+        .collect();
+    let out_of_scope = found.changes.out_of_scope_paths();
+    let changed_anything = !in_scope.is_empty() || !out_of_scope.is_empty();
+    // A read-only call is recorded only when it changed something; a mutating one always
+    // when it was sent.
+    let record = match record {
+        Some(r) if !tool.is_read_only() || changed_anything => Some(r),
+        None if changed_anything => Some(json!({"outcome": "not_run"})),
+        _ => None,
+    };
+    let mut note = Ok(());
+    if let Some(record) = record {
+        let (files, images, diffs) =
+            crate::tools::command_record::recorded_changes(cx, &in_scope, &unrestored, &before)
+                .await?;
+        let mut detail = Map::new();
+        detail.insert(
+            "changed_in_scope".into(),
+            json!(in_scope.iter().map(|c| c.path.as_str()).collect::<Vec<_>>()),
+        );
+        detail.insert("changed_out_of_scope".into(), json!(out_of_scope));
+        detail.insert("not_undone".into(), json!(unrestored));
+        // Build output the confinement lets it write, as commands do: not recorded, not undone,
+        // but named, since what is there may run later.
+        let permitted: Vec<&str> = found
+            .changes
+            .permitted
+            .iter()
+            .filter(|(c, _)| c.kind != ChangeKind::Touched)
+            .map(|(c, _)| c.path.as_str())
+            .take(100)
+            .collect();
+        detail.insert("changed_build_output".into(), json!(permitted));
+        detail.insert("confinement".into(), json!(jail.confinement.summary()));
+        let changed = Changed {
+            files,
+            images,
+            diffs,
+            detail,
+        };
+        note = tool.record(action, record, changed, cx).await;
+    }
+    let target = format!("{} › {}", action.server, action.tool);
+    let scope = Scope {
+        intent_id: &intent_id,
+        owned_scope: &owned_scope,
+        read_only: tool.is_read_only(),
+    };
+    let output = answer(output, &target, &found, &in_scope, &scope, cx);
+    with_note(output, note)
+}
+
+/// Every file the server may write, kept in the checkpoint store before the call (a stat
+/// cache means only files that moved since the last call are read again): in-scope changes
+/// are diffed against it for the record, out-of-scope ones restored from it.
+async fn keep_writable(
+    cx: &RunCx<'_>,
+    grants: &[crate::sandbox::Grant],
+    policy: &crate::hooks::command_policy::CommandPolicy,
+) -> Result<ScopeImages, ToolError> {
+    let root = cx.gov.root().to_path_buf();
+    let (mut dirs, mut root_files) = (Vec::new(), Vec::new());
+    for grant in grants {
+        let Some(rel) = grant
+            .path
+            .strip_prefix(&root)
+            .ok()
+            .and_then(|r| r.to_str())
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        match grant.kind {
+            GrantKind::Directory => dirs.push(rel),
+            GrantKind::File => root_files.push(rel),
+        }
+    }
+    let mut skip: Vec<String> = policy
+        .confinement()
+        .build_output_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    skip.push(".git".into());
+    let gov = cx.gov.clone();
+    tokio::task::spawn_blocking(move || {
+        let store = &gov.journal.checkpoints;
+        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+        let writable = |p: &str| crate::workspace::protected_reason(p).is_none();
+        let mut images = gov
+            .scope_cache
+            .capture(gov.root(), &dirs, &writable, &skip, store);
+        if !root_files.is_empty() {
+            // The root's own files: every top-level directory was walked above or is not
+            // writable.
+            let top: Vec<String> = std::fs::read_dir(gov.root())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            let top: Vec<&str> = top.iter().map(String::as_str).collect();
+            let granted = |p: &str| root_files.iter().any(|f| f == p);
+            let more = gov
+                .scope_cache
+                .capture(gov.root(), &[String::new()], &granted, &top, store);
+            images.files.extend(more.files);
+            images.not_kept.extend(more.not_kept);
+        }
+        images
+    })
+    .await
+    .map_err(|e| failed("keeping the files it may write", e))
+}
+
+/// The intent a call's changes were sorted by.
+struct Scope<'a> {
+    intent_id: &'a str,
+    owned_scope: &'a [String],
+    read_only: bool,
+}
+
+/// The model's answer with what the call changed: in-scope files named, out-of-scope ones
+/// turned into a `SCOPE_VIOLATION` error around the server's own answer.
+fn answer(
+    output: Result<ToolOutput, ToolError>,
+    target: &str,
+    found: &FoundChanges,
+    in_scope: &[crate::changes::Change],
+    scope: &Scope<'_>,
+    cx: &RunCx<'_>,
+) -> Result<ToolOutput, ToolError> {
+    let out_of_scope = found.changes.out_of_scope_paths();
+    if in_scope.is_empty() && out_of_scope.is_empty() {
+        return output;
+    }
+    let mut out = match output {
+        Ok(o) => o,
+        Err(e) => ToolOutput {
+            content: e.to_string(),
+            summary: "the call failed".into(),
+            failed: true,
+            ..ToolOutput::default()
+        },
+    };
+    if !in_scope.is_empty() {
+        let paths: Vec<&str> = in_scope.iter().map(|c| c.path.as_str()).collect();
+        out.content.push_str(&format!(
+            "\n\nFiles it changed (recorded in the trace ledger under {}): {}.",
+            scope.intent_id,
+            paths.join(", ")
+        ));
+        out.consequences.push(Consequence::Changed {
+            intent_id: scope.intent_id.to_string(),
+        });
+    }
+    if out_of_scope.is_empty() {
+        return Ok(out);
+    }
+    let described: Vec<String> = found
+        .restored
+        .iter()
+        .map(|r| match &r.result {
+            Ok(_) => format!("{} (undone)", r.path),
+            Err(why) => format!("{} (could not be undone: {why})", r.path),
+        })
+        .collect();
+    let why = if scope.read_only {
+        "a tool the server declares read-only changed files, so every change it made is out of scope".to_string()
+    } else {
+        format!(
+            "it changed files outside the owned scope of {} ({})",
+            if scope.intent_id.is_empty() {
+                "no intent"
+            } else {
+                scope.intent_id
+            },
+            if scope.owned_scope.is_empty() {
+                "nothing".to_string()
+            } else {
+                scope.owned_scope.join(", ")
+            }
+        )
+    };
+    let message = format!(
+        "Scope Violation: MCP tool `{target}`: {why}: {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+        described.join(", ")
+    );
+    notice(cx, message.clone());
+    out.content = json!({"error": {
+        "code": "SCOPE_VIOLATION",
+        "message": message,
+        "intent_id": scope.intent_id,
+        "paths": out_of_scope,
+        "owned_scope": scope.owned_scope,
+    }, "result": out.content})
+    .to_string();
+    out.failed = true;
+    Ok(out)
+}
+
+fn notice(cx: &RunCx<'_>, message: String) {
+    cx.events.emit(Event::Notice {
+        level: NoticeLevel::Warning,
+        message,
+    });
+}
