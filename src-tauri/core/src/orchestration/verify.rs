@@ -167,48 +167,51 @@ fn check_share(
         .filter_map(|r| r.ranges.get(k))
         .map(Vec::len)
         .sum();
-    let mut mine: Vec<(u64, &str, Checked)> = Vec::with_capacity(total);
+    // (directory's hash, path's hash, path, range)
+    let mut mine: Vec<(u64, u64, &str, Checked)> = Vec::with_capacity(total);
     for (run, first) in runs.iter().zip(first_lines) {
         let Some(ranges) = run.ranges.get(k) else {
             continue;
         };
         mine.extend(ranges.iter().map(|r| {
             (
+                r.dir_hash,
                 r.path_hash,
                 &*r.path,
                 (first + r.line + 1, r.start, r.end, r.hash),
             )
         }));
     }
-    // Grouped by file, each file's ranges in ledger order. The sort looks only at the path's
-    // hash and the line, not at the path: its text is in the ledger, and reading it there for
-    // every comparison was a cache miss each time. Paths are compared once per range below,
-    // for the rare paths whose hashes are equal.
-    mine.sort_unstable_by_key(|(hash, _, checked)| (*hash, checked.0));
+    // Grouped by file, the files of a directory together (each directory is opened once),
+    // each file's ranges in ledger order. The sort looks only at hashes and the line, not at
+    // the path: its text is in the ledger, and reading it there for every comparison was a
+    // cache miss each time. Paths are compared once per range below, for the rare paths
+    // whose hashes are equal.
+    mine.sort_unstable_by_key(|(dir, path, _, checked)| (*dir, *path, checked.0));
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
     let mut ranges = Vec::new();
-    let mut buffer = Vec::new();
+    let mut reader = Reader::new(root);
     let mut check = |path: &str, group: &mut dyn Iterator<Item = Checked>| {
         ranges.clear();
         ranges.extend(group);
-        let (c, f) = check_file(root, path, &ranges, &mut buffer);
+        let (c, f) = check_file(path, &ranges, &mut reader);
         for (total, n) in counts.iter_mut().zip(c) {
             *total += n;
         }
         findings.extend(f);
     };
-    for same_hash in mine.chunk_by(|a, b| a.0 == b.0) {
-        let first = same_hash[0].1;
-        if same_hash.iter().all(|(_, path, _)| *path == first) {
-            check(first, &mut same_hash.iter().map(|(_, _, c)| *c));
+    for same_hash in mine.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let first = same_hash[0].2;
+        if same_hash.iter().all(|(_, _, path, _)| *path == first) {
+            check(first, &mut same_hash.iter().map(|e| e.3));
             continue;
         }
-        let mut paths: Vec<&str> = same_hash.iter().map(|(_, path, _)| *path).collect();
+        let mut paths: Vec<&str> = same_hash.iter().map(|e| e.2).collect();
         paths.sort_unstable();
         paths.dedup();
         for path in paths {
-            let mut group = same_hash.iter().filter(|e| e.1 == path).map(|(_, _, c)| *c);
+            let mut group = same_hash.iter().filter(|e| e.2 == path).map(|e| e.3);
             check(path, &mut group);
         }
     }
@@ -330,28 +333,75 @@ fn acceptance_detail(line: &[u8]) -> String {
     )
 }
 
-/// The text of a file into `buffer`; None when it cannot be read or is not UTF-8 text.
-fn read_text<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> Option<&'b str> {
-    use std::io::Read;
-    buffer.clear();
-    std::fs::File::open(path).ok()?.read_to_end(buffer).ok()?;
-    std::str::from_utf8(buffer).ok()
+/// Reads the files of the workspace one after the other into one buffer, opening each relative
+/// to its directory when the last file was in the same one (the path is not walked again from
+/// the root: that walk was a tenth of the file checks' time).
+struct Reader<'r> {
+    root: &'r Path,
+    buffer: Vec<u8>,
+    /// The directory of the last file read (its path as recorded) and a handle on it.
+    dir: Option<(String, std::fs::File)>,
+}
+
+impl<'r> Reader<'r> {
+    fn new(root: &'r Path) -> Self {
+        Self {
+            root,
+            buffer: Vec::new(),
+            dir: None,
+        }
+    }
+
+    /// The text of the workspace file `path` (as recorded); None when it cannot be read or is
+    /// not UTF-8 text.
+    fn read(&mut self, path: &str) -> Option<&str> {
+        use std::io::Read;
+        self.buffer.clear();
+        let mut file = self.open(path)?;
+        file.read_to_end(&mut self.buffer).ok()?;
+        std::str::from_utf8(&self.buffer).ok()
+    }
+
+    fn open(&mut self, path: &str) -> Option<std::fs::File> {
+        // Only a plain name under a plain directory is opened relative to it; anything else
+        // (`..`, `.`, an absolute path, a name with a NUL) the ordinary way, as before.
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let plain = !name.is_empty() && name != "." && name != ".." && !path.starts_with('/');
+        let Some(name) = plain.then(|| std::ffi::CString::new(name).ok()).flatten() else {
+            return std::fs::File::open(self.root.join(path)).ok();
+        };
+        if self.dir.as_ref().is_none_or(|(d, _)| d != dir) {
+            self.dir = None;
+            let handle = std::fs::File::open(self.root.join(dir)).ok()?;
+            self.dir = Some((dir.to_string(), handle));
+        }
+        let (_, handle) = self.dir.as_ref()?;
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: `openat` with a live directory descriptor and a NUL-terminated name; the
+        // descriptor it returns is owned by the File made from it and by nothing else.
+        let fd = unsafe {
+            libc::openat(
+                handle.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        (fd >= 0).then(|| unsafe { std::fs::File::from_raw_fd(fd) })
+    }
 }
 
 /// A range to check: (1-based ledger line, start, end, hash).
 type Checked = (u32, u32, u32, Option<[u8; 32]>);
 
 /// Checks one file's ranges: [ranges, intact, moved, superseded, changed, missing] and findings.
-/// `buffer` is reused from file to file.
 fn check_file(
-    root: &Path,
     path: &str,
     ranges: &[Checked],
-    buffer: &mut Vec<u8>,
+    reader: &mut Reader,
 ) -> ([u32; 6], Vec<VerifyFinding>) {
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
-    let text = read_text(&root.join(path), buffer);
+    let text = reader.read(path);
     let lines = TextLines::new(text.unwrap_or(""));
     for (i, (n, start, end, hash)) in ranges.iter().enumerate() {
         counts[0] += 1;

@@ -26,9 +26,10 @@ pub(crate) struct Recorded<'a> {
     /// was a cache miss per range (a third of the file checks' time at 1M records).
     pub hash: Option<[u8; 32]>,
     pub path: Cow<'a, str>,
-    /// A hash of the path: which core checks the file, and the first key its ranges are
-    /// grouped by.
+    /// A hash of the path: which core checks the file, and the key its ranges are grouped by.
     pub path_hash: u64,
+    /// A hash of the path's directory: files of one directory are checked one after another.
+    pub dir_hash: u64,
 }
 
 /// One run of whole lines of the ledger, as read by one core.
@@ -55,6 +56,7 @@ struct Sink<'s, 'a> {
 impl<'a> Sink<'_, 'a> {
     fn push_file(&mut self, path: Cow<'a, str>) {
         let path_hash = path_share(&path);
+        let dir_hash = path_share(path.rsplit_once('/').map_or("", |(dir, _)| dir));
         let shares = self.out.len() as u64;
         let share = &mut self.out[(path_hash % shares) as usize];
         for &(start, end, hash) in self.scratch.iter() {
@@ -65,6 +67,7 @@ impl<'a> Sink<'_, 'a> {
                 hash,
                 path: path.clone(),
                 path_hash,
+                dir_hash,
             });
         }
         self.scratch.clear();

@@ -158,6 +158,7 @@ fn files_whose_paths_hash_alike_are_each_checked_against_their_own_ranges() {
         path: path.into(),
         // As if the two paths collided.
         path_hash: 7,
+        dir_hash: 0,
     };
     let run = Run {
         lines: Vec::new(),
@@ -174,4 +175,44 @@ fn files_whose_paths_hash_alike_are_each_checked_against_their_own_ranges() {
     assert_eq!(findings.len(), 1);
     assert_eq!(findings[0].path.as_deref(), Some("a.txt"));
     assert_eq!(findings[0].ledger_line, 4);
+}
+
+#[test]
+fn files_are_read_relative_to_their_directory_as_the_whole_path_would_read_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().join("ws");
+    for (path, text) in [
+        ("a.rs", "top"),
+        ("src/b.rs", "b"),
+        ("src/c.rs", "c"),
+        ("src/d/e.rs", "e"),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().expect("dir")).expect("mkdir");
+        std::fs::write(p, text).expect("w");
+    }
+    std::fs::write(tmp.path().join("outside.txt"), "out").expect("w");
+    std::fs::write(root.join("src/bad.rs"), [0xff, 0xfe]).expect("w");
+    let mut reader = Reader::new(&root);
+    let cases = [
+        "src/b.rs",
+        "src/c.rs",
+        "a.rs",
+        "src/d/e.rs",
+        "src/b.rs",
+        "../outside.txt",
+        "src/../a.rs",
+        "src//c.rs",
+        "missing.rs",
+        "src/missing.rs",
+        "src/",
+        "src/..",
+        "src/bad.rs",
+        "nul\0.rs",
+        "src/d/e.rs",
+    ];
+    for path in cases {
+        let expected = std::fs::read_to_string(root.join(path)).ok();
+        assert_eq!(reader.read(path).map(str::to_string), expected, "{path}");
+    }
 }
