@@ -2,6 +2,50 @@
 //! cache, the document-viewer cache model, no WebGL, media, WebAudio or WebRTC (the page uses
 //! none, and each brings its own buffers and threads), no GPU compositing, and memory-pressure
 //! limits for the network process (the web process's are fixed when wry creates its context).
+//! The window process itself does not load OpenGL at all ([`environment`]).
+
+/// Keeps OpenGL out of the window process. It draws nothing with GL (the page is painted by
+/// the web process without GPU compositing, see [`tune`]), yet GTK opens GLX when it opens the
+/// display and WebKit opens EGL to find the GPU's render node and to check DMA-BUF rendering.
+/// Either loads Mesa, and Mesa loads LLVM: about 23 MB of the process's PSS (LLVM's relocated
+/// data is private to each process), measured with `bench/app_figures.py` (idle window, median
+/// of 3: 244.6 → 222.0 MB for the tree). The web process still loads Mesa: WebKitGTK's web
+/// process does not start without EGL.
+///
+/// Process-wide environment: call it before any thread starts. A value the user set is kept.
+#[cfg(target_os = "linux")]
+pub fn environment() {
+    let set = |name: &str, value: &str| {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
+        }
+    };
+    // GTK 3 then skips GLX when it opens the display (only GL widgets need it; there are none).
+    set("GDK_GL", "disable");
+    // The DMA-BUF renderer is for GPU compositing, which `tune` turns off.
+    set("WEBKIT_DISABLE_DMABUF_RENDERER", "1");
+    // WebKit asks EGL for the render node to hand it to the web process, unless it is named
+    // here. The web process uses it only for DMA-BUF buffers (off above); the first render
+    // node is what WebKit finds itself when EGL names none, and /dev/null (no device) is
+    // what it gets on a machine without one.
+    set("WEBKIT_WEB_RENDER_DEVICE_FILE", &first_render_node());
+}
+
+#[cfg(target_os = "linux")]
+fn first_render_node() -> String {
+    let mut nodes: Vec<String> = std::fs::read_dir("/dev/dri")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.starts_with("renderD"))
+        .collect();
+    nodes.sort_by_key(|name| (name.len(), name.clone()));
+    nodes
+        .first()
+        .map(|name| format!("/dev/dri/{name}"))
+        .unwrap_or_else(|| "/dev/null".to_string())
+}
 
 #[cfg(target_os = "linux")]
 pub fn before_first_webview() {
@@ -47,3 +91,6 @@ pub fn tune(webview: &webkit2gtk::WebView) {
 
 #[cfg(not(target_os = "linux"))]
 pub fn before_first_webview() {}
+
+#[cfg(not(target_os = "linux"))]
+pub fn environment() {}
