@@ -2,17 +2,18 @@
 //! cache, the document-viewer cache model, no WebGL, media, WebAudio or WebRTC (the page uses
 //! none, and each brings its own buffers and threads), no GPU compositing, and memory-pressure
 //! limits for the network process (the web process's are fixed when wry creates its context).
-//! The window process itself does not load OpenGL at all ([`environment`]).
+//! GL and JavaScript JIT settings that must be made before any thread: [`environment`].
 
-/// Keeps OpenGL out of the window process. It draws nothing with GL (the page is painted by
-/// the web process without GPU compositing, see [`tune`]), yet GTK opens GLX when it opens the
-/// display and WebKit opens EGL to find the GPU's render node and to check DMA-BUF rendering.
-/// Either loads Mesa, and Mesa loads LLVM: about 23 MB of the process's PSS (LLVM's relocated
-/// data is private to each process), measured with `bench/app_figures.py` (idle window, median
-/// of 3: 244.6 → 222.0 MB for the tree). The web process still loads Mesa: WebKitGTK's web
-/// process does not start without EGL.
+/// Process-wide settings for GTK, WebKit and JavaScriptCore. Call it before any thread starts
+/// (they are environment variables, read by the web process too). A value the user set is kept.
 ///
-/// Process-wide environment: call it before any thread starts. A value the user set is kept.
+/// OpenGL: the window draws nothing with GL (the page is painted by the web process without GPU
+/// compositing, see [`tune`]), yet GTK opens GLX when it opens the display and WebKit checks
+/// DMA-BUF rendering. Both are turned off here. WebKit still opens EGL once in this process to
+/// find the GPU's render node, which loads Mesa and with it LLVM (about 20 MB of relocated data,
+/// private to each process). Naming the node (`WEBKIT_WEB_RENDER_DEVICE_FILE`) would skip that,
+/// but WebKit starts forwarding the system's settings (dark theme, fonts) to the page on that
+/// same path, so the page would stop following them: not done.
 #[cfg(target_os = "linux")]
 pub fn environment() {
     let set = |name: &str, value: &str| {
@@ -24,33 +25,12 @@ pub fn environment() {
     set("GDK_GL", "disable");
     // The DMA-BUF renderer is for GPU compositing, which `tune` turns off.
     set("WEBKIT_DISABLE_DMABUF_RENDERER", "1");
-    // WebKit asks EGL for the render node to hand it to the web process, unless it is named
-    // here. The web process uses it only for DMA-BUF buffers (off above); the first render
-    // node is what WebKit finds itself when EGL names none, and /dev/null (no device) is
-    // what it gets on a machine without one.
-    set("WEBKIT_WEB_RENDER_DEVICE_FILE", &first_render_node());
     // JavaScriptCore without its JIT compilers, in the web process and the window (Tauri's
     // messages to the page make a JavaScript context there too). The page is forms and text;
     // its scripts run in the interpreter. Measured: 8 MB less PSS at idle (the compilers' code
     // and their executable memory, mostly in the web process); the busiest script, the code
     // highlighter, takes 2.3× as long (190 KB of code: 340 ms instead of 150 ms).
     set("JSC_useJIT", "0");
-}
-
-#[cfg(target_os = "linux")]
-fn first_render_node() -> String {
-    let mut nodes: Vec<String> = std::fs::read_dir("/dev/dri")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| name.starts_with("renderD"))
-        .collect();
-    nodes.sort_by_key(|name| (name.len(), name.clone()));
-    nodes
-        .first()
-        .map(|name| format!("/dev/dri/{name}"))
-        .unwrap_or_else(|| "/dev/null".to_string())
 }
 
 #[cfg(target_os = "linux")]
