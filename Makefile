@@ -36,5 +36,5 @@ ts:
 
 # Benchmarks (not part of `make test`): prints a table of every figure against its budget.
 bench: test-deps
-	@./scripts/ensure-deps.sh openssl ripgrep:rg python3:python3
+	@./scripts/ensure-deps.sh openssl ripgrep:rg python3:python3 xdotool
 	./bench/run.sh

@@ -9,9 +9,11 @@ Memory: the whole process tree (the app and WebKit's web and network processes),
 seconds after launch, as RSS, PSS (proportional set size: a page shared by n processes counts
 1/n in each, so shared libraries count once across the tree and the sum is what the tree costs
 the machine) and USS (pages no other process maps: what quitting the app gives back). WebKitGTK's
-own MiniBrowser showing the same page is measured the same way in the same run; the median of
+own MiniBrowser showing the same page in a window of the same size is measured the same way in the
+same run; the median of
 MEMORY_RUNS runs of each is reported. MANDATE_BENCH_ONLY=memory skips the start-up runs, and
-MANDATE_BENCH_DETAIL=1 prints each process of the median run on stderr.
+MANDATE_BENCH_DETAIL=1 prints each process of the median run on stderr, with the mappings
+that carry most of its PSS.
 
 Prints markdown table rows like the Rust benchmarks do.
 """
@@ -29,13 +31,15 @@ RELEASE = os.path.join(ROOT, "target", "release")
 RUNS = int(os.environ.get("MANDATE_BENCH_RUNS", "9"))
 MEMORY_RUNS = int(os.environ.get("MANDATE_BENCH_MEMORY_RUNS", "3"))
 SETTLE = 6.0
+# The app's window (src-tauri/src/window.rs) and the Xvfb screen.
+WIDTH, HEIGHT = 1280, 820
 ONLY = os.environ.get("MANDATE_BENCH_ONLY", "")
 DETAIL = os.environ.get("MANDATE_BENCH_DETAIL") == "1"
 
 
 def start_display():
     xvfb = subprocess.Popen(
-        ["Xvfb", "-displayfd", "1", "-screen", "0", "1280x820x24", "-nolisten", "tcp"],
+        ["Xvfb", "-displayfd", "1", "-screen", "0", f"{WIDTH}x{HEIGHT}x24", "-nolisten", "tcp"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -83,8 +87,25 @@ def memory_kb(pids):
         rss += fields.get("Rss", 0)
         pss += fields.get("Pss", 0)
         uss += p_uss
-        per.append((name, fields.get("Rss", 0), fields.get("Pss", 0), p_uss))
+        per.append((name, fields.get("Rss", 0), fields.get("Pss", 0), p_uss, mappings(p) if DETAIL else {}))
     return rss, pss, uss, per
+
+
+def mappings(pid):
+    """PSS in kB by what is mapped (a file's name, [heap], [anon], ...), for the detail."""
+    out, name = {}, None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                parts = line.split()
+                if parts and not parts[0].endswith(":"):
+                    path = parts[5] if len(parts) >= 6 else "[anon]"
+                    name = os.path.basename(path) if path.startswith("/") else path
+                elif parts and parts[0] == "Pss:" and name:
+                    out[name] = out.get(name, 0) + int(parts[1])
+    except OSError:
+        pass
+    return out
 
 
 def median_run(mems):
@@ -96,8 +117,10 @@ def median_run(mems):
 def detail(label, mem):
     if not DETAIL or not mem:
         return
-    for name, rss, pss, uss in sorted(mem[3], key=lambda x: -x[2]):
+    for name, rss, pss, uss, maps in sorted(mem[3], key=lambda x: -x[2]):
         print(f"  {label}: {name:<20} RSS {rss / 1024:6.1f}  PSS {pss / 1024:6.1f}  USS {uss / 1024:6.1f} MB", file=sys.stderr)
+        top = sorted(maps.items(), key=lambda m: -m[1])[:10]
+        print("      " + ", ".join(f"{m} {kb / 1024:.1f}" for m, kb in top), file=sys.stderr)
 
 
 def one_run(display, workspace, measure_memory):
@@ -151,8 +174,21 @@ def minibrowser_memory(display):
         return None
     env = dict(os.environ, DISPLAY=display, WEBKIT_DISABLE_COMPOSITING_MODE="1", NO_AT_BRIDGE="1")
     page = "file://" + os.path.join(ROOT, "ui", "index.html")
+    started = time.time()
     browser = subprocess.Popen([MINIBROWSER, page], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(SETTLE)
+    # MiniBrowser opens at 1024x768 (its toolbar included); the app's window is 1280x820. Window
+    # buffers grow with the size, so it is given the app's size (its page gets a little less:
+    # the toolbar keeps its share). No window manager runs, so the resize is taken as asked.
+    try:
+        windows = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--pid", str(browser.pid)],
+            env=env, capture_output=True, text=True, timeout=SETTLE,
+        ).stdout.split()
+        for window in windows:
+            subprocess.run(["xdotool", "windowsize", window, str(WIDTH), str(HEIGHT)], env=env, timeout=SETTLE)
+    except (OSError, subprocess.TimeoutExpired):
+        print("MiniBrowser's window could not be resized (xdotool); it stays at 1024x768", file=sys.stderr)
+    time.sleep(max(0.0, SETTLE - (time.time() - started)))
     mem = memory_kb(tree(browser.pid))
     browser.terminate()
     try:

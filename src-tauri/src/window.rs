@@ -17,6 +17,7 @@ use tauri::{Manager, WebviewUrl, WebviewWindowBuilder};
 fn main() {
     // Before any thread: see `mandate`'s main.
     mandate_core::secrets::take_from_environment(&[mandate_core::secrets::API_KEY_ENV]);
+    lean::environment();
     mandate_core::sandbox::protect_this_process();
     let _logs = match mandate_core::logging::init(
         &AppDirs::from_env().data,

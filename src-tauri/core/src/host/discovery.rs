@@ -9,7 +9,11 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use crate::protocol::LocalServer;
@@ -73,17 +77,21 @@ impl Probes {
 }
 
 /// Every server that answered with a model list, in the order of `probes`.
+///
+/// Plain HTTP to 127.0.0.1 only, so the client has no TLS: building the providers' client
+/// (native TLS) would initialise OpenSSL and read the system's CA certificates, about 4 MB of
+/// the window's memory on a first run that may never use a remote provider.
 pub async fn discover(probes: &Probes) -> Vec<LocalServer> {
-    let client = match reqwest::Client::builder()
-        .no_proxy()
-        .connect_timeout(TIMEOUT)
-        .timeout(TIMEOUT)
-        .build()
-    {
-        Ok(c) => c,
-        Err(_) => return Vec::new(),
-    };
-    let asks = probes.0.iter().map(|probe| ask(&client, probe));
+    let mut connector = HttpConnector::new();
+    connector.set_connect_timeout(Some(TIMEOUT));
+    let client: Client<HttpConnector, Empty<Bytes>> =
+        Client::builder(TokioExecutor::new()).build(connector);
+    let asks = probes.0.iter().map(|probe| async {
+        tokio::time::timeout(TIMEOUT, ask(&client, probe))
+            .await
+            .ok()
+            .flatten()
+    });
     futures_util::future::join_all(asks)
         .await
         .into_iter()
@@ -91,20 +99,19 @@ pub async fn discover(probes: &Probes) -> Vec<LocalServer> {
         .collect()
 }
 
-async fn ask(client: &reqwest::Client, probe: &Probe) -> Option<LocalServer> {
+async fn ask(client: &Client<HttpConnector, Empty<Bytes>>, probe: &Probe) -> Option<LocalServer> {
     let base_url = format!("http://127.0.0.1:{}/v1", probe.port);
-    let response = client.get(format!("{base_url}/models")).send().await.ok()?;
+    let uri: http::Uri = format!("{base_url}/models").parse().ok()?;
+    let request = http::Request::get(uri).body(Empty::new()).ok()?;
+    let response = client.request(request).await.ok()?;
     if !response.status().is_success() {
         return None;
     }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        body.extend_from_slice(&chunk.ok()?);
-        if body.len() > MAX_BODY {
-            return None;
-        }
-    }
+    let body = Limited::new(response.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .ok()?
+        .to_bytes();
     Some(LocalServer {
         preset: probe.preset.to_string(),
         label: probe.label.to_string(),
@@ -204,6 +211,59 @@ mod tests {
         ] {
             assert!(!is_on_this_machine(no), "{no}");
         }
+    }
+
+    /// A server on 127.0.0.1 that answers every connection with `reply` (None: never answers)
+    /// and then, when `endless`, keeps sending chunks until the client hangs up.
+    async fn raw_server(reply: Option<&'static str>, endless: bool) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 2048];
+                    let _ = s.read(&mut buf).await;
+                    let Some(reply) = reply else {
+                        // Holds the connection open, silent, until the client gives up.
+                        let _ = s.read(&mut buf).await;
+                        return;
+                    };
+                    if s.write_all(reply.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+                    while endless && s.write_all(chunk.as_bytes()).await.is_ok() {}
+                });
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn chunked_lists_are_read_and_endless_or_silent_servers_are_given_up() {
+        let chunked = raw_server(
+            Some("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n16\r\n{\"data\":[{\"id\":\"m1\"}]}\r\n0\r\n\r\n"),
+            false,
+        )
+        .await;
+        let endless = raw_server(
+            Some("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\n{\r\n"),
+            true,
+        )
+        .await;
+        let silent = raw_server(None, false).await;
+        let probes = Probes::parse(Some(&format!(
+            "ollama={chunked},lmstudio={endless},llamacpp={silent}"
+        )));
+        let started = std::time::Instant::now();
+        let found = discover(&probes).await;
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].models, ["m1"]);
+        // The silent one costs the timeout, not more.
+        assert!(started.elapsed() < TIMEOUT * 3, "{:?}", started.elapsed());
     }
 
     #[tokio::test]
