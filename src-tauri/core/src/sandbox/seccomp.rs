@@ -93,9 +93,9 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
 }
 
 /// The filter of an MCP server: it may not leave its process group or session (`setsid`,
-/// `setpgid` refused), so that stopping the group between calls stops everything it started;
-/// with `block_unix` (no bubblewrap, Landlock ABI < 9) Unix sockets and io_uring are refused
-/// too, as for commands without network: a server keeps TCP and UDP, which it needs, but not
+/// `setpgid` refused), nor use io_uring, so that stopping the group between calls stops
+/// everything it started; with `block_unix` (no bubblewrap, Landlock ABI < 9) Unix sockets
+/// are refused too, as for commands without network: a server keeps TCP and UDP, which it needs, but not
 /// the session bus, through which it could start programs outside the confinement.
 pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
     const LD_W_ABS: u16 = 0x20;
@@ -144,11 +144,15 @@ pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> 
     }
     refuse(&mut program, libc::SYS_setsid, libc::EPERM)?;
     refuse(&mut program, libc::SYS_setpgid, libc::EPERM)?;
+    // io_uring always: its kernel worker threads ignore SIGSTOP, so work queued before a
+    // freeze would go on writing while the server is meant to be stopped.
+    refuse(&mut program, libc::SYS_io_uring_setup, libc::ENOSYS)?;
+    refuse(&mut program, libc::SYS_io_uring_enter, libc::ENOSYS)?;
+    refuse(&mut program, libc::SYS_io_uring_register, libc::ENOSYS)?;
     if !block_unix {
         program.push(op(RET, 0, 0, ALLOW));
         return Some(program);
     }
-    refuse(&mut program, libc::SYS_io_uring_setup, libc::ENOSYS)?;
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     program.extend([
         op(JEQ, 1, 0, socket),

@@ -169,3 +169,27 @@ fn a_cache_directory_never_overlaps_the_workspace_or_a_hidden_one() {
     hidden.hidden.push(data.clone());
     assert!(hidden.with_cache_dir(&data.join("cache")).is_err());
 }
+
+#[test]
+fn a_server_cannot_use_io_uring_whose_workers_would_outlive_a_freeze() {
+    if !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    for level in levels() {
+        let p = place();
+        // io_uring_setup(8, NULL): EFAULT (14) when allowed, ENOSYS (38) when refused.
+        let out = server(
+            &p,
+            &level,
+            "perl -e 'syscall(425, 8, 0); print \"errno=\", $!+0, \"\\n\"'",
+        )
+        .wait_with_output()
+        .expect("output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("errno=38") || text.contains("errno=1\n"),
+            "{}: {text}",
+            level.summary()
+        );
+    }
+}
