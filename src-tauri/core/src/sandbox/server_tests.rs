@@ -193,3 +193,28 @@ fn a_server_cannot_use_io_uring_whose_workers_would_outlive_a_freeze() {
         );
     }
 }
+
+#[test]
+fn a_server_cannot_create_a_unix_socket_but_keeps_socketpair() {
+    for level in levels() {
+        let p = place();
+        let out = server(
+            &p,
+            &level,
+            "perl -MSocket -e '\
+             print socket(my $s, AF_UNIX, SOCK_STREAM, 0) ? \"unix=ok\\n\" : \"unix=refused\\n\"; \
+             print socket(my $d, AF_UNIX, SOCK_DGRAM, 0) ? \"dgram=ok\\n\" : \"dgram=refused\\n\"; \
+             print socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, 0) ? \"pair=ok\\n\" : \"pair=refused\\n\"'",
+        )
+        .wait_with_output()
+        .expect("output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("unix=refused")
+                && text.contains("dgram=refused")
+                && text.contains("pair=ok"),
+            "{}: {text}",
+            level.summary()
+        );
+    }
+}
