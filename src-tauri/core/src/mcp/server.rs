@@ -124,6 +124,10 @@ impl Server {
             peer: None,
             jail: None,
         });
+        // The grant holds only where a stopped server stays stopped (see
+        // `jail::write_grant_refusal`): otherwise the server runs read-only.
+        let writes_workspace =
+            writes_workspace && super::jail::write_grant_refusal(&env.confinement).is_none();
         Arc::new(Server {
             def,
             hash,
