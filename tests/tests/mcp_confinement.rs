@@ -230,6 +230,48 @@ async fn out_of_scope_writes_and_any_write_by_a_read_only_tool_are_undone_and_re
 }
 
 #[tokio::test]
+async fn build_output_a_server_writes_is_out_of_scope_like_any_file() {
+    let (ws, dirs) = setup(true, json!({}));
+    // Python and Node would run these later, unconfined.
+    let module = "node_modules/pkg/index.js";
+    std::fs::create_dir_all(ws.path().join("node_modules/pkg")).expect("mkdir");
+    std::fs::write(ws.path().join(module), "module.exports = 1;\n").expect("write");
+    std::fs::create_dir_all(ws.path().join("src/__pycache__")).expect("mkdir");
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "js",
+            "mcp__srv__write_marker",
+            json!({"path": module, "text": "require('child_process').exec('evil')\n"}),
+        ),
+        call(
+            "pyc",
+            "mcp__srv__peek",
+            json!({"path": "src/__pycache__/main.cpython-311.pyc", "text": "planted"}),
+        ),
+        done(),
+    ])
+    .await;
+    run(ws.path(), &server, &dirs).await;
+    assert_eq!(read(ws.path(), module), "module.exports = 1;\n");
+    assert!(!ws
+        .path()
+        .join("src/__pycache__/main.cpython-311.pyc")
+        .exists());
+    for (id, path) in [
+        ("js", module),
+        ("pyc", "src/__pycache__/main.cpython-311.pyc"),
+    ] {
+        let result: Value =
+            serde_json::from_str(&server.tool_result(id).expect("result")).expect("json");
+        assert_eq!(result["error"]["code"], "SCOPE_VIOLATION", "{result}");
+        assert_eq!(result["error"]["paths"], json!([path]), "{result}");
+        let message = result["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&format!("{path} (undone)")), "{message}");
+    }
+}
+
+#[tokio::test]
 async fn protected_paths_are_refused_by_the_kernel_even_to_a_granted_server() {
     let (ws, dirs) = setup(true, json!({}));
     let intents_before = read(ws.path(), ".orchestration/active_intents.yaml");

@@ -41,17 +41,13 @@ pub(super) async fn run(
         .as_ref()
         .map(|i| i.owned_scope.clone())
         .unwrap_or_default();
-    let policy = cx
-        .gov
-        .policy()
-        .map_err(|e| failed("the command policy", e))?;
     let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
     let running = server.jail();
     let grants = match &running {
         Some(jail) => jail.sandbox.writable.clone(),
         None => scope_grants(&root, &["**".to_string()]),
     };
-    let before = keep_writable(cx, &grants, &policy).await?;
+    let before = keep_writable(cx, &grants).await?;
     let kept: Vec<(String, String)> = before
         .files
         .iter()
@@ -77,7 +73,9 @@ pub(super) async fn run(
         }
     };
     let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
-    let rules = jail.rules(&owns, &ignore, policy.confinement().build_output_names());
+    // No build output for a server: a `__pycache__/` or `node_modules/` it fills would be run
+    // later, unconfined, by Python or Node, so everything it changes is in scope or undone.
+    let rules = jail.rules(&owns, &ignore, Vec::new());
     // The call ran (or may have): what changed is found even when it failed.
     let found = watch.settle(&jail.sandbox, &rules).await;
     let Shown { output, record } = shown(outcome);
@@ -130,8 +128,8 @@ pub(super) async fn run(
         );
         detail.insert("changed_out_of_scope".into(), json!(out_of_scope));
         detail.insert("not_undone".into(), json!(unrestored));
-        // Build output the confinement lets it write, as commands do: not recorded, not undone,
-        // but named, since what is there may run later.
+        // What the rules let it write without recording it (none for servers now: build
+        // output is in or out of scope like any file), kept in the record's shape.
         let permitted: Vec<&str> = found
             .changes
             .permitted
@@ -166,7 +164,6 @@ pub(super) async fn run(
 async fn keep_writable(
     cx: &RunCx<'_>,
     grants: &[crate::sandbox::Grant],
-    policy: &crate::hooks::command_policy::CommandPolicy,
 ) -> Result<ScopeImages, ToolError> {
     let root = cx.gov.root().to_path_buf();
     let (mut dirs, mut root_files) = (Vec::new(), Vec::new());
@@ -185,17 +182,11 @@ async fn keep_writable(
             GrantKind::File => root_files.push(rel),
         }
     }
-    let mut skip: Vec<String> = policy
-        .confinement()
-        .build_output_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    skip.push(".git".into());
+    // Build output is kept too: a server's change there is undone like any other.
+    let skip = [".git"];
     let gov = cx.gov.clone();
     tokio::task::spawn_blocking(move || {
         let store = &gov.journal.checkpoints;
-        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
         let writable = |p: &str| crate::workspace::protected_reason(p).is_none();
         let mut images = gov
             .scope_cache
