@@ -78,6 +78,11 @@ impl Jail {
         stopped
     }
 
+    /// Kills the server and everything it started.
+    pub fn kill(&self) {
+        sandbox::kill_group(self.group);
+    }
+
     pub fn thaw(&self) {
         if let Some(group) = self.group {
             sandbox::thaw_group(group);

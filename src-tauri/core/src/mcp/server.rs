@@ -70,6 +70,9 @@ pub struct Server {
     state: watch::Sender<State>,
     cancel: CancellationToken,
     supervising: Mutex<bool>,
+    /// Why it was killed on purpose ([`Server::fail`]): it stays failed when its connection
+    /// then ends, instead of waiting as stopped.
+    fault: Mutex<Option<String>>,
 }
 
 /// Why a call did not give a result.
@@ -137,6 +140,7 @@ impl Server {
             state,
             cancel: parent.child_token(),
             supervising: Mutex::new(false),
+            fault: Mutex::new(None),
         })
     }
 
@@ -167,6 +171,16 @@ impl Server {
         });
     }
 
+    /// Kills it and everything it started, and marks it failed with `why` (its next call
+    /// starts it again, inside that call's watch): what it did could not be checked.
+    pub fn fail(&self, why: String) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+        if let Some(jail) = self.jail() {
+            jail.kill();
+        }
+        self.set_status(McpStatus::Failed, Some(why));
+    }
+
     /// Stops it for good (its definition changed, it was removed, the hub goes).
     pub fn stop(&self) {
         self.cancel.cancel();
@@ -185,6 +199,7 @@ impl Server {
             }
             *supervising = true;
         }
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.set_status(McpStatus::Starting, None);
         let server = self.clone();
         tokio::spawn(async move {
@@ -233,6 +248,10 @@ impl Server {
                     why
                 }
             };
+            let fault = self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(fault) = fault {
+                return self.set_status(McpStatus::Failed, Some(fault));
+            }
             if self.writes_workspace {
                 // Started again only by its next call, inside that call's watch: a restart in
                 // the background could write while the agent or the person does.

@@ -82,16 +82,16 @@ pub(super) async fn run(
     let found = match found {
         Ok(found) => found,
         Err(e) => {
-            let message = format!("MCP server `{}`: the changes of this call could not be found ({e}); look at the workspace before going on", action.server);
+            // Fail closed: what it changed is unknown, so it runs no more and the call failed.
+            let message = format!("MCP server `{}`: the changes of this call could not be found ({e}); the server was stopped and the call failed; look at the workspace before going on", action.server);
+            server.fail(format!("the changes of a call could not be found ({e})"));
             notice(cx, message.clone());
             let note = match record {
                 Some(record) => tool.record(action, record, Changed::default(), cx).await,
                 None => Ok(()),
             };
-            return with_note(output, note).map(|mut o| {
-                o.content.push_str(&format!("\n\n(Note: {message})"));
-                o
-            });
+            drop(output);
+            return with_note(Err(ToolError::Failed(message)), note);
         }
     };
     let in_scope: Vec<crate::changes::Change> = found
@@ -118,9 +118,21 @@ pub(super) async fn run(
     };
     let mut note = Ok(());
     if let Some(record) = record {
-        let (files, images, diffs) =
+        let recorded =
             crate::tools::command_record::recorded_changes(cx, &in_scope, &unrestored, &before)
-                .await?;
+                .await;
+        let (files, images, diffs) = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                // Fail closed: changes that cannot be recorded are named, and the server
+                // that made them runs no more.
+                let paths: Vec<&str> = in_scope.iter().map(|c| c.path.as_str()).collect();
+                let message = format!("MCP server `{}`: the changes of this call ({}) could not be recorded ({e}); the server was stopped and the call failed; look at them before going on", action.server, paths.join(", "));
+                server.fail(format!("the changes of a call could not be recorded ({e})"));
+                notice(cx, message.clone());
+                return Err(ToolError::Failed(message));
+            }
+        };
         let mut detail = Map::new();
         detail.insert(
             "changed_in_scope".into(),
