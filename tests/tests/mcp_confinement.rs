@@ -465,6 +465,22 @@ async fn a_granted_server_that_writes_while_starting_is_refused_and_the_change_n
 }
 
 #[tokio::test]
+async fn a_granted_server_that_writes_then_fails_to_start_still_has_the_change_named() {
+    let (ws, dirs) = setup(
+        true,
+        json!({"MCP_TEST_WRITE_AT_START": "docs/at-start.md", "MCP_TEST_EXIT_AT_START": "1"}),
+    );
+    let server = ScriptedServer::start(vec![done()]).await;
+    let out = run(ws.path(), &server, &dirs).await;
+    let notes = notices(&out).join("\n");
+    assert!(
+        notes.contains("`srv` is unavailable")
+            && notes.contains("changed while it was starting (docs/at-start.md)"),
+        "{notes}"
+    );
+}
+
+#[tokio::test]
 async fn a_granted_server_that_stopped_is_started_again_inside_the_next_calls_watch() {
     let (ws, dirs) = setup(
         true,

@@ -16,7 +16,8 @@
 //! first), `spawn_background` (mutating: writes PATH once, then keeps appending to it from a
 //! thread, and starts `setsid sh -c …` appending to ESCAPE — a process leaving its group),
 //! With `$MCP_TEST_WRITE_AT_START` set, the server writes that file while it starts; with
-//! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists).
+//! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists); with
+//! `$MCP_TEST_EXIT_AT_START`, it exits (status 1) before answering anything.
 //! `write_marker`'s PATH may start `tmp:` for a file in the server's private `TMPDIR`.
 
 use std::sync::Arc;
@@ -235,6 +236,9 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Ok(path) = std::env::var("MCP_TEST_WRITE_AT_START") {
         let _ = std::fs::write(path, "written while starting");
+    }
+    if std::env::var_os("MCP_TEST_EXIT_AT_START").is_some() {
+        std::process::exit(1);
     }
     if let Ok(mut path) = std::env::var("MCP_TEST_STARTS") {
         if path == "state" {
