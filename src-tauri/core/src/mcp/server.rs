@@ -75,6 +75,10 @@ pub struct Server {
     fault: Mutex<Option<String>>,
 }
 
+/// The state of a server that may write in the workspace between its calls.
+const WAITS_FOR_ITS_CALL: &str =
+    "it may write in the workspace, so it runs only during its calls: its next call starts it";
+
 /// Why a call did not give a result.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
@@ -186,8 +190,26 @@ impl Server {
         self.cancel.cancel();
     }
 
-    /// Starts it unless it is running, waiting for consent, disabled or invalid.
+    /// Starts it outside any call (a task starts, Settings asked). One that may write in the
+    /// workspace is never started so: its writes are watched only during a call, which starts
+    /// it. Until its tools are known it is started once read-only, to list them, and stopped.
+    pub fn start_outside_call(self: &Arc<Self>) {
+        if !self.writes_workspace {
+            return self.launch(false);
+        }
+        if self.state.borrow().tools.is_empty() {
+            self.launch(true);
+        }
+    }
+
+    /// Starts it unless it is running, waiting for consent, disabled or invalid. For a server
+    /// that may write in the workspace only a call does this, inside its watch.
     pub fn start(self: &Arc<Self>) {
+        self.launch(false);
+    }
+
+    /// With `list_only`, it runs without the grant, lists its tools and is stopped.
+    fn launch(self: &Arc<Self>, list_only: bool) {
         let status = self.state.borrow().status;
         if !matches!(status, McpStatus::Stopped | McpStatus::Failed) || self.cancel.is_cancelled() {
             return;
@@ -203,7 +225,11 @@ impl Server {
         self.set_status(McpStatus::Starting, None);
         let server = self.clone();
         tokio::spawn(async move {
-            server.clone().supervise().await;
+            if list_only {
+                server.clone().list_tools_read_only().await;
+            } else {
+                server.clone().supervise().await;
+            }
             *server.supervising.lock().unwrap_or_else(|p| p.into_inner()) = false;
         });
     }
@@ -213,6 +239,41 @@ impl Server {
         let mut rx = self.state.subscribe();
         let limit = self.def.startup_timeout + Duration::from_secs(5);
         let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status != McpStatus::Starting)).await;
+    }
+
+    /// A start without the grant (it writes nothing in the workspace) that only lists the
+    /// tools; the server is then stopped, to be started by its next call.
+    async fn list_tools_read_only(self: Arc<Self>) {
+        let resolved = match self.resolve().await {
+            Ok(r) => r,
+            Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
+        };
+        let mut place = self.place();
+        place.writes_workspace = false;
+        let connecting =
+            connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
+        let connected = tokio::select! {
+            c = connecting => c,
+            () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
+        };
+        let conn = match connected {
+            Ok(conn) => conn,
+            Err(e) => {
+                return self.set_status(McpStatus::Failed, Some(format!("it could not start: {e}")))
+            }
+        };
+        let (good, refused): (Vec<_>, Vec<_>) = conn.tools.into_iter().partition(Result::is_ok);
+        // Dropping the connection kills the server's group.
+        drop(conn.child);
+        drop(conn.service);
+        self.set(|s| {
+            s.status = McpStatus::Stopped;
+            s.error = Some(WAITS_FOR_ITS_CALL.into());
+            s.tools = Arc::new(good.into_iter().filter_map(Result::ok).collect());
+            s.refused = Arc::new(refused.into_iter().filter_map(Result::err).collect());
+            s.peer = None;
+            s.jail = None;
+        });
     }
 
     async fn supervise(self: Arc<Self>) {
