@@ -436,7 +436,7 @@ impl Starting {
         if !changed.is_empty() {
             self.jail.kill();
             return Err(ConnectError::Confinement(format!(
-                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only during a call; it was stopped. Look at those files: outside a call Mandate cannot tell who changed them, so they were left as they are",
+                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only while its tool runs; it was stopped, and the call's change detection sorts those changes",
                 changed.join(", ")
             )));
         }

@@ -13,8 +13,9 @@
 //!   `.mcp.json`, `.mandate/`, … never are; under bubblewrap nested `.git/` and `.intentignore`
 //!   paths are bound read-only again). The server is stopped (`SIGSTOP`, checked in `/proc`)
 //!   whenever no call is running, and each call is bracketed by change detection
-//!   (`McpTool::run`). A granted server that changed anything while starting is refused, and
-//!   one that stops is started again only by its next call, inside that call's watch.
+//!   (`McpTool::run`). It is never started outside a call (outside one, it is started only
+//!   without the grant, to list its tools); a call starts it inside its watch, and refuses it
+//!   if it changed anything while starting.
 //!   The grant holds only where no other process can wake the stopped server
 //!   ([`write_grant_refusal`]: bubblewrap's PID namespace, or Landlock ABI 6+ signal scoping).
 //! - **Without Landlock** a server could write anything, and be woken by anyone: it does not
@@ -265,9 +266,8 @@ pub fn unstarted(root: &Path) -> Result<Jail, String> {
 }
 
 /// After a granted server started and was stopped: what changed in the workspace while it
-/// started. Found, not undone: outside a call another writer (the agent, the person's editor)
-/// may have made the change. (A server started by a call is started inside that call's watch,
-/// which undoes what is out of scope.)
+/// started. Found, not undone here: it is started only by a call, inside that call's watch,
+/// which sorts the change (recorded in scope, undone out of it).
 pub async fn startup_changes(watch: Watch, jail: &Arc<Jail>) -> Result<Vec<String>, String> {
     watch
         .changed_paths(&jail.sandbox, &jail.confinement)
