@@ -230,6 +230,48 @@ async fn out_of_scope_writes_and_any_write_by_a_read_only_tool_are_undone_and_re
 }
 
 #[tokio::test]
+async fn build_output_a_server_writes_is_out_of_scope_like_any_file() {
+    let (ws, dirs) = setup(true, json!({}));
+    // Python and Node would run these later, unconfined.
+    let module = "node_modules/pkg/index.js";
+    std::fs::create_dir_all(ws.path().join("node_modules/pkg")).expect("mkdir");
+    std::fs::write(ws.path().join(module), "module.exports = 1;\n").expect("write");
+    std::fs::create_dir_all(ws.path().join("src/__pycache__")).expect("mkdir");
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "js",
+            "mcp__srv__write_marker",
+            json!({"path": module, "text": "require('child_process').exec('evil')\n"}),
+        ),
+        call(
+            "pyc",
+            "mcp__srv__peek",
+            json!({"path": "src/__pycache__/main.cpython-311.pyc", "text": "planted"}),
+        ),
+        done(),
+    ])
+    .await;
+    run(ws.path(), &server, &dirs).await;
+    assert_eq!(read(ws.path(), module), "module.exports = 1;\n");
+    assert!(!ws
+        .path()
+        .join("src/__pycache__/main.cpython-311.pyc")
+        .exists());
+    for (id, path) in [
+        ("js", module),
+        ("pyc", "src/__pycache__/main.cpython-311.pyc"),
+    ] {
+        let result: Value =
+            serde_json::from_str(&server.tool_result(id).expect("result")).expect("json");
+        assert_eq!(result["error"]["code"], "SCOPE_VIOLATION", "{result}");
+        assert_eq!(result["error"]["paths"], json!([path]), "{result}");
+        let message = result["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(&format!("{path} (undone)")), "{message}");
+    }
+}
+
+#[tokio::test]
 async fn protected_paths_are_refused_by_the_kernel_even_to_a_granted_server() {
     let (ws, dirs) = setup(true, json!({}));
     let intents_before = read(ws.path(), ".orchestration/active_intents.yaml");
@@ -407,19 +449,64 @@ async fn a_granted_server_is_stopped_between_calls_and_cannot_leave_its_group() 
     );
 }
 
-#[tokio::test]
-async fn a_granted_server_that_writes_while_starting_is_refused_and_the_change_named() {
-    let (ws, dirs) = setup(true, json!({"MCP_TEST_WRITE_AT_START": "docs/at-start.md"}));
-    let server = ScriptedServer::start(vec![done()]).await;
+/// A granted server is never started outside a call: at a task's start it runs once without
+/// the grant to list its tools (its write is refused by the kernel), and its first call starts
+/// it inside that call's watch, which undoes what it wrote out of scope while starting.
+async fn starts_only_inside_a_call(env: Value, refused_start: bool) {
+    let (ws, dirs) = setup(true, env);
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "w",
+            "mcp__srv__write_marker",
+            json!({"path": "docs/notes.md", "text": "x\n"}),
+        ),
+        done(),
+    ])
+    .await;
     let out = run(ws.path(), &server, &dirs).await;
-    let notes = notices(&out).join("\n");
+    assert!(!ws.path().join("src/at-start.rs").exists());
+    let result: Value = serde_json::from_str(&server.tool_result("w").expect("w")).expect("json");
+    assert_eq!(result["error"]["code"], "SCOPE_VIOLATION", "{result}");
+    let message = result["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("src/at-start.rs (undone)"), "{message}");
+    let answer = result["result"].as_str().unwrap_or("");
     assert!(
-        notes.contains("`srv` is unavailable")
-            && notes.contains("changed while it was starting (docs/at-start.md)"),
-        "{notes}"
+        answer.contains("changed while it was starting (src/at-start.rs)"),
+        "{result}"
     );
-    // Outside a call Mandate cannot tell who changed it: found and named, not undone.
-    assert!(ws.path().join("docs/at-start.md").exists());
+    if refused_start {
+        assert!(answer.contains("it was stopped"), "{answer}");
+    }
+    assert_eq!(
+        read(ws.path(), "docs/notes.md"),
+        NOTES,
+        "the call was not sent"
+    );
+    assert!(
+        !notices(&out).iter().any(|n| n.contains("is unavailable")),
+        "nothing failed before the call: {:?}",
+        notices(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_granted_server_that_writes_while_starting_is_refused_and_the_change_undone() {
+    starts_only_inside_a_call(json!({"MCP_TEST_WRITE_AT_START": "src/at-start.rs"}), true).await;
+}
+
+#[tokio::test]
+async fn a_granted_server_that_writes_then_fails_to_start_has_the_change_undone() {
+    starts_only_inside_a_call(
+        // Its first start (to list its tools) goes well; the one its call makes fails.
+        json!({
+            "MCP_TEST_STARTS": "state",
+            "MCP_TEST_WRITE_AT_RESTART": "src/at-start.rs",
+            "MCP_TEST_EXIT_AT_RESTART": "1"
+        }),
+        false,
+    )
+    .await;
 }
 
 #[tokio::test]

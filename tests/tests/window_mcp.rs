@@ -153,8 +153,8 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     .await
     .expect("how it is confined");
 
-    // Allowed to write in the workspace: restarted with the grant, said so, kept in the
-    // person's file under this definition.
+    // Allowed to write in the workspace: said so, kept in the person's file under this
+    // definition, and stopped: only a call starts it (inside that call's watch).
     app.click("#mcp-write-srv").await.expect("grant writes");
     app.wait_until(&shows(
         srv,
@@ -162,9 +162,15 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     ))
     .await
     .expect("the grant is shown");
-    app.find(&format!("{srv}[data-status=\"ready\"]"))
+    app.find(&format!("{srv}[data-status=\"stopped\"]"))
         .await
-        .expect("running again with the grant");
+        .expect("waits for its call");
+    app.wait_until(&shows(
+        srv,
+        &["mcp__srv__lookup", "its next call starts it"],
+    ))
+    .await
+    .expect("its tools are still listed");
     app.screenshot("settings-mcp-write-grant")
         .await
         .expect("screenshot");
@@ -205,9 +211,13 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     assert_eq!(file["mcpServers"]["web"]["url"], http.url.as_str());
     assert_eq!(file["projects"].as_object().map(|p| p.len()), Some(1));
 
-    // Taking consent back stops the running server.
-    let running = mandate_tests::mcp::server_pids(ws.path());
-    assert!(!running.is_empty(), "the server runs");
+    // A server allowed to write does not run outside a call (it was started once more,
+    // without the grant, to list its tools, and stopped); taking consent back keeps it so.
+    assert_eq!(
+        mandate_tests::mcp::wait_gone(&mandate_tests::mcp::server_pids(ws.path())).await,
+        Vec::<u32>::new(),
+        "a granted server runs only during its calls"
+    );
     app.click(&format!("{srv} [data-mcp-action=\"Stop allowing it\"]"))
         .await
         .expect("revoke");
@@ -215,10 +225,11 @@ async fn settings_list_servers_ask_consent_and_add_one() {
         .await
         .expect("waits for consent again");
     let starts = mandate_tests::mcp::started_pids(&mandate_tests::mcp::starts_file(&dirs, "srv"));
-    assert_eq!(starts.len(), 2, "started, then restarted with the grant");
     assert_eq!(
-        mandate_tests::mcp::wait_gone(&running).await,
-        Vec::<u32>::new()
+        starts.len(),
+        2,
+        "started, then once more without the grant to list its tools"
     );
+    assert!(mandate_tests::mcp::server_pids(ws.path()).is_empty());
     app.close().await.expect("close");
 }

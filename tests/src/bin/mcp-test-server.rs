@@ -16,7 +16,8 @@
 //! first), `spawn_background` (mutating: writes PATH once, then keeps appending to it from a
 //! thread, and starts `setsid sh -c …` appending to ESCAPE — a process leaving its group),
 //! With `$MCP_TEST_WRITE_AT_START` set, the server writes that file while it starts; with
-//! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists).
+//! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists), and then
+//! with `$MCP_TEST_EXIT_AT_RESTART` it exits (status 1) before answering anything.
 //! `write_marker`'s PATH may start `tmp:` for a file in the server's private `TMPDIR`.
 
 use std::sync::Arc;
@@ -245,6 +246,9 @@ async fn main() -> anyhow::Result<()> {
         if let Ok(target) = std::env::var("MCP_TEST_WRITE_AT_RESTART") {
             if std::path::Path::new(&path).exists() {
                 let _ = std::fs::write(target, "written while starting again");
+                if std::env::var_os("MCP_TEST_EXIT_AT_RESTART").is_some() {
+                    std::process::exit(1);
+                }
             }
         }
         use std::io::Write;

@@ -337,6 +337,31 @@ async fn connect_stdio(
         writes_workspace: place.writes_workspace,
         group: guard.group(),
     });
+    let starting = Starting {
+        jail: jail.clone(),
+        watch,
+    };
+    let connected = handshake(name, stdout, stdin, guard, reader, stderr, limit).await;
+    let mut conn = match connected {
+        Ok(conn) => conn,
+        Err(e) => return Err(starting.failed(e).await),
+    };
+    starting.succeeded().await?;
+    conn.jail = Some(jail);
+    Ok(conn)
+}
+
+/// `initialize` and the tool list of a spawned stdio server. On error its group is killed
+/// (the guard is dropped); [`Starting::failed`] makes sure it is gone.
+async fn handshake(
+    name: &str,
+    stdout: tokio::process::ChildStdout,
+    stdin: tokio::process::ChildStdin,
+    guard: ChildGuard,
+    reader: Option<tokio::task::JoinHandle<()>>,
+    stderr: StderrTail,
+    limit: Duration,
+) -> Result<Connection, ConnectError> {
     let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
     let service = match served {
         Ok(Ok(service)) => service,
@@ -358,21 +383,73 @@ async fn connect_stdio(
             })
         }
     };
-    let mut conn = finish(name, service, Some(guard), stderr, limit).await?;
-    if let Some(watch) = watch {
-        jail.freeze().await.map_err(ConnectError::Confinement)?;
-        let changed = super::jail::startup_changes(watch, &jail)
-            .await
-            .map_err(ConnectError::Confinement)?;
+    finish(name, service, Some(guard), stderr, limit).await
+}
+
+/// A stdio server between its spawn and its hand-over. A server that may write in the
+/// workspace is watched while it starts; whichever way the start ends, its process group is
+/// stopped or dead before the watch is read (and before a call's own watch settles), and what
+/// changed is named. Dropped unfinished (the start was cancelled), it kills the group.
+struct Starting {
+    jail: Arc<Jail>,
+    watch: Option<Watch>,
+}
+
+impl Starting {
+    /// The start failed: the group is stopped (or killed) and killed, and the error names
+    /// what changed in the workspace meanwhile.
+    async fn failed(mut self, e: ConnectError) -> ConnectError {
+        let Some(watch) = self.watch.take() else {
+            self.jail.kill();
+            return e;
+        };
+        let _ = self.jail.freeze().await;
+        self.jail.kill();
+        match super::jail::startup_changes(watch, &self.jail).await {
+            Ok(changed) if changed.is_empty() => e,
+            Ok(changed) => ConnectError::Confinement(format!(
+                "{e}; files in the workspace changed while it was starting ({})",
+                changed.join(", ")
+            )),
+            Err(why) => ConnectError::Confinement(format!(
+                "{e}; what it changed in the workspace while starting could not be found ({why})"
+            )),
+        }
+    }
+
+    /// The start succeeded: a watched server is stopped, and refused if it changed anything.
+    async fn succeeded(mut self) -> Result<(), ConnectError> {
+        let Some(watch) = self.watch.take() else {
+            return Ok(());
+        };
+        if let Err(why) = self.jail.freeze().await {
+            self.jail.kill();
+            return Err(ConnectError::Confinement(why));
+        }
+        let changed = match super::jail::startup_changes(watch, &self.jail).await {
+            Ok(changed) => changed,
+            Err(why) => {
+                self.jail.kill();
+                return Err(ConnectError::Confinement(why));
+            }
+        };
         if !changed.is_empty() {
+            self.jail.kill();
             return Err(ConnectError::Confinement(format!(
-                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only during a call; it was stopped. Look at those files: outside a call Mandate cannot tell who changed them, so they were left as they are",
+                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only while its tool runs; it was stopped, and the call's change detection sorts those changes",
                 changed.join(", ")
             )));
         }
+        Ok(())
     }
-    conn.jail = Some(jail);
-    Ok(conn)
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        if self.watch.is_some() {
+            self.jail.kill();
+        }
+    }
 }
 
 async fn finish(

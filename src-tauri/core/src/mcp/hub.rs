@@ -221,7 +221,7 @@ impl McpHub {
             .values()
             .filter(|s| s.consented && !s.server.def.disabled)
             .map(|s| {
-                s.server.start();
+                s.server.start_outside_call();
                 s.server.clone()
             })
             .collect()
@@ -266,7 +266,12 @@ pub(super) fn catalog_of(slots: &Slots) -> (Vec<Entry>, Vec<Hidden>) {
         .iter()
         .filter_map(|(name, slot)| {
             let state = slot.server.state();
-            matches!(state.status, McpStatus::Ready | McpStatus::Restarting)
+            // One that may write waits, stopped, for a call to start it.
+            let waits = slot.server.writes_workspace
+                && matches!(state.status, McpStatus::Stopped | McpStatus::Failed)
+                && !state.tools.is_empty()
+                && !slot.server.is_stopped_for_good();
+            (matches!(state.status, McpStatus::Ready | McpStatus::Restarting) || waits)
                 .then(|| (name.clone(), state.tools))
         })
         .collect();

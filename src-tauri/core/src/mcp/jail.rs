@@ -13,10 +13,13 @@
 //!   `.mcp.json`, `.mandate/`, … never are; under bubblewrap nested `.git/` and `.intentignore`
 //!   paths are bound read-only again). The server is stopped (`SIGSTOP`, checked in `/proc`)
 //!   whenever no call is running, and each call is bracketed by change detection
-//!   (`McpTool::run`). A granted server that changed anything while starting is refused, and
-//!   one that stops is started again only by its next call, inside that call's watch.
-//! - **Without Landlock** a server could write anything: it starts only with the grant, and
-//!   then runs stopped between calls, with every call's changes found and sorted.
+//!   (`McpTool::run`). It is never started outside a call (outside one, it is started only
+//!   without the grant, to list its tools); a call starts it inside its watch, and refuses it
+//!   if it changed anything while starting.
+//!   The grant holds only where no other process can wake the stopped server
+//!   ([`write_grant_refusal`]: bubblewrap's PID namespace, or Landlock ABI 6+ signal scoping).
+//! - **Without Landlock** a server could write anything, and be woken by anyone: it does not
+//!   start.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -74,6 +77,11 @@ impl Jail {
             sandbox::kill_group(Some(group));
         }
         stopped
+    }
+
+    /// Kills the server and everything it started.
+    pub fn kill(&self) {
+        sandbox::kill_group(self.group);
     }
 
     pub fn thaw(&self) {
@@ -143,7 +151,7 @@ pub fn prepare(
 ) -> Result<(CommandSandbox, tempfile::TempDir), ConnectError> {
     if !place.confinement.is_confined() && !place.writes_workspace {
         return Err(ConnectError::Config(
-            "this machine offers no confinement (no Landlock), so a stdio server could write anywhere; it starts only if you allow it to write in the workspace (Settings → MCP servers), and then its calls are watched".into(),
+            "this machine offers no confinement (no Landlock), so a stdio server could write anywhere, and nothing keeps it stopped between calls so that its writes are watched; it is not started".into(),
         ));
     }
     let problem = |e: &dyn std::fmt::Display| {
@@ -194,19 +202,43 @@ pub fn prepare(
     Ok((jail, temp))
 }
 
-/// Whether a server is watched on this machine: granted, or unconfined (then only granted
-/// servers start at all).
-pub fn level_note(confinement: &Confinement, writes_workspace: bool) -> String {
+/// Why the grant to write in the workspace cannot hold on this machine, if it cannot. A
+/// granted server is kept stopped between calls; that holds only if no other process (another
+/// server, a command of the agent) can send it `SIGCONT`: bubblewrap's PID namespace hides it,
+/// or Landlock (ABI 6 and later) scopes signals. Otherwise it could run on, unwatched.
+pub fn write_grant_refusal(confinement: &Confinement) -> Option<String> {
+    let scoped = match confinement.level {
+        ConfinementLevel::LandlockAndBwrap => true,
+        ConfinementLevel::LandlockOnly => confinement.landlock_abi.unwrap_or(0) >= 6,
+        ConfinementLevel::None => false,
+    };
+    (!scoped).then(|| {
+        "this machine cannot keep a stopped server stopped (no bubblewrap, and Landlock below ABI 6 does not scope signals), so the grant to write in the workspace is not used".to_string()
+    })
+}
+
+/// How a server runs on this machine, for Settings and the command line. `granted`: the
+/// person allowed it to write in the workspace (used only where [`write_grant_refusal`] finds
+/// nothing).
+pub fn level_note(confinement: &Confinement, granted: bool) -> String {
     let how = match confinement.level {
         ConfinementLevel::None => "not confined (no Landlock)".to_string(),
         _ => format!("confined ({})", confinement.summary()),
     };
-    if writes_workspace {
+    let refusal = write_grant_refusal(confinement).filter(|_| granted);
+    let writes_workspace = granted && refusal.is_none();
+    if let Some(why) = refusal {
+        if confinement.is_confined() {
+            format!("{how}; {why}: it reads the workspace, writes nothing in it")
+        } else {
+            format!("{how}; {why}: it is not started")
+        }
+    } else if writes_workspace {
         format!("{how}; may write in the workspace: stopped between calls, every call's changes recorded or undone")
     } else if confinement.is_confined() {
         format!("{how}; reads the workspace, writes nothing in it")
     } else {
-        format!("{how}; not started unless you allow it to write in the workspace")
+        format!("{how}; not started: it could write anywhere")
     }
 }
 
@@ -234,9 +266,8 @@ pub fn unstarted(root: &Path) -> Result<Jail, String> {
 }
 
 /// After a granted server started and was stopped: what changed in the workspace while it
-/// started. Found, not undone: outside a call another writer (the agent, the person's editor)
-/// may have made the change. (A server started by a call is started inside that call's watch,
-/// which undoes what is out of scope.)
+/// started. Found, not undone here: it is started only by a call, inside that call's watch,
+/// which sorts the change (recorded in scope, undone out of it).
 pub async fn startup_changes(watch: Watch, jail: &Arc<Jail>) -> Result<Vec<String>, String> {
     watch
         .changed_paths(&jail.sandbox, &jail.confinement)
@@ -264,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn without_landlock_a_server_starts_only_with_the_grant() {
+    fn without_landlock_a_server_does_not_start() {
         let none = Confinement::from_parts(None, None);
         let (_tmp, refused) = place(none.clone(), false);
         let err = prepare(&refused, &[]).expect_err("refused");
@@ -272,8 +303,40 @@ mod tests {
             err.to_string().contains("no confinement (no Landlock)"),
             "{err}"
         );
-        let (_tmp, granted) = place(none, true);
-        assert!(prepare(&granted, &[]).is_ok());
+        assert!(write_grant_refusal(&none).is_some());
+        assert!(level_note(&none, true).contains("not started"));
+    }
+
+    #[test]
+    fn the_write_grant_holds_only_where_a_stopped_server_cannot_be_woken() {
+        let bwrap = Some(PathBuf::from("/usr/bin/bwrap"));
+        for (abi, bwrap, holds) in [
+            (Some(5), None, false),
+            (Some(3), None, false),
+            (None, None, false),
+            (None, bwrap.clone(), false),
+            (Some(6), None, true),
+            (Some(9), None, true),
+            (Some(3), bwrap.clone(), true),
+            (Some(7), bwrap, true),
+        ] {
+            let level = Confinement::from_parts(abi, bwrap);
+            assert_eq!(
+                write_grant_refusal(&level).is_none(),
+                holds,
+                "{}",
+                level.summary()
+            );
+            let note = level_note(&level, true);
+            assert_eq!(
+                note.contains("the grant to write in the workspace is not used"),
+                !holds,
+                "{note}"
+            );
+        }
+        let weak = Confinement::from_parts(Some(5), None);
+        assert!(level_note(&weak, true).contains("writes nothing in it"));
+        assert!(write_grant_refusal(&weak).is_some_and(|why| why.contains("Landlock below ABI 6")));
     }
 
     #[test]

@@ -33,7 +33,8 @@
 //!   workspace and definition, in their own file) is stopped between calls and every call of it
 //!   is bracketed by change detection (`watched`): in-scope changes are recorded in the call's
 //!   record, out-of-scope ones (any, for a read-only call) undone and reported as
-//!   `SCOPE_VIOLATION`. Without Landlock only such a granted, watched server starts.
+//!   `SCOPE_VIOLATION`. The grant holds only where nothing else can wake a stopped server
+//!   (bubblewrap, or Landlock ABI 6+); without Landlock no stdio server starts.
 //! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty for a server
 //!   that cannot write in the workspace (a pseudo-path would be reported missing by
 //!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,

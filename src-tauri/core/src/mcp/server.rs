@@ -70,7 +70,14 @@ pub struct Server {
     state: watch::Sender<State>,
     cancel: CancellationToken,
     supervising: Mutex<bool>,
+    /// Why it was killed on purpose ([`Server::fail`]): it stays failed when its connection
+    /// then ends, instead of waiting as stopped.
+    fault: Mutex<Option<String>>,
 }
+
+/// The state of a server that may write in the workspace between its calls.
+const WAITS_FOR_ITS_CALL: &str =
+    "it may write in the workspace, so it runs only during its calls: its next call starts it";
 
 /// Why a call did not give a result.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +131,10 @@ impl Server {
             peer: None,
             jail: None,
         });
+        // The grant holds only where a stopped server stays stopped (see
+        // `jail::write_grant_refusal`): otherwise the server runs read-only.
+        let writes_workspace =
+            writes_workspace && super::jail::write_grant_refusal(&env.confinement).is_none();
         Arc::new(Server {
             def,
             hash,
@@ -133,6 +144,7 @@ impl Server {
             state,
             cancel: parent.child_token(),
             supervising: Mutex::new(false),
+            fault: Mutex::new(None),
         })
     }
 
@@ -163,13 +175,41 @@ impl Server {
         });
     }
 
+    /// Kills it and everything it started, and marks it failed with `why` (its next call
+    /// starts it again, inside that call's watch): what it did could not be checked.
+    pub fn fail(&self, why: String) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+        if let Some(jail) = self.jail() {
+            jail.kill();
+        }
+        self.set_status(McpStatus::Failed, Some(why));
+    }
+
     /// Stops it for good (its definition changed, it was removed, the hub goes).
     pub fn stop(&self) {
         self.cancel.cancel();
     }
 
-    /// Starts it unless it is running, waiting for consent, disabled or invalid.
+    /// Starts it outside any call (a task starts, Settings asked). One that may write in the
+    /// workspace is never started so: its writes are watched only during a call, which starts
+    /// it. Until its tools are known it is started once read-only, to list them, and stopped.
+    pub fn start_outside_call(self: &Arc<Self>) {
+        if !self.writes_workspace {
+            return self.launch(false);
+        }
+        if self.state.borrow().tools.is_empty() {
+            self.launch(true);
+        }
+    }
+
+    /// Starts it unless it is running, waiting for consent, disabled or invalid. For a server
+    /// that may write in the workspace only a call does this, inside its watch.
     pub fn start(self: &Arc<Self>) {
+        self.launch(false);
+    }
+
+    /// With `list_only`, it runs without the grant, lists its tools and is stopped.
+    fn launch(self: &Arc<Self>, list_only: bool) {
         let status = self.state.borrow().status;
         if !matches!(status, McpStatus::Stopped | McpStatus::Failed) || self.cancel.is_cancelled() {
             return;
@@ -181,10 +221,15 @@ impl Server {
             }
             *supervising = true;
         }
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.set_status(McpStatus::Starting, None);
         let server = self.clone();
         tokio::spawn(async move {
-            server.clone().supervise().await;
+            if list_only {
+                server.clone().list_tools_read_only().await;
+            } else {
+                server.clone().supervise().await;
+            }
             *server.supervising.lock().unwrap_or_else(|p| p.into_inner()) = false;
         });
     }
@@ -194,6 +239,41 @@ impl Server {
         let mut rx = self.state.subscribe();
         let limit = self.def.startup_timeout + Duration::from_secs(5);
         let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status != McpStatus::Starting)).await;
+    }
+
+    /// A start without the grant (it writes nothing in the workspace) that only lists the
+    /// tools; the server is then stopped, to be started by its next call.
+    async fn list_tools_read_only(self: Arc<Self>) {
+        let resolved = match self.resolve().await {
+            Ok(r) => r,
+            Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
+        };
+        let mut place = self.place();
+        place.writes_workspace = false;
+        let connecting =
+            connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
+        let connected = tokio::select! {
+            c = connecting => c,
+            () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
+        };
+        let conn = match connected {
+            Ok(conn) => conn,
+            Err(e) => {
+                return self.set_status(McpStatus::Failed, Some(format!("it could not start: {e}")))
+            }
+        };
+        let (good, refused): (Vec<_>, Vec<_>) = conn.tools.into_iter().partition(Result::is_ok);
+        // Dropping the connection kills the server's group.
+        drop(conn.child);
+        drop(conn.service);
+        self.set(|s| {
+            s.status = McpStatus::Stopped;
+            s.error = Some(WAITS_FOR_ITS_CALL.into());
+            s.tools = Arc::new(good.into_iter().filter_map(Result::ok).collect());
+            s.refused = Arc::new(refused.into_iter().filter_map(Result::err).collect());
+            s.peer = None;
+            s.jail = None;
+        });
     }
 
     async fn supervise(self: Arc<Self>) {
@@ -229,6 +309,10 @@ impl Server {
                     why
                 }
             };
+            let fault = self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(fault) = fault {
+                return self.set_status(McpStatus::Failed, Some(fault));
+            }
             if self.writes_workspace {
                 // Started again only by its next call, inside that call's watch: a restart in
                 // the background could write while the agent or the person does.

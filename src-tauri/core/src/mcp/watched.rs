@@ -41,17 +41,13 @@ pub(super) async fn run(
         .as_ref()
         .map(|i| i.owned_scope.clone())
         .unwrap_or_default();
-    let policy = cx
-        .gov
-        .policy()
-        .map_err(|e| failed("the command policy", e))?;
     let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
     let running = server.jail();
     let grants = match &running {
         Some(jail) => jail.sandbox.writable.clone(),
         None => scope_grants(&root, &["**".to_string()]),
     };
-    let before = keep_writable(cx, &grants, &policy).await?;
+    let before = keep_writable(cx, &grants).await?;
     let kept: Vec<(String, String)> = before
         .files
         .iter()
@@ -77,23 +73,25 @@ pub(super) async fn run(
         }
     };
     let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
-    let rules = jail.rules(&owns, &ignore, policy.confinement().build_output_names());
+    // No build output for a server: a `__pycache__/` or `node_modules/` it fills would be run
+    // later, unconfined, by Python or Node, so everything it changes is in scope or undone.
+    let rules = jail.rules(&owns, &ignore, Vec::new());
     // The call ran (or may have): what changed is found even when it failed.
     let found = watch.settle(&jail.sandbox, &rules).await;
     let Shown { output, record } = shown(outcome);
     let found = match found {
         Ok(found) => found,
         Err(e) => {
-            let message = format!("MCP server `{}`: the changes of this call could not be found ({e}); look at the workspace before going on", action.server);
+            // Fail closed: what it changed is unknown, so it runs no more and the call failed.
+            let message = format!("MCP server `{}`: the changes of this call could not be found ({e}); the server was stopped and the call failed; look at the workspace before going on", action.server);
+            server.fail(format!("the changes of a call could not be found ({e})"));
             notice(cx, message.clone());
             let note = match record {
                 Some(record) => tool.record(action, record, Changed::default(), cx).await,
                 None => Ok(()),
             };
-            return with_note(output, note).map(|mut o| {
-                o.content.push_str(&format!("\n\n(Note: {message})"));
-                o
-            });
+            drop(output);
+            return with_note(Err(ToolError::Failed(message)), note);
         }
     };
     let in_scope: Vec<crate::changes::Change> = found
@@ -120,9 +118,21 @@ pub(super) async fn run(
     };
     let mut note = Ok(());
     if let Some(record) = record {
-        let (files, images, diffs) =
+        let recorded =
             crate::tools::command_record::recorded_changes(cx, &in_scope, &unrestored, &before)
-                .await?;
+                .await;
+        let (files, images, diffs) = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                // Fail closed: changes that cannot be recorded are named, and the server
+                // that made them runs no more.
+                let paths: Vec<&str> = in_scope.iter().map(|c| c.path.as_str()).collect();
+                let message = format!("MCP server `{}`: the changes of this call ({}) could not be recorded ({e}); the server was stopped and the call failed; look at them before going on", action.server, paths.join(", "));
+                server.fail(format!("the changes of a call could not be recorded ({e})"));
+                notice(cx, message.clone());
+                return Err(ToolError::Failed(message));
+            }
+        };
         let mut detail = Map::new();
         detail.insert(
             "changed_in_scope".into(),
@@ -130,8 +140,8 @@ pub(super) async fn run(
         );
         detail.insert("changed_out_of_scope".into(), json!(out_of_scope));
         detail.insert("not_undone".into(), json!(unrestored));
-        // Build output the confinement lets it write, as commands do: not recorded, not undone,
-        // but named, since what is there may run later.
+        // What the rules let it write without recording it (none for servers now: build
+        // output is in or out of scope like any file), kept in the record's shape.
         let permitted: Vec<&str> = found
             .changes
             .permitted
@@ -166,7 +176,6 @@ pub(super) async fn run(
 async fn keep_writable(
     cx: &RunCx<'_>,
     grants: &[crate::sandbox::Grant],
-    policy: &crate::hooks::command_policy::CommandPolicy,
 ) -> Result<ScopeImages, ToolError> {
     let root = cx.gov.root().to_path_buf();
     let (mut dirs, mut root_files) = (Vec::new(), Vec::new());
@@ -185,17 +194,11 @@ async fn keep_writable(
             GrantKind::File => root_files.push(rel),
         }
     }
-    let mut skip: Vec<String> = policy
-        .confinement()
-        .build_output_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    skip.push(".git".into());
+    // Build output is kept too: a server's change there is undone like any other.
+    let skip = [".git"];
     let gov = cx.gov.clone();
     tokio::task::spawn_blocking(move || {
         let store = &gov.journal.checkpoints;
-        let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
         let writable = |p: &str| crate::workspace::protected_reason(p).is_none();
         let mut images = gov
             .scope_cache

@@ -15,7 +15,9 @@ pub enum FreezeError {
     NotStopped { group: i32, pids: Vec<i32> },
 }
 
-/// The processes of group `group` that are neither stopped nor finished.
+/// The processes of group `group` with a thread that is neither stopped nor finished. Every
+/// thread is read (`/proc/<pid>/task/*/stat`): a process's main thread can show stopped while
+/// another of its threads has not taken the stop yet and still writes.
 fn running_members(group: i32) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -32,29 +34,48 @@ fn running_members(group: i32) -> Vec<i32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // "pid (comm) state ppid pgrp …": the command may hold spaces and parentheses.
-        let mut fields = stat
-            .rsplit_once(')')
-            .map_or("", |(_, r)| r)
-            .split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        if pgrp == Some(group)
-            && !matches!(state, "T" | "t" | "Z" | "X" | "x")
-            && !in_vfork(pid, state)
-        {
+        if state_and_group(&stat).1 != Some(group) {
+            continue;
+        }
+        if threads_running(pid) {
             running.push(pid);
         }
     }
     running
 }
 
+/// "pid (comm) state ppid pgrp …": the command may hold spaces and parentheses.
+fn state_and_group(stat: &str) -> (&str, Option<i32>) {
+    let mut fields = stat
+        .rsplit_once(')')
+        .map_or("", |(_, r)| r)
+        .split_whitespace();
+    let state = fields.next().unwrap_or("");
+    let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+    (state, pgrp)
+}
+
+/// Whether any thread of `pid` still runs. A process gone meanwhile runs nothing; a task
+/// directory that cannot be read counts as running (the stop is not confirmed).
+fn threads_running(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return std::path::Path::new(&format!("/proc/{pid}")).exists();
+    };
+    tasks.flatten().any(|task| {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        let state = state_and_group(&stat).0;
+        !matches!(state, "T" | "t" | "Z" | "X" | "x") && !in_vfork(&task.path(), state)
+    })
+}
+
 /// A parent waiting in `vfork` for its child to exec is blocked in the kernel (state `D`)
 /// until then, and cannot take the stop before; its child is in the group and stopped, so
 /// it runs no code of its own either.
-fn in_vfork(pid: i32, state: &str) -> bool {
+fn in_vfork(task: &std::path::Path, state: &str) -> bool {
     state == "D"
-        && std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+        && std::fs::read_to_string(task.join("wchan"))
             .is_ok_and(|w| w.contains("vfork") || w == "kernel_clone" || w == "do_fork")
 }
 

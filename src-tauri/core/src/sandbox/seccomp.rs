@@ -93,11 +93,13 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
 }
 
 /// The filter of an MCP server: it may not leave its process group or session (`setsid`,
-/// `setpgid` refused), so that stopping the group between calls stops everything it started;
-/// with `block_unix` (no bubblewrap, Landlock ABI < 9) Unix sockets and io_uring are refused
-/// too, as for commands without network: a server keeps TCP and UDP, which it needs, but not
-/// the session bus, through which it could start programs outside the confinement.
-pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
+/// `setpgid` refused), nor use io_uring, so that stopping the group between calls stops
+/// everything it started; nor create Unix sockets, whatever else confines it (bubblewrap does
+/// not scope them): through one a server could reach the session bus or X11, which start
+/// programs outside the confinement, or pass a writable descriptor of the workspace to another
+/// server that is neither frozen nor watched. It keeps TCP and UDP, which it needs, and
+/// `socketpair`, which runtimes use for their children's stdio and which reaches no one.
+pub(super) fn server_filter() -> Option<Vec<libc::sock_filter>> {
     const LD_W_ABS: u16 = 0x20;
     const JEQ: u16 = 0x15;
     const JGE: u16 = 0x35;
@@ -144,11 +146,11 @@ pub(super) fn server_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> 
     }
     refuse(&mut program, libc::SYS_setsid, libc::EPERM)?;
     refuse(&mut program, libc::SYS_setpgid, libc::EPERM)?;
-    if !block_unix {
-        program.push(op(RET, 0, 0, ALLOW));
-        return Some(program);
-    }
+    // io_uring always: its kernel worker threads ignore SIGSTOP, so work queued before a
+    // freeze would go on writing while the server is meant to be stopped.
     refuse(&mut program, libc::SYS_io_uring_setup, libc::ENOSYS)?;
+    refuse(&mut program, libc::SYS_io_uring_enter, libc::ENOSYS)?;
+    refuse(&mut program, libc::SYS_io_uring_register, libc::ENOSYS)?;
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     program.extend([
         op(JEQ, 1, 0, socket),

@@ -169,3 +169,120 @@ fn a_cache_directory_never_overlaps_the_workspace_or_a_hidden_one() {
     hidden.hidden.push(data.clone());
     assert!(hidden.with_cache_dir(&data.join("cache")).is_err());
 }
+
+#[test]
+fn a_server_cannot_use_io_uring_whose_workers_would_outlive_a_freeze() {
+    if !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    for level in levels() {
+        let p = place();
+        // io_uring_setup(8, NULL): EFAULT (14) when allowed, ENOSYS (38) when refused.
+        let out = server(
+            &p,
+            &level,
+            "perl -e 'syscall(425, 8, 0); print \"errno=\", $!+0, \"\\n\"'",
+        )
+        .wait_with_output()
+        .expect("output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("errno=38") || text.contains("errno=1\n"),
+            "{}: {text}",
+            level.summary()
+        );
+    }
+}
+
+#[test]
+fn a_server_cannot_create_a_unix_socket_but_keeps_socketpair() {
+    for level in levels() {
+        let p = place();
+        let out = server(
+            &p,
+            &level,
+            "perl -MSocket -e '\
+             print socket(my $s, AF_UNIX, SOCK_STREAM, 0) ? \"unix=ok\\n\" : \"unix=refused\\n\"; \
+             print socket(my $d, AF_UNIX, SOCK_DGRAM, 0) ? \"dgram=ok\\n\" : \"dgram=refused\\n\"; \
+             print socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, 0) ? \"pair=ok\\n\" : \"pair=refused\\n\"'",
+        )
+        .wait_with_output()
+        .expect("output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("unix=refused")
+                && text.contains("dgram=refused")
+                && text.contains("pair=ok"),
+            "{}: {text}",
+            level.summary()
+        );
+    }
+}
+
+fn thread_states_of_group(group: i32) -> Vec<String> {
+    let mut states = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let pgrp = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace()
+            .nth(2)
+            .and_then(|g| g.parse::<i32>().ok());
+        if pgrp != Some(group) {
+            continue;
+        }
+        for task in std::fs::read_dir(entry.path().join("task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) {
+                let state = stat
+                    .rsplit_once(')')
+                    .map_or("", |(_, r)| r)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                states.push(state);
+            }
+        }
+    }
+    states
+}
+
+#[test]
+fn a_freeze_reports_success_only_when_every_thread_stopped() {
+    for level in levels() {
+        let p = place();
+        let mut child = server(
+            &p,
+            &level,
+            "exec /usr/bin/python3 -c 'import threading, time\n\
+             def spin():\n    while True: pass\n\
+             for _ in range(4): threading.Thread(target=spin, daemon=True).start()\n\
+             print(\"started\", flush=True)\ntime.sleep(30)'",
+        );
+        let group = i32::try_from(child.id()).expect("pid");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        assert_eq!(
+            lines.next().and_then(Result::ok).as_deref(),
+            Some("started"),
+            "{}",
+            level.summary()
+        );
+        freeze_group(group).unwrap_or_else(|e| panic!("{}: {e}", level.summary()));
+        let states = thread_states_of_group(group);
+        assert!(
+            states.len() >= 5 && states.iter().all(|s| s == "T" || s == "t"),
+            "{}: {states:?}",
+            level.summary()
+        );
+        thaw_group(group);
+        kill_group(Some(group));
+        let _ = child.wait();
+    }
+}

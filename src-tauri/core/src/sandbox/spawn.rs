@@ -124,9 +124,8 @@ fn build(
             seccomp::no_network_filter(abi < 9)
         }
         (Purpose::Command, _) => None,
-        (Purpose::Server, level) => {
-            let filter =
-                seccomp::server_filter(level != ConfinementLevel::LandlockAndBwrap && abi < 9);
+        (Purpose::Server, _) => {
+            let filter = seccomp::server_filter();
             if filter.is_none() {
                 return Err(SandboxError::Landlock(
                     "no system-call filter for this architecture: an MCP server could leave its process group".into(),
