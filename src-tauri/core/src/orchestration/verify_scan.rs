@@ -212,18 +212,18 @@ where
         use serde::de::Error;
         self.0.scratch.clear();
         let (mut path, mut conversations) = (None::<Cow<'de, str>>, false);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match &*key {
-                "path" if path.is_some() => return Err(A::Error::duplicate_field("path")),
-                "path" => path = Some(map.next_value()?),
-                "conversations" if conversations => {
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Path if path.is_some() => return Err(A::Error::duplicate_field("path")),
+                Key::Path => path = Some(map.next_value_seed(Text)?),
+                Key::Conversations if conversations => {
                     return Err(A::Error::duplicate_field("conversations"))
                 }
-                "conversations" => {
+                Key::Conversations => {
                     conversations = true;
                     map.next_value_seed(Seq(Conversation(&mut *self.0.scratch)))?;
                 }
-                _ => {
+                Key::Ranges | Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -296,8 +296,8 @@ impl<'de> Visitor<'de> for Conversation<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         use serde::de::Error;
         let mut ranges = false;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if &*key != "ranges" {
+        while let Some(key) = map.next_key::<Key>()? {
+            if key != Key::Ranges {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
@@ -334,5 +334,61 @@ impl<'de> DeserializeSeed<'de> for Ranges<'_> {
             content_hash_bytes(&r.content_hash),
         ));
         Ok(())
+    }
+}
+
+/// The keys that matter, read without making a string of each (serde reads a `Cow<str>` as an
+/// owned string: a few allocations per record).
+#[derive(PartialEq, Eq)]
+enum Key {
+    Path,
+    Conversations,
+    Ranges,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Key, D::Error> {
+        de.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "path" => Key::Path,
+            "conversations" => Key::Conversations,
+            "ranges" => Key::Ranges,
+            _ => Key::Other,
+        })
+    }
+}
+
+/// A string, borrowed from the line when it has no escapes.
+struct Text;
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Cow<'de, str>, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_string()))
     }
 }
