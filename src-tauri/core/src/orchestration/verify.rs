@@ -95,10 +95,21 @@ fn judge_ledger(
 ) -> Verification {
     let byte_runs = chain::line_runs(bytes, cores);
     let mut runs = chain::par_map(&byte_runs, byte_runs.len(), |r| scan_run(r, cores));
-    let mut lines = Vec::with_capacity(runs.iter().map(|r| r.lines.len()).sum());
-    let mut links = Vec::with_capacity(lines.capacity());
-    let mut first_lines = Vec::with_capacity(runs.len());
-    for run in &mut runs {
+    // The first run's lists become the whole ledger's (the others are appended to them): the
+    // first half of a big ledger is not copied again.
+    let total: usize = runs.iter().map(|r| r.lines.len()).sum();
+    let mut lines = runs
+        .first_mut()
+        .map(|r| std::mem::take(&mut r.lines))
+        .unwrap_or_default();
+    let mut links = runs
+        .first_mut()
+        .map(|r| std::mem::take(&mut r.links))
+        .unwrap_or_default();
+    lines.reserve(total - lines.len());
+    links.reserve(total - links.len());
+    let mut first_lines = vec![0];
+    for run in runs.iter_mut().skip(1) {
         first_lines.push(lines.len() as u32);
         lines.append(&mut run.lines);
         links.append(&mut run.links);
