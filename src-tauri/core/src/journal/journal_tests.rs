@@ -486,3 +486,18 @@ fn a_well_formed_entry_in_the_workspace_is_removed_unread_and_records_nothing() 
     // The journal itself is outside the workspace.
     assert!(!f.ledger.journal_dir().starts_with(root));
 }
+
+#[test]
+fn a_workspace_journal_that_links_elsewhere_removes_nothing_there() {
+    let f = fixture();
+    let root = f.ws.root();
+    let elsewhere = f.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    std::fs::write(elsewhere.join("keep.json"), "{}").expect("w");
+    std::os::unix::fs::symlink(&elsewhere, root.join(WORKSPACE_JOURNAL_DIR)).expect("link");
+    assert!(recover(root, &f.ledger).is_empty());
+    assert!(
+        elsewhere.join("keep.json").exists(),
+        "nothing outside the workspace is removed"
+    );
+}

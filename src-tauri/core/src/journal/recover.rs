@@ -103,13 +103,23 @@ pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
 /// appended. The directory goes too once empty.
 fn refuse_workspace_entries(root: &Path) -> Vec<Recovered> {
     let dir = root.join(WORKSPACE_JOURNAL_DIR);
+    // Only a real directory inside the workspace: a branch could make it a link to any
+    // directory, whose `.json` files would then be removed.
+    let real = fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+        && matches!(
+            (dir.canonicalize(), root.canonicalize()),
+            (Ok(d), Ok(r)) if d.starts_with(&r)
+        );
+    if !real {
+        return Vec::new();
+    }
     let Ok(entries) = fs::read_dir(&dir) else {
         return Vec::new();
     };
     let mut refused = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".json") {
+        if !name.ends_with(".json") || !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         if fs::remove_file(entry.path()).is_ok() {
