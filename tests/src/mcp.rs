@@ -8,6 +8,16 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{json, Value};
 
 /// The test server binary, built next to `mandate`.
+/// The intents of the MCP tests: one intent owning `docs/**`.
+pub const INTENTS: &str = r#"active_intents:
+  - id: INT-001
+    name: Release notes
+    status: IN_PROGRESS
+    owned_scope: ["docs/**"]
+    constraints: []
+    acceptance_criteria: []
+"#;
+
 pub fn server_bin() -> PathBuf {
     crate::app::mandate_bin().with_file_name("mcp-test-server")
 }

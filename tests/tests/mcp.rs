@@ -8,20 +8,11 @@ use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, run_openai, Output};
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
-    consent, starts_file, stdio_entry, write_project_file, write_user_file, HttpServer,
+    consent, starts_file, stdio_entry, write_project_file, write_user_file, HttpServer, INTENTS,
 };
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
-
-const INTENTS: &str = r#"active_intents:
-  - id: INT-001
-    name: Release notes
-    status: IN_PROGRESS
-    owned_scope: ["docs/**"]
-    constraints: []
-    acceptance_criteria: []
-"#;
 
 fn done(id: &str) -> mandate_tests::llm_server::Reply {
     openai::turn()

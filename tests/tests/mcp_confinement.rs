@@ -9,20 +9,12 @@ use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, mandate, run_openai, run_openai_with_env, Output};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::mcp::{
-    consent, consent_and_write_grant, stdio_entry, write_project_file, write_user_file,
+    consent, consent_and_write_grant, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
 
-const INTENTS: &str = r#"active_intents:
-  - id: INT-001
-    name: Release notes
-    status: IN_PROGRESS
-    owned_scope: ["docs/**"]
-    constraints: []
-    acceptance_criteria: []
-"#;
 const NOTES: &str = "line one\nline two\nline three\n";
 const MAIN: &str = "fn main() {}\n";
 

@@ -36,6 +36,15 @@ impl ClassifiedChanges {
             .map(|(c, _)| c.path.as_str())
             .collect()
     }
+
+    /// The in-scope changes the ledger records: all but those that only touched a file.
+    pub fn to_record(&self) -> Vec<Change> {
+        self.in_scope
+            .iter()
+            .filter(|c| c.kind != ChangeKind::Touched)
+            .cloned()
+            .collect()
+    }
 }
 
 /// The class of one change. `owns` is the selected intent's scope (`Intent::owns`; with no

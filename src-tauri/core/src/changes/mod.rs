@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
-pub use restore::{restore, BeforeImages, RestoreOutcome, Restored};
+pub use restore::{not_undone, restore, BeforeImages, RestoreOutcome, Restored};
 
 /// What kind of entry a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

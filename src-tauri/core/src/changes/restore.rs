@@ -151,6 +151,15 @@ pub struct RestoreOutcome {
     pub result: Result<Restored, String>,
 }
 
+/// The paths of `restored` that could not be undone.
+pub fn not_undone(restored: &[RestoreOutcome]) -> Vec<&str> {
+    restored
+        .iter()
+        .filter(|r| r.result.is_err())
+        .map(|r| r.path.as_str())
+        .collect()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Restored {

@@ -94,19 +94,8 @@ pub(super) async fn run(
             return with_note(Err(ToolError::Failed(message)), note);
         }
     };
-    let in_scope: Vec<crate::changes::Change> = found
-        .changes
-        .in_scope
-        .iter()
-        .filter(|c| c.kind != ChangeKind::Touched)
-        .cloned()
-        .collect();
-    let unrestored: Vec<&str> = found
-        .restored
-        .iter()
-        .filter(|r| r.result.is_err())
-        .map(|r| r.path.as_str())
-        .collect();
+    let in_scope = found.changes.to_record();
+    let unrestored = crate::changes::not_undone(&found.restored);
     let out_of_scope = found.changes.out_of_scope_paths();
     let changed_anything = !in_scope.is_empty() || !out_of_scope.is_empty();
     // A read-only call is recorded only when it changed something; a mutating one always

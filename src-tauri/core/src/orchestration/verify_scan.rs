@@ -221,7 +221,7 @@ where
                 }
                 Key::Conversations => {
                     conversations = true;
-                    map.next_value_seed(Seq(Conversation(&mut *self.0.scratch)))?;
+                    map.next_value_seed(Conversations(&mut *self.0.scratch))?;
                 }
                 Key::Ranges | Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -234,52 +234,29 @@ where
     }
 }
 
-/// A sequence whose every element is read by the seed `S` (which is copied for each).
-struct Seq<S>(S);
+/// A file's `conversations`: each one's `ranges` into the scratch list.
+struct Conversations<'s>(&'s mut Vec<Pending>);
 
-impl<'de, S> DeserializeSeed<'de> for Seq<S>
-where
-    S: ElementSeed<'de>,
-{
+impl<'de> DeserializeSeed<'de> for Conversations<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
         de.deserialize_seq(self)
     }
 }
 
-impl<'de, S> Visitor<'de> for Seq<S>
-where
-    S: ElementSeed<'de>,
-{
+impl<'de> Visitor<'de> for Conversations<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list")
+        f.write_str("a list of conversations")
     }
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(self.0.element())?.is_some() {}
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Conversation(&mut *self.0))?.is_some() {}
         Ok(())
     }
 }
 
-trait ElementSeed<'de> {
-    type Element<'e>: DeserializeSeed<'de, Value = ()>
-    where
-        Self: 'e;
-    fn element(&mut self) -> Self::Element<'_>;
-}
-
 /// A conversation: its `ranges` into the scratch list, the rest skipped.
 struct Conversation<'s>(&'s mut Vec<Pending>);
-
-impl<'de> ElementSeed<'de> for Conversation<'_> {
-    type Element<'e>
-        = Conversation<'e>
-    where
-        Self: 'e;
-    fn element(&mut self) -> Conversation<'_> {
-        Conversation(&mut *self.0)
-    }
-}
 
 impl<'de> DeserializeSeed<'de> for Conversation<'_> {
     type Value = ();
@@ -305,34 +282,32 @@ impl<'de> Visitor<'de> for Conversation<'_> {
                 return Err(A::Error::duplicate_field("ranges"));
             }
             ranges = true;
-            map.next_value_seed(Seq(Ranges(&mut *self.0)))?;
+            map.next_value_seed(Ranges(&mut *self.0))?;
         }
         Ok(())
     }
 }
 
-/// One range into the scratch list.
+/// A conversation's `ranges` into the scratch list.
 struct Ranges<'s>(&'s mut Vec<Pending>);
-
-impl<'de> ElementSeed<'de> for Ranges<'_> {
-    type Element<'e>
-        = Ranges<'e>
-    where
-        Self: 'e;
-    fn element(&mut self) -> Ranges<'_> {
-        Ranges(&mut *self.0)
-    }
-}
 
 impl<'de> DeserializeSeed<'de> for Ranges<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        let r = RangeEntry::deserialize(de)?;
-        self.0.push((
-            r.start_line,
-            r.end_line,
-            content_hash_bytes(&r.content_hash),
-        ));
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Ranges<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of ranges")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(r) = seq.next_element::<RangeEntry>()? {
+            let hash = content_hash_bytes(&r.content_hash);
+            self.0.push((r.start_line, r.end_line, hash));
+        }
         Ok(())
     }
 }

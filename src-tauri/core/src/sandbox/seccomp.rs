@@ -4,24 +4,29 @@
 //! could create sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the fork; installed in the
 //! child with one `prctl`.
 
-/// The filter program, or `None` on an architecture this code does not know (the caller then
-/// reports the gap instead of guessing system-call numbers). With `block_unix`, Unix sockets
-/// are refused at creation too: below Landlock ABI 9 nothing else keeps a command from
-/// connecting by path to the session bus (which can start programs outside the confinement)
-/// or to Docker's socket. `socketpair` stays allowed: it reaches no one.
-pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
-    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-    const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
-    const RET: u16 = 0x06; // BPF_RET | BPF_K
-    const ALLOW: u32 = 0x7fff_0000;
-    const ERRNO: u32 = 0x0005_0000;
-    // Offsets in `struct seccomp_data`: nr, arch, then args (low 32 bits on little-endian).
-    const NR: u32 = 0;
-    const ARCH: u32 = 4;
-    const ARG0: u32 = 16;
-    const ARG1: u32 = 24;
+// BPF opcodes and `seccomp` return values.
+const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const AND: u16 = 0x54; // BPF_ALU | BPF_AND | BPF_K
+const RET: u16 = 0x06; // BPF_RET | BPF_K
+const ALLOW: u32 = 0x7fff_0000;
+const ERRNO: u32 = 0x0005_0000;
+// Offsets in `struct seccomp_data`: nr, arch, then args (low 32 bits on little-endian).
+const NR: u32 = 0;
+const ARCH: u32 = 4;
+const ARG0: u32 = 16;
+const ARG1: u32 = 24;
+
+fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+/// The first six instructions of every filter: another architecture's calls, and the x32 ABI's,
+/// are refused (their numbers mean other calls); the system call's number is then loaded.
+/// `None` on an architecture this code does not know (the caller then reports the gap instead
+/// of guessing system-call numbers).
+fn prelude() -> Option<Vec<libc::sock_filter>> {
     let (arch, x32_bit): (u32, u32) = if cfg!(all(target_arch = "x86_64", target_endian = "little"))
     {
         (0xC000_003E, 0x4000_0000)
@@ -31,7 +36,23 @@ pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filte
     } else {
         return None;
     };
-    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+    let eperm = ERRNO | libc::EPERM as u32;
+    Some(vec![
+        /* 0 */ op(LD_W_ABS, 0, 0, ARCH),
+        /* 1 */ op(JEQ, 1, 0, arch),
+        /* 2 */ op(RET, 0, 0, eperm),
+        /* 3 */ op(LD_W_ABS, 0, 0, NR),
+        /* 4 */ op(JGE, 0, 1, x32_bit),
+        /* 5 */ op(RET, 0, 0, eperm),
+    ])
+}
+
+/// The filter program, or `None` on an architecture this code does not know (the caller then
+/// reports the gap instead of guessing system-call numbers). With `block_unix`, Unix sockets
+/// are refused at creation too: below Landlock ABI 9 nothing else keeps a command from
+/// connecting by path to the session bus (which can start programs outside the confinement)
+/// or to Docker's socket. `socketpair` stays allowed: it reaches no one.
+pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     let io_uring = u32::try_from(libc::SYS_io_uring_setup).ok()?;
     let (inet, inet6, packet) = (
@@ -45,13 +66,8 @@ pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filte
     } else {
         u32::MAX
     };
-    Some(vec![
-        /* 0 */ op(LD_W_ABS, 0, 0, ARCH),
-        /* 1 */ op(JEQ, 1, 0, arch),
-        /* 2 */ op(RET, 0, 0, ERRNO | libc::EPERM as u32),
-        /* 3 */ op(LD_W_ABS, 0, 0, NR),
-        /* 4 */ op(JGE, 0, 1, x32_bit),
-        /* 5 */ op(RET, 0, 0, ERRNO | libc::EPERM as u32),
+    let mut program = prelude()?;
+    program.extend([
         /* 6 */ op(JEQ, 0, 1, io_uring),
         /* 7 */ op(RET, 0, 0, ERRNO | libc::ENOSYS as u32),
         /* 8 */ op(JEQ, 1, 0, socket),
@@ -67,7 +83,8 @@ pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filte
         /* 18 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
         /* 19 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
         /* 20 */ op(RET, 0, 0, ALLOW),
-    ])
+    ]);
+    Some(program)
 }
 
 /// Installs `filter` on the calling thread. Only system calls: safe between fork and exec.
@@ -100,57 +117,20 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
 /// server that is neither frozen nor watched. It keeps TCP and UDP, which it needs, and
 /// `socketpair`, which runtimes use for their children's stdio and which reaches no one.
 pub(super) fn server_filter() -> Option<Vec<libc::sock_filter>> {
-    const LD_W_ABS: u16 = 0x20;
-    const JEQ: u16 = 0x15;
-    const JGE: u16 = 0x35;
-    const RET: u16 = 0x06;
-    const ALLOW: u32 = 0x7fff_0000;
-    const ERRNO: u32 = 0x0005_0000;
-    const NR: u32 = 0;
-    const ARCH: u32 = 4;
-    const ARG0: u32 = 16;
-    let (arch, x32_bit): (u32, u32) = if cfg!(all(target_arch = "x86_64", target_endian = "little"))
-    {
-        (0xC000_003E, 0x4000_0000)
-    } else if cfg!(all(target_arch = "aarch64", target_endian = "little")) {
-        (0xC000_00B7, u32::MAX)
-    } else {
-        return None;
-    };
-    let op = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
-    let eperm = ERRNO | libc::EPERM as u32;
-    let mut program = vec![
-        op(LD_W_ABS, 0, 0, ARCH),
-        op(JEQ, 1, 0, arch),
-        op(RET, 0, 0, eperm),
-        op(LD_W_ABS, 0, 0, NR),
-        op(JGE, 0, 1, x32_bit),
-        op(RET, 0, 0, eperm),
-    ];
+    let mut program = prelude()?;
     // Each refused call: "if nr == X return error", one pair of instructions.
-    fn refuse(program: &mut Vec<libc::sock_filter>, nr: libc::c_long, errno: i32) -> Option<()> {
+    let mut refuse = |nr: libc::c_long, errno: i32| -> Option<()> {
         let nr = u32::try_from(nr).ok()?;
-        program.push(libc::sock_filter {
-            code: 0x15,
-            jt: 0,
-            jf: 1,
-            k: nr,
-        });
-        program.push(libc::sock_filter {
-            code: 0x06,
-            jt: 0,
-            jf: 0,
-            k: 0x0005_0000 | errno as u32,
-        });
+        program.extend([op(JEQ, 0, 1, nr), op(RET, 0, 0, ERRNO | errno as u32)]);
         Some(())
-    }
-    refuse(&mut program, libc::SYS_setsid, libc::EPERM)?;
-    refuse(&mut program, libc::SYS_setpgid, libc::EPERM)?;
+    };
+    refuse(libc::SYS_setsid, libc::EPERM)?;
+    refuse(libc::SYS_setpgid, libc::EPERM)?;
     // io_uring always: its kernel worker threads ignore SIGSTOP, so work queued before a
     // freeze would go on writing while the server is meant to be stopped.
-    refuse(&mut program, libc::SYS_io_uring_setup, libc::ENOSYS)?;
-    refuse(&mut program, libc::SYS_io_uring_enter, libc::ENOSYS)?;
-    refuse(&mut program, libc::SYS_io_uring_register, libc::ENOSYS)?;
+    refuse(libc::SYS_io_uring_setup, libc::ENOSYS)?;
+    refuse(libc::SYS_io_uring_enter, libc::ENOSYS)?;
+    refuse(libc::SYS_io_uring_register, libc::ENOSYS)?;
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     program.extend([
         op(JEQ, 1, 0, socket),

@@ -5,19 +5,8 @@
 use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 
+use super::tests::levels;
 use super::*;
-
-fn levels() -> Vec<Confinement> {
-    let here = Confinement::detect();
-    let mut out = Vec::new();
-    if here.landlock_abi.is_some() {
-        out.push(Confinement::from_parts(here.landlock_abi, None));
-        if here.bwrap.is_some() {
-            out.push(here.clone());
-        }
-    }
-    out
-}
 
 struct Place {
     _tmp: tempfile::TempDir,

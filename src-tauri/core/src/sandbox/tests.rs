@@ -8,7 +8,7 @@ use crate::hooks::command_policy::CommandPolicy;
 use crate::redact::Redactor;
 
 /// The levels this machine can run; a test runs each (a level the kernel lacks is skipped).
-fn levels() -> Vec<Confinement> {
+pub(super) fn levels() -> Vec<Confinement> {
     let here = Confinement::detect();
     let mut out = Vec::new();
     if here.landlock_abi.is_some() {

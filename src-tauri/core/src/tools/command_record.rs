@@ -104,19 +104,8 @@ pub(super) async fn record(
     governed: &GovernedRun,
     before: &ScopeImages,
 ) -> Result<Vec<String>, ToolError> {
-    let in_scope: Vec<Change> = governed
-        .changes
-        .in_scope
-        .iter()
-        .filter(|c| c.kind != ChangeKind::Touched)
-        .cloned()
-        .collect();
-    let unrestored: Vec<&str> = governed
-        .restored
-        .iter()
-        .filter(|r| r.result.is_err())
-        .map(|r| r.path.as_str())
-        .collect();
+    let in_scope = governed.changes.to_record();
+    let unrestored = crate::changes::not_undone(&governed.restored);
     if in_scope.is_empty() && governed.changes.out_of_scope.is_empty() {
         return Ok(Vec::new());
     }
