@@ -367,10 +367,22 @@ impl<'r> Reader<'r> {
     /// not UTF-8 text.
     fn read(&mut self, path: &str) -> Option<&str> {
         use std::io::Read;
-        self.buffer.clear();
         let mut file = self.open(path)?;
-        file.read_to_end(&mut self.buffer).ok()?;
-        std::str::from_utf8(&self.buffer).ok()
+        // Read until the end without asking the size first: `read_to_end` costs a `statx`
+        // and an `lseek` per file, a tenth of the file checks at 50k files.
+        let mut filled = 0;
+        loop {
+            if filled == self.buffer.len() {
+                self.buffer.resize((2 * filled).max(64 << 10), 0);
+            }
+            match file.read(&mut self.buffer[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        std::str::from_utf8(&self.buffer[..filled]).ok()
     }
 
     fn open(&mut self, path: &str) -> Option<std::fs::File> {

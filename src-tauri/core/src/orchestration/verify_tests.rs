@@ -216,3 +216,84 @@ fn files_are_read_relative_to_their_directory_as_the_whole_path_would_read_them(
         assert_eq!(reader.read(path).map(str::to_string), expected, "{path}");
     }
 }
+
+#[test]
+fn compact_reads_what_serde_reads() {
+    use super::scan::both_readings;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::new(tmp.path());
+    let entry = crate::orchestration::ledger::tests::entry;
+    let mut lines: Vec<String> = [
+        (
+            "src/a.rs",
+            vec![(1, 2, &["x", "y"][..]), (10, 10, &["z"][..])],
+        ),
+        ("dir/ünï côdé.rs", vec![(7, 9, &["a", "b", "c"][..])]),
+        ("q\"uote\\.rs", vec![(1, 1, &["w"][..])]),
+    ]
+    .iter()
+    .map(|(path, ranges)| canonical_json(&ledger.append(&entry(path, ranges)).expect("append")))
+    .collect();
+    // A record as other writers lay it out: two conversations, skipped members of every kind.
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    lines.push(format!(
+        "{{\"files\":[{{\"conversations\":[{{\"contributor\":{{\"model_id\":\"m\\u00e9/\\n\",\"type\":\"ai\"}},\"ranges\":[{{\"content_hash\":\"{hash}\",\"end_line\":4,\"start_line\":2}}],\"related\":[{{\"n\":-1.5e+3,\"t\":true,\"f\":false,\"z\":null,\"e\":[]}}],\"url\":\"u\"}},{{\"ranges\":[]}},{{}}],\"path\":\"b.rs\"}},{{\"conversations\":[],\"path\":\"c.rs\"}}]}}"
+    ));
+    let (mut read, mut fell_back) = (0, 0);
+    for line in &lines {
+        let [compact, serde] = both_readings(line.as_bytes());
+        // An escaped path is decoded by serde; every other line is read by hand.
+        let escaped_path = line.contains("q\\\"uote");
+        assert_eq!(compact.is_none(), escaped_path, "{line}");
+        assert!(serde.is_some(), "{line}");
+        if !escaped_path {
+            assert_eq!(compact, serde, "{line}");
+        }
+        // Every one-byte change, deletion and insertion in the files array: whatever the
+        // compact reader accepts, serde reads the same way.
+        let end = line.find("]}],").map_or(line.len(), |i| i + 4);
+        let bytes = line.as_bytes();
+        let swaps: &[u8] = b" \"\\{}[],:09-.eEu+a/\x01\x7f\xff\xc3";
+        for at in 9..end {
+            let mut variants: Vec<Vec<u8>> = Vec::new();
+            for &b in swaps {
+                let mut v = bytes.to_vec();
+                v[at] = b;
+                variants.push(v);
+                let mut v = bytes.to_vec();
+                v.insert(at, b);
+                variants.push(v);
+            }
+            let mut v = bytes.to_vec();
+            v.remove(at);
+            variants.push(v);
+            for v in variants {
+                let [compact, serde] = both_readings(&v);
+                match compact {
+                    Some(c) => {
+                        read += 1;
+                        assert_eq!(Some(c), serde, "{}", String::from_utf8_lossy(&v));
+                    }
+                    None => fell_back += 1,
+                }
+            }
+        }
+    }
+    assert!(
+        read > 1000 && fell_back > 1000,
+        "{read} read by hand, {fell_back} by serde"
+    );
+}
+
+#[test]
+fn deep_nesting_is_left_to_serde() {
+    let deep = format!(
+        "{{\"files\":[{{\"conversations\":[{{\"x\":{}1{}}}],\"path\":\"p\"}}]}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    // Not read by hand (no recursion a hostile line can exhaust); serde skips it without
+    // recursing, and finds a file with no ranges.
+    let [compact, serde] = super::scan::both_readings(deep.as_bytes());
+    assert_eq!((compact, serde), (None, Some(Vec::new())));
+}
