@@ -134,18 +134,53 @@ fn hex_at(
 /// digest is the SHA-256 of the line with its `"digest":"…",` member cut out. Other lines fall
 /// back to a full parse, so a valid record in another layout is still judged on its content.
 pub fn link(line: &[u8]) -> Link {
-    // A canonical record is one complete object; a torn one is judged by the full parse.
-    if line.starts_with(b"{\"files\":") && line.ends_with(b"}") {
-        if let Some(l) = canonical_link(line) {
-            return l;
-        }
+    if let Some(c) = canonical(line) {
+        let (hash, digest) = super::sha_lanes::hash_lines(&[c.cut(line)])[0];
+        return c.link(hash, digest);
     }
     let mut l = parsed_link(line);
     l.hash = link_hash(line);
     l
 }
 
-fn canonical_link(line: &[u8]) -> Option<Link> {
+/// What a canonical record says of its links, before any hashing.
+pub(crate) struct Canonical {
+    prev: [u8; 32],
+    digest: [u8; 32],
+    /// Where the `"digest":"…",` member starts, and ends after its comma.
+    member: (usize, usize),
+    merge_parents: Vec<[u8; 32]>,
+    accepts_break: bool,
+}
+
+impl Canonical {
+    /// The line and the cut its digest is computed without.
+    pub(crate) fn cut<'a>(&self, line: &'a [u8]) -> super::sha_lanes::LineCut<'a> {
+        super::sha_lanes::LineCut {
+            line,
+            member_start: self.member.0,
+            member_end: self.member.1,
+        }
+    }
+
+    /// The link, given the line's hash and the hash of the line without its digest member.
+    pub(crate) fn link(self, hash: [u8; 32], computed: [u8; 32]) -> Link {
+        Link {
+            hash,
+            prev: Some(self.prev),
+            digest_ok: computed == self.digest,
+            merge_parents: self.merge_parents,
+            accepts_break: self.accepts_break,
+        }
+    }
+}
+
+/// A record written canonically, read without parsing JSON; None for any other line (a torn
+/// one, another layout), which the full parse judges.
+pub(crate) fn canonical(line: &[u8]) -> Option<Canonical> {
+    if !(line.starts_with(b"{\"files\":") && line.ends_with(b"}")) {
+        return None;
+    }
     let [prev_finder, digest_finder] = finders();
     let (prev_at, prev) = hex_at(line, prev_finder, PREV_KEY.len())?;
     // Keys are sorted: `digest` comes before `prev` in the same object; look only there.
@@ -154,15 +189,6 @@ fn canonical_link(line: &[u8]) -> Option<Link> {
     if line.get(member_end) != Some(&b',') {
         return None;
     }
-    // The line's hash and the digest share everything before the digest member (most of the
-    // record): hash that once and carry on from a copy of the state for each. SHA-256 hashes
-    // a stream, so this is exactly the hash of each whole message.
-    let mut digest_hasher = Sha256::new();
-    digest_hasher.update(&line[..start]);
-    let mut line_hasher = digest_hasher.clone();
-    line_hasher.update(&line[start..]);
-    digest_hasher.update(&line[member_end + 1..]);
-    let computed: [u8; 32] = digest_hasher.finalize().into();
     // Only Mandate's own structural records (merges, acceptances) have no files.
     let structural = line.starts_with(b"{\"files\":[],");
     let merge_parents = if structural {
@@ -170,10 +196,10 @@ fn canonical_link(line: &[u8]) -> Option<Link> {
     } else {
         Vec::new()
     };
-    Some(Link {
-        hash: line_hasher.finalize().into(),
-        prev: Some(prev),
-        digest_ok: computed == digest,
+    Some(Canonical {
+        prev,
+        digest,
+        member: (start, member_end + 1),
         merge_parents,
         accepts_break: structural && memchr::memmem::find(line, ACCEPT_KEY).is_some(),
     })

@@ -36,6 +36,7 @@ pub mod lessons;
 pub mod merge;
 pub mod record;
 pub mod report;
+pub(crate) mod sha_lanes;
 pub mod trace;
 pub mod validate;
 mod verify;

@@ -96,10 +96,19 @@ pub(crate) fn scan_run(bytes: &[u8], shares: usize) -> Run<'_> {
         .map(|_| Vec::with_capacity(guess / shares.max(1) + 1))
         .collect();
     let (mut scratch, mut before) = (Vec::new(), Vec::new());
+    // Canonical records are hashed a batch at a time, many side by side (`sha_lanes`).
+    let mut batch = Batch::default();
     for (n, line) in chain::each_line(bytes).enumerate() {
         lines.push(line);
-        let link = chain::link(line);
-        if link.prev.is_some() {
+        let link = match chain::canonical(line) {
+            Some(c) => {
+                batch.cuts.push(c.cut(line));
+                batch.records.push((n, c));
+                Link::default()
+            }
+            None => chain::link(line),
+        };
+        if link.prev.is_some() || batch.records.last().is_some_and(|(m, _)| *m == n) {
             let mut sink = Sink {
                 line: n as u32,
                 out: &mut ranges,
@@ -109,11 +118,36 @@ pub(crate) fn scan_run(bytes: &[u8], shares: usize) -> Run<'_> {
             read_ranges(line, &mut sink);
         }
         links.push(link);
+        if batch.cuts.len() == BATCH {
+            batch.hash_into(&mut links);
+        }
     }
+    batch.hash_into(&mut links);
     Run {
         lines,
         links,
         ranges,
+    }
+}
+
+/// Lines hashed together: enough to fill the lanes many times over, few enough to still be
+/// in cache when hashed.
+const BATCH: usize = 128;
+
+/// Canonical records waiting to be hashed: their lines' cuts, and their line numbers and links.
+#[derive(Default)]
+struct Batch<'a> {
+    cuts: Vec<crate::orchestration::sha_lanes::LineCut<'a>>,
+    records: Vec<(usize, chain::Canonical)>,
+}
+
+impl Batch<'_> {
+    fn hash_into(&mut self, links: &mut [Link]) {
+        let hashes = crate::orchestration::sha_lanes::hash_lines(&self.cuts);
+        for ((n, c), (hash, digest)) in self.records.drain(..).zip(hashes) {
+            links[n] = c.link(hash, digest);
+        }
+        self.cuts.clear();
     }
 }
 
