@@ -10,6 +10,9 @@
 
 mod classify;
 mod git_index;
+#[cfg(test)]
+mod hostile_names;
+mod names;
 mod restore;
 #[cfg(test)]
 mod tests;
@@ -22,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use names::{is_utf8, key_of, real_path, shown};
 pub use restore::{not_undone, restore, BeforeImages, RestoreOutcome, Restored};
 
 /// What kind of entry a path is.
@@ -83,7 +87,8 @@ impl Stamp {
     }
 }
 
-/// The metadata of every entry under a root, by `/`-separated relative path.
+/// The metadata of every entry under a root, by `/`-separated relative path (its key: see
+/// [`key_of`]).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     root: PathBuf,
@@ -150,7 +155,7 @@ impl Snapshot {
                 stamp.kind == EntryKind::Directory
                     && names.contains(&rel.rsplit('/').next().unwrap_or(rel))
             })
-            .map(|(rel, _)| self.root.join(rel))
+            .map(|(rel, _)| self.root.join(real_path(rel)))
             .collect();
         found.sort();
         found
@@ -163,7 +168,7 @@ impl Snapshot {
             .entries
             .iter()
             .filter(|(rel, stamp)| keep(rel, stamp))
-            .map(|(rel, _)| self.root.join(rel))
+            .map(|(rel, _)| self.root.join(real_path(rel)))
             .collect();
         found.sort();
         found
@@ -189,7 +194,8 @@ pub enum ChangeKind {
 /// One changed entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    /// Workspace-relative, `/`-separated.
+    /// Workspace-relative, `/`-separated: the key of the path ([`key_of`]). Files are reached
+    /// through [`real_path`], and names are shown through [`shown`].
     pub path: String,
     pub kind: ChangeKind,
     pub before: Option<Stamp>,
@@ -299,7 +305,7 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
         {
             continue;
         }
-        change.hash_after = hash_file(&after.root.join(&change.path));
+        change.hash_after = hash_file(&after.root.join(real_path(&change.path)));
         if let Some(hash) = &change.hash_after {
             // Times alone prove nothing (they can be set back); the content hash does.
             let before_hash = before.hashes.get(&change.path);

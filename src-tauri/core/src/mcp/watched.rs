@@ -131,12 +131,12 @@ pub(super) async fn run(
         detail.insert("not_undone".into(), json!(unrestored));
         // What the rules let it write without recording it (none for servers now: build
         // output is in or out of scope like any file), kept in the record's shape.
-        let permitted: Vec<&str> = found
+        let permitted: Vec<_> = found
             .changes
             .permitted
             .iter()
             .filter(|(c, _)| c.kind != ChangeKind::Touched)
-            .map(|(c, _)| c.path.as_str())
+            .map(|(c, _)| crate::changes::shown(&c.path))
             .take(100)
             .collect();
         detail.insert("changed_build_output".into(), json!(permitted));
@@ -264,8 +264,11 @@ fn answer(
         .restored
         .iter()
         .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", r.path),
-            Err(why) => format!("{} (could not be undone: {why})", r.path),
+            Ok(_) => format!("{} (undone)", crate::changes::shown(&r.path)),
+            Err(why) => format!(
+                "{} (could not be undone: {why})",
+                crate::changes::shown(&r.path)
+            ),
         })
         .collect();
     let why = if scope.read_only {

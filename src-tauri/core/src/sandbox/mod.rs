@@ -267,13 +267,14 @@ impl CommandSandbox {
 }
 
 impl CommandSandbox {
-    /// The writable paths inside the workspace, relative to it (the granted `.git` too).
+    /// The writable paths inside the workspace, relative to it, as keys of the changes module
+    /// ([`crate::changes::key_of`]; the granted `.git` too).
     pub fn writable_within_workspace(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .writable
             .iter()
             .filter_map(|g| g.path.strip_prefix(&self.workspace).ok())
-            .map(|rel| rel.to_string_lossy().into_owned())
+            .map(|rel| crate::changes::key_of(rel.as_os_str()).into_owned())
             .collect();
         if self.write_git {
             out.push(".git".into());

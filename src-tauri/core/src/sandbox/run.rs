@@ -299,8 +299,8 @@ impl Watch {
         self
     }
 
-    /// The paths that changed since [`Watch::start`] in what `sandbox` could write under
-    /// `confinement`, without sorting or undoing anything (another writer may have made them).
+    /// The paths (as shown) that changed since [`Watch::start`] in what `sandbox` could write
+    /// under `confinement`, without sorting or undoing anything (another writer may have made them).
     pub async fn changed_paths(
         self,
         sandbox: &CommandSandbox,
@@ -322,7 +322,7 @@ impl Watch {
             changes
                 .into_iter()
                 .filter(|c| c.kind != changes::ChangeKind::Touched)
-                .map(|c| c.path)
+                .map(|c| changes::shown(&c.path).into_owned())
                 .collect()
         })
         .await
@@ -369,7 +369,10 @@ impl Watch {
         // Outside the writable directories the kernel kept the content as it was.
         let content_fixed: std::collections::HashSet<String> = out_of_scope
             .iter()
-            .filter(|c| rules.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
+            .filter(|c| {
+                rules.confinement.is_confined()
+                    && !sandbox.may_write(&root.join(changes::real_path(&c.path)))
+            })
             .map(|c| c.path.clone())
             .collect();
         let restored = if out_of_scope.is_empty() {

@@ -282,12 +282,12 @@ fn report(status: &str, governed: &GovernedRun, in_scope: &[String], intent_id: 
         ));
     }
     if !governed.changes.permitted.is_empty() {
-        let permitted: Vec<&str> = governed
+        let permitted: Vec<_> = governed
             .changes
             .permitted
             .iter()
             .take(20)
-            .map(|(c, _)| c.path.as_str())
+            .map(|(c, _)| crate::changes::shown(&c.path))
             .collect();
         content.push_str(&format!(
             "\nIt also wrote build output or approved `.git/` changes (not recorded): {}{}.",
@@ -319,8 +319,11 @@ fn scope_violation(
         .restored
         .iter()
         .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", r.path),
-            Err(why) => format!("{} (could not be undone: {why})", r.path),
+            Ok(_) => format!("{} (undone)", crate::changes::shown(&r.path)),
+            Err(why) => format!(
+                "{} (could not be undone: {why})",
+                crate::changes::shown(&r.path)
+            ),
         })
         .collect();
     format!(

@@ -1,0 +1,242 @@
+//! No change a command makes may hide from the snapshot taken after it: not behind a file name
+//! that is not UTF-8 (its lossy spelling would be another file's), and not inside a directory
+//! or file it made unreadable. Run through `mandate run` against a scripted provider, with the
+//! real confinement of this machine; what the model read, what the person was told, the ledger
+//! and the workspace afterwards are all checked.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::Path;
+
+use mandate_tests::app::{workspace, UserDirs};
+use mandate_tests::cli::{ledger, run_openai, Output};
+use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::sse::openai;
+use mandate_tests::trace_schema::assert_valid;
+use serde_json::{json, Value};
+
+const INTENTS: &str = r#"active_intents:
+  - id: INT-001
+    name: Greeting module
+    status: IN_PROGRESS
+    owned_scope: ["src/greet/**"]
+    constraints: []
+    acceptance_criteria: []
+"#;
+
+const REPLACEMENT: &str = "src/greet/a\u{FFFD}";
+
+fn select() -> Reply {
+    openai::turn()
+        .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+        .reply()
+}
+
+fn command(id: &str, line: &str) -> Reply {
+    openai::turn()
+        .tool_call(id, "execute_command", json!({"command": line}))
+        .reply()
+}
+
+fn done() -> Reply {
+    openai::turn()
+        .tool_call("end", "attempt_completion", json!({"result": "done"}))
+        .reply()
+}
+
+fn notices(out: &Output) -> Vec<String> {
+    out.events_of("notice")
+        .iter()
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The JSON error the model read for a call, with the command's own report under `result`.
+fn error_of(result: &str) -> Value {
+    let start = result.find('{').unwrap_or(0);
+    serde_json::from_str(&result[start..]).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An hour back: git's index, written later, then surely post-dates the file.
+fn age(path: &Path) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    file.set_modified(hour_ago).expect("set time");
+}
+
+fn names_in(dir: &Path) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = std::fs::read_dir(dir)
+        .expect("read")
+        .map(|e| e.expect("entry").file_name().as_bytes().to_vec())
+        .collect();
+    names.sort();
+    names
+}
+
+fn sha(text: &str) -> String {
+    format!(
+        "sha256:{}",
+        mandate_core::fsutil::sha256_hex(text.as_bytes())
+    )
+}
+
+#[tokio::test]
+async fn a_command_cannot_hide_a_change_behind_a_name_that_is_not_utf8() {
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("src/greet/mod.rs", "pub fn greet() {}\n"),
+            (REPLACEMENT, "fffd before\n"),
+        ],
+    );
+    let root = ws.path();
+    let fe = root.join(OsStr::from_bytes(b"src/greet/a\xfe"));
+    std::fs::write(&fe, "fe before\n").expect("write");
+    age(&fe);
+    age(&root.join(REPLACEMENT));
+    git(root, &["init", "-q"]);
+    git(root, &["add", "src"]);
+    git(root, &["commit", "-qm", "init"]);
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        select(),
+        // A new `a\xff` beside `a\xfe` and the real `a\u{FFFD}`, all three written: with
+        // lossy names the three are one, and the two that are nobody's hide behind the third.
+        command(
+            "c1",
+            "printf 'ff new\\n' > $'src/greet/a\\xff'; printf 'fe changed\\n' > $'src/greet/a\\xfe'; printf 'fffd changed\\n' > 'src/greet/a\u{FFFD}'",
+        ),
+        command(
+            "c2",
+            "mkdir -p $'src/greet/d\\xff/sub' && echo x > $'src/greet/d\\xff/f.rs' && echo y > $'src/greet/d\\xff/sub/g\\xfe'",
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    // What the model read: the UTF-8 name recorded, the other two out of scope and undone,
+    // each named once, quoted, by its real bytes.
+    let c1 = server.tool_result("c1").expect("c1");
+    let error = error_of(&c1);
+    assert_eq!(error["error"]["code"], "SCOPE_VIOLATION", "{c1}");
+    assert_eq!(
+        error["error"]["paths"],
+        json!([r#""src/greet/a\xfe""#, r#""src/greet/a\xff""#]),
+        "{c1}"
+    );
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    for undone in [
+        r#""src/greet/a\xfe" (undone)"#,
+        r#""src/greet/a\xff" (undone)"#,
+    ] {
+        assert!(message.contains(undone), "{message}");
+    }
+    assert!(
+        error["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(
+                "Files it changed (recorded in the trace ledger under INT-001): {REPLACEMENT}."
+            )),
+        "{c1}"
+    );
+    let c2 = server.tool_result("c2").expect("c2");
+    assert_eq!(
+        error_of(&c2)["error"]["paths"],
+        json!([
+            r#""src/greet/d\xff""#,
+            r#""src/greet/d\xff/f.rs""#,
+            r#""src/greet/d\xff/sub""#,
+            r#""src/greet/d\xff/sub/g\xfe""#
+        ]),
+        "{c2}"
+    );
+    // What the person was told names them the same way.
+    let told = notices(&out).join("\n");
+    for name in [
+        r#""src/greet/a\xff" (undone)"#,
+        r#""src/greet/d\xff" (undone)"#,
+    ] {
+        assert!(told.contains(name), "{told}");
+    }
+
+    // The ledger: the real `a\u{FFFD}` with its own content; the others by their quoted names.
+    let records = ledger(root);
+    assert_eq!(records.len(), 2, "{records:#?}");
+    for record in &records {
+        assert_valid(record);
+    }
+    let first = &records[0]["metadata"]["dev.mandate"];
+    assert_eq!(first["command"]["changed_in_scope"], json!([REPLACEMENT]));
+    assert_eq!(
+        first["command"]["changed_out_of_scope"],
+        json!([r#""src/greet/a\xfe""#, r#""src/greet/a\xff""#])
+    );
+    assert_eq!(first["command"]["not_undone"], json!([]));
+    assert_eq!(records[0]["files"][0]["path"], REPLACEMENT);
+    assert_eq!(records[0]["files"].as_array().map(Vec::len), Some(1));
+    assert_eq!(first["images"][REPLACEMENT]["after"], sha("fffd changed\n"));
+    let second = &records[1]["metadata"]["dev.mandate"];
+    assert_eq!(second["command"]["changed_in_scope"], json!([]));
+    assert_eq!(
+        second["command"]["changed_out_of_scope"]
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+    // Nowhere a lossy name, nor a raw escape: the only U+FFFD is the real file's.
+    let text = std::fs::read_to_string(root.join(".orchestration/agent_trace.jsonl"))
+        .expect("ledger")
+        .replace(REPLACEMENT, "");
+    assert!(
+        !text.contains('\u{FFFD}') && !text.contains("\\u0000"),
+        "{text}"
+    );
+    let events = out.stdout.replace(REPLACEMENT, "");
+    assert!(
+        !events.contains('\u{FFFD}') && !events.contains("\\u0000"),
+        "{events}"
+    );
+
+    // The workspace: nothing that is not UTF-8 is left but `a\xfe`, back as it was.
+    assert_eq!(
+        names_in(&root.join("src/greet")),
+        [
+            "a\u{FFFD}".as_bytes().to_vec(),
+            b"a\xfe".to_vec(),
+            b"mod.rs".to_vec()
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(&fe).expect("fe"), "fe before\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join(REPLACEMENT)).expect("fffd"),
+        "fffd changed\n"
+    );
+}
