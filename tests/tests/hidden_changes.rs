@@ -6,10 +6,11 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{ledger, run_openai, Output};
+use mandate_tests::cli::{give_to_nobody, ledger, run_openai, run_openai_as_nobody, Output};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
@@ -239,4 +240,161 @@ async fn a_command_cannot_hide_a_change_behind_a_name_that_is_not_utf8() {
         std::fs::read_to_string(root.join(REPLACEMENT)).expect("fffd"),
         "fffd changed\n"
     );
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Makes `rel` (and what is in it) another user's (root's), closed to everyone else.
+fn give_to_root_closed(root: &Path, rel: &str) {
+    let path = root.join(rel);
+    std::os::unix::fs::chown(&path, Some(0), Some(0)).expect("chown");
+    for entry in std::fs::read_dir(&path).expect("read") {
+        std::os::unix::fs::chown(entry.expect("entry").path(), Some(0), Some(0)).expect("chown");
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+}
+
+/// Run as an unprivileged user (root reads everything): the command closes a directory it
+/// changed files in, and a file it rewrote; Mandate opens both again, finds every change and
+/// records it, and the modes come back.
+#[tokio::test]
+async fn a_command_cannot_hide_changes_in_a_directory_or_file_it_made_unreadable() {
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("src/greet/mod.rs", "pub fn greet() {}\n"),
+            ("src/greet/sub/x.rs", "x\n"),
+        ],
+    );
+    let root = ws.path();
+    let dirs = UserDirs::new();
+    give_to_nobody(root);
+    give_to_nobody(dirs.home.path());
+    let (sub_mode, mod_mode) = (
+        mode_of(&root.join("src/greet/sub")),
+        mode_of(&root.join("src/greet/mod.rs")),
+    );
+    let server = ScriptedServer::start(vec![
+        select(),
+        command(
+            "c1",
+            "echo changed > src/greet/sub/x.rs && echo new > src/greet/sub/new.rs && chmod 000 src/greet/sub && echo hello > src/greet/mod.rs && chmod 000 src/greet/mod.rs",
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai_as_nobody(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    let c1 = server.tool_result("c1").expect("c1");
+    assert!(
+        c1.contains("Files it changed (recorded in the trace ledger under INT-001): src/greet/mod.rs, src/greet/sub, src/greet/sub/new.rs, src/greet/sub/x.rs."),
+        "{c1}"
+    );
+    assert!(
+        c1.contains(&format!("Mandate put their permissions back to read them: src/greet/mod.rs (left 000, now {mod_mode:03o}), src/greet/sub (left 000, now {sub_mode:03o})")),
+        "{c1}"
+    );
+    let records = ledger(root);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_valid(&records[0]);
+    let vendor = &records[0]["metadata"]["dev.mandate"];
+    assert_eq!(
+        vendor["command"]["changed_in_scope"],
+        json!([
+            "src/greet/mod.rs",
+            "src/greet/sub",
+            "src/greet/sub/new.rs",
+            "src/greet/sub/x.rs"
+        ])
+    );
+    assert_eq!(
+        vendor["images"]["src/greet/sub/x.rs"]["after"],
+        sha("changed\n")
+    );
+    assert_eq!(
+        vendor["images"]["src/greet/mod.rs"]["after"],
+        sha("hello\n")
+    );
+    assert_eq!(mode_of(&root.join("src/greet/sub")), sub_mode);
+    assert_eq!(mode_of(&root.join("src/greet/mod.rs")), mod_mode);
+}
+
+/// Run as an unprivileged user: a directory of another user's inside the owned scope cannot be
+/// read, so what a command changed there is unknown. The run fails closed: the model and the
+/// person are told, and nothing is recorded from the partial view.
+#[tokio::test]
+async fn a_command_whose_changes_mandate_cannot_read_fails_closed_and_records_nothing() {
+    if !is_root() {
+        eprintln!("not root: no other user's directory can be made here; skipped");
+        return;
+    }
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("src/greet/mod.rs", "pub fn greet() {}\n"),
+            ("src/greet/vault/secret", "root's\n"),
+        ],
+    );
+    let root = ws.path();
+    let dirs = UserDirs::new();
+    give_to_nobody(root);
+    give_to_nobody(dirs.home.path());
+    give_to_root_closed(root, "src/greet/vault");
+    let server = ScriptedServer::start(vec![
+        select(),
+        command("c1", "echo hello > src/greet/mod.rs"),
+        done(),
+    ])
+    .await;
+    let out = run_openai_as_nobody(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    let c1 = server.tool_result("c1").expect("c1");
+    let error = error_of(&c1);
+    assert_eq!(error["error"]["code"], "CHANGES_UNSEEN", "{c1}");
+    assert_eq!(error["error"]["paths"], json!(["src/greet/vault"]), "{c1}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("nothing it changed was recorded in the trace ledger"),
+        "{message}"
+    );
+    assert!(
+        !error["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("recorded in the trace ledger under"),
+        "{c1}"
+    );
+    let told = notices(&out).join("\n");
+    assert!(
+        told.contains("Changes unseen") && told.contains("src/greet/vault"),
+        "{told}"
+    );
+    assert!(ledger(root).is_empty(), "{:#?}", ledger(root));
 }

@@ -136,11 +136,7 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
 /// entries that vanished before they could be stamped. `None` when the directory cannot be
 /// listed whole, or listed but not searched (read without execute permission): then nothing
 /// found in it counts, and the caller reports the directory itself.
-fn read_one(
-    dir: &Path,
-    rel: &str,
-    subdirs: &mut Vec<(PathBuf, String)>,
-) -> Option<Found> {
+fn read_one(dir: &Path, rel: &str, subdirs: &mut Vec<(PathBuf, String)>) -> Option<Found> {
     let mut stamped = Vec::new();
     let mut lost = Vec::new();
     for entry in std::fs::read_dir(dir).ok()? {

@@ -77,7 +77,11 @@ pub(super) async fn run(
     // later, unconfined, by Python or Node, so everything it changes is in scope or undone.
     let rules = jail.rules(&owns, &ignore, Vec::new());
     // The call ran (or may have): what changed is found even when it failed.
-    let found = watch.settle(&jail.sandbox, &rules).await;
+    let found = watch
+        .settle(&jail.sandbox, &rules)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(all_seen);
     let Shown { output, record } = shown(outcome);
     let found = match found {
         Ok(found) => found,
@@ -157,6 +161,23 @@ pub(super) async fn run(
     };
     let output = answer(output, &target, &found, &in_scope, &scope, cx);
     with_note(output, note)
+}
+
+/// The changes, unless some lie where Mandate cannot read and the server could write: what it
+/// changed there is unknown, so the call fails closed as when nothing could be found.
+fn all_seen(found: FoundChanges) -> Result<FoundChanges, String> {
+    if found.unseen.is_empty() {
+        return Ok(found);
+    }
+    let unseen: Vec<_> = found
+        .unseen
+        .iter()
+        .map(|p| crate::changes::shown(p))
+        .collect();
+    Err(format!(
+        "Mandate cannot read {}, where the server could write (another user's, so it cannot open them)",
+        unseen.join(", ")
+    ))
 }
 
 /// Every file the server may write, kept in the checkpoint store before the call (a stat

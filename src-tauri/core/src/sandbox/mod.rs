@@ -294,6 +294,15 @@ impl CommandSandbox {
             || self.cache_dir.as_ref().is_some_and(|c| path.starts_with(c))
             || (self.write_git && path.starts_with(self.workspace.join(".git")))
     }
+
+    /// Whether the command could write `path` (absolute) or anything beneath it.
+    pub fn may_write_within(&self, path: &Path) -> bool {
+        self.may_write(path)
+            || self.writable.iter().any(|g| g.path.starts_with(path))
+            || self.temp_dir.starts_with(path)
+            || self.cache_dir.as_ref().is_some_and(|c| c.starts_with(path))
+            || (self.write_git && self.workspace.join(".git").starts_with(path))
+    }
 }
 
 /// A private temporary directory for commands (mode 0700), removed when dropped. One per
