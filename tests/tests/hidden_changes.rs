@@ -12,6 +12,9 @@ use std::path::Path;
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{give_to_nobody, ledger, run_openai, run_openai_as_nobody, Output};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::mcp::{
+    consent_and_write_grant, stdio_entry, write_project_file, write_user_file,
+};
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
@@ -37,6 +40,10 @@ fn command(id: &str, line: &str) -> Reply {
     openai::turn()
         .tool_call(id, "execute_command", json!({"command": line}))
         .reply()
+}
+
+fn call(id: &str, tool: &str, args: Value) -> Reply {
+    openai::turn().tool_call(id, tool, args).reply()
 }
 
 fn done() -> Reply {
@@ -397,4 +404,173 @@ async fn a_command_whose_changes_mandate_cannot_read_fails_closed_and_records_no
         "{told}"
     );
     assert!(ledger(root).is_empty(), "{:#?}", ledger(root));
+}
+
+/// A workspace whose intent owns `docs/**`, with the test server `srv` the person allowed to
+/// write in it, and its user directories (given to [`NOBODY`] when `nobody`).
+fn with_granted_server(files: &[(&str, &str)], nobody: bool) -> (tempfile::TempDir, UserDirs) {
+    let ws = workspace(Some(mandate_tests::mcp::INTENTS), files);
+    let dirs = UserDirs::new();
+    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
+    let (key, decisions) = consent_and_write_grant(ws.path(), "srv");
+    write_user_file(&dirs.config(), json!({"projects": {key: decisions}}));
+    if nobody {
+        give_to_nobody(ws.path());
+        give_to_nobody(dirs.home.path());
+    }
+    (ws, dirs)
+}
+
+#[tokio::test]
+async fn a_server_cannot_hide_a_change_behind_a_name_that_is_not_utf8() {
+    let (ws, dirs) = with_granted_server(&[("docs/notes.md", "notes\n")], false);
+    let root = ws.path();
+    let fe = root.join(OsStr::from_bytes(b"docs/a\xfe"));
+    std::fs::write(&fe, "fe before\n").expect("write");
+    age(&fe);
+    git(root, &["init", "-q"]);
+    git(root, &["add", "docs"]);
+    git(root, &["commit", "-qm", "init"]);
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "w",
+            "mcp__srv__write_and_close",
+            json!({"paths": ["docs/a\\xff", "docs/a\\xfe", "docs/a\u{FFFD}"], "text": "server\n"}),
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let w = server.tool_result("w").expect("w");
+    let error = error_of(&w);
+    assert_eq!(error["error"]["code"], "SCOPE_VIOLATION", "{w}");
+    assert_eq!(
+        error["error"]["paths"],
+        json!([r#""docs/a\xfe""#, r#""docs/a\xff""#]),
+        "{w}"
+    );
+    assert!(
+        error["result"].as_str().unwrap_or_default().contains(
+            "Files it changed (recorded in the trace ledger under INT-001): docs/a\u{FFFD}."
+        ),
+        "{w}"
+    );
+    let records = ledger(root);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_valid(&records[0]);
+    let mcp = &records[0]["metadata"]["dev.mandate"]["mcp"];
+    assert_eq!(mcp["changed_in_scope"], json!(["docs/a\u{FFFD}"]));
+    assert_eq!(
+        mcp["changed_out_of_scope"],
+        json!([r#""docs/a\xfe""#, r#""docs/a\xff""#])
+    );
+    assert_eq!(mcp["not_undone"], json!([]));
+    assert_eq!(
+        names_in(&root.join("docs")),
+        [
+            "a\u{FFFD}".as_bytes().to_vec(),
+            b"a\xfe".to_vec(),
+            b"notes.md".to_vec()
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(&fe).expect("fe"), "fe before\n");
+}
+
+/// Run as an unprivileged user: the server writes in a directory and closes it in one call.
+#[tokio::test]
+async fn a_server_cannot_hide_changes_in_a_directory_it_made_unreadable() {
+    let (ws, dirs) = with_granted_server(&[("docs/sub/old.md", "old\n")], true);
+    let root = ws.path();
+    let sub_mode = mode_of(&root.join("docs/sub"));
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "w",
+            "mcp__srv__write_and_close",
+            json!({"paths": ["docs/sub/new.md"], "text": "new\n", "close": ["docs/sub"]}),
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai_as_nobody(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let w = server.tool_result("w").expect("w");
+    assert!(
+        w.contains("Files it changed (recorded in the trace ledger under INT-001): docs/sub, docs/sub/new.md."),
+        "{w}"
+    );
+    let records = ledger(root);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let vendor = &records[0]["metadata"]["dev.mandate"];
+    assert_eq!(vendor["images"]["docs/sub/new.md"]["after"], sha("new\n"));
+    assert_eq!(mode_of(&root.join("docs/sub")), sub_mode);
+}
+
+/// Run as an unprivileged user: another user's directory lies where the server may write, so
+/// what a call changed is unknown; the server is stopped and the call fails.
+#[tokio::test]
+async fn a_server_whose_changes_mandate_cannot_read_is_stopped_and_the_call_fails() {
+    if !is_root() {
+        eprintln!("not root: no other user's directory can be made here; skipped");
+        return;
+    }
+    let (ws, dirs) = with_granted_server(
+        &[
+            ("docs/notes.md", "notes\n"),
+            ("docs/vault/secret", "root's\n"),
+        ],
+        true,
+    );
+    let root = ws.path();
+    give_to_root_closed(root, "docs/vault");
+    let server = ScriptedServer::start(vec![
+        select(),
+        call(
+            "w",
+            "mcp__srv__write_marker",
+            json!({"path": "docs/notes.md", "text": "changed\n"}),
+        ),
+        call("again", "mcp__srv__lookup", json!({"key": "k"})),
+        done(),
+    ])
+    .await;
+    let out = run_openai_as_nobody(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let w = server.tool_result("w").expect("w");
+    assert!(
+        w.contains("could not be found")
+            && w.contains("Mandate cannot read docs/vault")
+            && w.contains("the server was stopped and the call failed"),
+        "{w}"
+    );
+    let again = server.tool_result("again").expect("again");
+    assert!(!again.contains("the value of k"), "{again}");
+    let told = notices(&out).join("\n");
+    assert!(told.contains("Mandate cannot read docs/vault"), "{told}");
+    for record in ledger(root) {
+        assert_eq!(record["files"], json!([]), "{record:#}");
+    }
 }
