@@ -367,11 +367,27 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
         }
     }
     after.hashes.extend(new_hashes);
+    count_reopened(before, after, &mut changes);
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+/// A mode that [`Snapshot::reopen`] put back is a change the process made, even where the
+/// diff, seeing the mode as it was, found none (or only a touch).
+fn count_reopened(before: &Snapshot, after: &Snapshot, changes: &mut Vec<Change>) {
     for opened in &after.reopened {
         let was = before.entries.get(&opened.path);
         let now = after.entries.get(&opened.path);
         let changed_mode = was.is_some_and(|w| w.mode & 0o7777 != opened.left_mode);
-        if changed_mode && !changes.iter().any(|c| c.path == opened.path) {
+        if !changed_mode {
+            continue;
+        }
+        if let Some(found) = changes.iter_mut().find(|c| c.path == opened.path) {
+            // Same content, mode put back: still, the process changed its mode.
+            if found.kind == ChangeKind::Touched {
+                found.kind = ChangeKind::ModeChanged;
+            }
+        } else {
             changes.push(Change {
                 path: opened.path.clone(),
                 kind: ChangeKind::ModeChanged,
@@ -381,6 +397,4 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
             });
         }
     }
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    changes
 }

@@ -101,6 +101,10 @@ pub fn real_path(key: &str) -> Cow<'_, Path> {
 
 /// How a key is written for people and the model (see the module's documentation).
 pub fn shown(key: &str) -> Cow<'_, str> {
+    if key.is_empty() {
+        // The workspace root itself (only ever unreadable, never a change).
+        return Cow::Borrowed(".");
+    }
     let quoted_already = key.len() >= 2 && key.starts_with('"') && key.ends_with('"');
     if is_utf8(key) && !quoted_already {
         return Cow::Borrowed(key);

@@ -30,8 +30,39 @@ pub struct Reopened {
 const OWNER_READ: u32 = 0o400;
 const OWNER_READ_SEARCH: u32 = 0o500;
 
-fn set_mode(path: &Path, mode: u32) -> bool {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).is_ok()
+/// Sets the mode of the directory or file at `path` if it is one and Mandate's user (`me`)
+/// owns it. The entry is opened without following a symlink and changed through that
+/// descriptor, so a symlink put in its place since it was looked at is never followed.
+fn set_mode(path: &Path, mode: u32, me: u32) -> bool {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c_path` is a valid NUL-terminated string; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `stat` is plain data that fstat fills; the result is checked.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
+        return false;
+    }
+    let kind = stat.st_mode & libc::S_IFMT;
+    if (kind != libc::S_IFDIR && kind != libc::S_IFREG) || stat.st_uid != me {
+        return false;
+    }
+    // The descriptor's own name in /proc is the opened entry itself, whatever has its path now.
+    let by_descriptor = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    std::fs::set_permissions(by_descriptor, std::fs::Permissions::from_mode(mode)).is_ok()
 }
 
 fn effective_uid() -> u32 {
@@ -80,7 +111,7 @@ impl Snapshot {
                 (Some(_), _) => left | 0o700,
             };
             let open = want | OWNER_READ_SEARCH;
-            if !set_mode(&path, open) {
+            if !set_mode(&path, open, me) {
                 still.push(key);
                 continue;
             }
@@ -104,7 +135,7 @@ impl Snapshot {
         // Deepest first: a directory closed again cannot be entered to close the next one.
         for (key, want) in to_close.into_iter().rev() {
             let path = self.root.join(real_path(&key));
-            if !set_mode(&path, want) {
+            if !set_mode(&path, want, me) {
                 tracing::warn!(path = %super::shown(&key), "could not set a directory's mode back");
             }
             if let Ok(meta) = std::fs::symlink_metadata(&path) {
@@ -150,7 +181,7 @@ impl Snapshot {
                 _ => left | 0o600,
             };
             // The person's own unreadable file: hashing it fails, and the caller is told.
-            if want & OWNER_READ == 0 || !set_mode(&path, want) {
+            if want & OWNER_READ == 0 || !set_mode(&path, want, me) {
                 continue;
             }
             if let Ok(meta) = std::fs::symlink_metadata(&path) {
