@@ -7,7 +7,7 @@ SHELL := /bin/bash
 WORKSPACE ?= $(CURDIR)
 
 APT_BUILD := build-essential pkg-config libssl-dev libdbus-1-dev libwebkit2gtk-4.1-dev librsvg2-dev libxdo-dev
-APT_TEST := git:git xvfb xauth webkit2gtk-driver gnome-keyring dbus-x11 libsecret-tools imagemagick xclip nodejs:node npm:npm ripgrep:rg bubblewrap:bwrap python3:python3 python3-pytest
+APT_TEST := git:git xvfb xauth webkit2gtk-driver gnome-keyring dbus-x11 libsecret-tools imagemagick xclip nodejs:node npm:npm ripgrep:rg bubblewrap:bwrap python3:python3 python3-pytest util-linux:setpriv
 TAURI_DRIVER_VERSION := 2.1.0
 TOOLS := $(CURDIR)/target/tools
 

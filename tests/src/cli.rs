@@ -40,8 +40,52 @@ impl Output {
 /// Runs `mandate ARGS` in `dirs`'s user directories with extra environment; kills it after 60 s.
 pub async fn mandate(args: &[&str], dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(mandate_bin());
-    cmd.args(args)
-        .envs(dirs.env())
+    cmd.args(args);
+    finish(cmd, dirs, env).await
+}
+
+/// The unprivileged user [`mandate_as_nobody`] runs as.
+pub const NOBODY: u32 = 65534;
+
+/// [`mandate`] as uid and gid 65534 with no other group (`setpriv`, when the tests run as root,
+/// who reads every file whatever its mode), with `dirs`'s home as its home; as it is otherwise.
+/// What it must write (the workspace, `dirs`) has to be given to that user first
+/// ([`give_to_nobody`]).
+pub async fn mandate_as_nobody(args: &[&str], dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+        let mut cmd = tokio::process::Command::new("setpriv");
+        cmd.args([
+            format!("--reuid={NOBODY}"),
+            format!("--regid={NOBODY}"),
+            "--clear-groups".to_string(),
+        ])
+        .arg(mandate_bin());
+        cmd
+    } else {
+        tokio::process::Command::new(mandate_bin())
+    };
+    cmd.args(args).env("HOME", dirs.home.path());
+    finish(cmd, dirs, env).await
+}
+
+/// Gives `path` and everything beneath it to [`NOBODY`] (when running as root).
+pub fn give_to_nobody(path: &Path) {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    std::os::unix::fs::lchown(path, Some(NOBODY), Some(NOBODY)).expect("chown");
+    let meta = std::fs::symlink_metadata(path).expect("stat");
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).expect("read dir") {
+            give_to_nobody(&entry.expect("entry").path());
+        }
+    }
+}
+
+async fn finish(mut cmd: tokio::process::Command, dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
+    cmd.envs(dirs.env())
         .env("MANDATE_RETRY_BASE_MS", "5")
         .env_remove("MANDATE_API_KEY")
         .envs(env.iter().copied())
@@ -81,23 +125,43 @@ pub async fn run_openai_with_env(
     dirs: &UserDirs,
     env: &[(&str, &str)],
 ) -> Output {
-    let ws = ws.display().to_string();
-    let base = format!("{base_url}/v1");
-    let mut args = vec![
+    let args = run_args(ws, base_url, extra, prompt);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    mandate(&args, dirs, env).await
+}
+
+/// [`run_openai`] as [`mandate_as_nobody`] runs it.
+pub async fn run_openai_as_nobody(
+    ws: &Path,
+    base_url: &str,
+    extra: &[&str],
+    prompt: &str,
+    dirs: &UserDirs,
+) -> Output {
+    let args = run_args(ws, base_url, extra, prompt);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    mandate_as_nobody(&args, dirs, &[]).await
+}
+
+fn run_args(ws: &Path, base_url: &str, extra: &[&str], prompt: &str) -> Vec<String> {
+    let mut args: Vec<String> = [
         "run",
         "--workspace",
-        &ws,
+        &ws.display().to_string(),
         "--provider",
         "openai",
         "--base-url",
-        &base,
+        &format!("{base_url}/v1"),
         "--model",
         "test-model",
         "--json",
-    ];
-    args.extend_from_slice(extra);
-    args.push(prompt);
-    mandate(&args, dirs, env).await
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.push(prompt.to_string());
+    args
 }
 
 /// The task record saved in the user's data directory.

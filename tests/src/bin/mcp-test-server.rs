@@ -19,6 +19,9 @@
 //! `$MCP_TEST_WRITE_AT_RESTART`, only when it starts again (its starts file exists), and then
 //! with `$MCP_TEST_EXIT_AT_RESTART` it exits (status 1) before answering anything.
 //! `write_marker`'s PATH may start `tmp:` for a file in the server's private `TMPDIR`.
+//! `write_and_close` (mutating) writes TEXT to each of PATHS, where `\xNN` stands for a byte
+//! (names that are not UTF-8), creating directories on the way, then sets each of CLOSE to
+//! mode 000.
 
 use std::sync::Arc;
 
@@ -70,6 +73,10 @@ fn tools() -> Vec<Tool> {
         tool(
             json!({"name": "spawn_background", "description": "Keeps writing in the background.",
             "inputSchema": object(json!({"path": {"type": "string"}, "escape": {"type": "string"}}), json!(["path", "escape"]))}),
+        ),
+        tool(
+            json!({"name": "write_and_close", "description": "Writes TEXT to PATHS, then closes CLOSE.",
+            "inputSchema": object(json!({"paths": {"type": "array", "items": {"type": "string"}}, "text": {"type": "string"}, "close": {"type": "array", "items": {"type": "string"}}}), json!(["paths", "text"]))}),
         ),
         tool(json!({"name": "crash", "description": "Exits at once.",
             "inputSchema": object(json!({}), json!([])), "annotations": {"readOnlyHint": true}})),
@@ -150,6 +157,24 @@ impl ServerHandler for TestServer {
                 }
             }
             "find_in_environs" => text(find_in_environs(arg(args, "needle"))),
+            "write_and_close" => {
+                let list = |key: &str| -> Vec<String> {
+                    args.as_ref()
+                        .and_then(|a| a.get(key))
+                        .and_then(Value::as_array)
+                        .map(|v| {
+                            v.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                match write_and_close(&list("paths"), arg(args, "text"), &list("close")) {
+                    Ok(()) => text("written and closed"),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                }
+            }
             "spawn_background" => text(spawn_background(arg(args, "path"), arg(args, "escape"))),
             "crash" => {
                 eprintln!("crashing on purpose");
@@ -160,6 +185,46 @@ impl ServerHandler for TestServer {
         };
         Ok(result.into())
     }
+}
+
+/// A path whose `\xNN` escapes stand for bytes.
+fn unescaped(path: &str) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let mut bytes = Vec::new();
+    let mut rest = path.as_bytes();
+    while !rest.is_empty() {
+        let byte = rest
+            .strip_prefix(b"\\x")
+            .and_then(|r| r.get(..2))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match byte {
+            Some(b) => {
+                bytes.push(b);
+                rest = &rest[4..];
+            }
+            None => {
+                bytes.push(rest[0]);
+                rest = &rest[1..];
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(bytes).into()
+}
+
+fn write_and_close(paths: &[String], text: &str, close: &[String]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for path in paths {
+        let path = unescaped(path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&path, text)?;
+    }
+    for path in close {
+        std::fs::set_permissions(unescaped(path), std::fs::Permissions::from_mode(0o000))?;
+    }
+    Ok(())
 }
 
 /// Where the environment of each process it can see holds `needle`; the parent first.

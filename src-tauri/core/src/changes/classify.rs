@@ -29,11 +29,11 @@ pub struct ClassifiedChanges {
 }
 
 impl ClassifiedChanges {
-    /// The out-of-scope paths, for the SCOPE_VIOLATION message.
-    pub fn out_of_scope_paths(&self) -> Vec<&str> {
+    /// The out-of-scope paths as shown ([`super::shown`]), for the SCOPE_VIOLATION message.
+    pub fn out_of_scope_paths(&self) -> Vec<String> {
         self.out_of_scope
             .iter()
-            .map(|(c, _)| c.path.as_str())
+            .map(|(c, _)| super::shown(&c.path).into_owned())
             .collect()
     }
 
@@ -58,6 +58,13 @@ pub fn class_of(
     write_git: bool,
 ) -> ChangeClass {
     let path = change.path.as_str();
+    // Globs and `.intentignore` speak UTF-8: a name that is not UTF-8 is nobody's, and no
+    // rule may read it through a lossy or escaped spelling.
+    if !super::is_utf8(path) {
+        return ChangeClass::OutOfScope(
+            "its name is not valid UTF-8, so no intent can own it".into(),
+        );
+    }
     if let Some(reason) = protected_reason(path) {
         let own_git = path == ".git" || path.starts_with(".git/");
         if write_git && own_git {

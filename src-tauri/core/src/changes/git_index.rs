@@ -6,6 +6,8 @@
 //! scope costs nothing here.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -40,7 +42,8 @@ impl IndexEntry {
     }
 }
 
-/// The index entries (stage 0) of `paths`, with the index file's own modification time.
+/// The index entries (stage 0) of `paths` (keys: see [`super::key_of`]), keyed the same way,
+/// with the index file's own modification time.
 pub(super) fn entries(root: &Path, paths: &[&str]) -> (HashMap<String, IndexEntry>, i128) {
     let index_mtime = std::fs::metadata(root.join(".git/index"))
         .map(|m| Stamp::of(&m).mtime_ns)
@@ -58,7 +61,11 @@ pub(super) fn entries(root: &Path, paths: &[&str]) -> (HashMap<String, IndexEntr
             "-z",
             "--",
         ])
-        .args(paths.iter().map(|p| format!(":(literal){p}")))
+        .args(paths.iter().map(|p| {
+            let mut spec = OsString::from(":(literal)");
+            spec.push(super::real_path(p).as_os_str());
+            spec
+        }))
         .current_dir(root)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null())
@@ -67,25 +74,36 @@ pub(super) fn entries(root: &Path, paths: &[&str]) -> (HashMap<String, IndexEntr
     let Some(out) = out.ok().filter(|o| o.status.success()) else {
         return (HashMap::new(), index_mtime);
     };
-    (parse(&String::from_utf8_lossy(&out.stdout)), index_mtime)
+    (parse(&out.stdout), index_mtime)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// `<mode> <blob> <stage>\t<path>\0` followed by indented `ctime: s:ns`, `mtime: s:ns`,
-/// `dev: d\tino: i`, `uid: u\tgid: g`, `size: s\tflags: f` lines, for each entry.
-fn parse(text: &str) -> HashMap<String, IndexEntry> {
+/// `dev: d\tino: i`, `uid: u\tgid: g`, `size: s\tflags: f` lines, for each entry. Paths are
+/// bytes as git keeps them (`-z`: never quoted).
+fn parse(out: &[u8]) -> HashMap<String, IndexEntry> {
     let mut entries = HashMap::new();
-    let mut rest = text;
-    while let Some((header, after)) = rest.split_once('\0') {
-        let Some((info, path)) = header.split_once('\t') else {
+    let mut rest = out;
+    while let Some(nul) = rest.iter().position(|b| *b == 0) {
+        let (header, after) = (&rest[..nul], &rest[nul + 1..]);
+        let Some(tab) = header.iter().position(|b| *b == b'\t') else {
             break;
         };
+        let info = String::from_utf8_lossy(&header[..tab]);
+        let path = super::key_of(OsStr::from_bytes(&header[tab + 1..]));
         let mut fields = info.split(' ');
         let (_mode, blob, stage) = (fields.next(), fields.next(), fields.next());
-        let end = after
-            .find("flags:")
-            .and_then(|f| after[f..].find('\n').map(|n| f + n + 1));
+        let end = find(after, b"flags:").and_then(|f| {
+            after[f..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map(|n| f + n + 1)
+        });
         let Some(end) = end else { break };
-        let debug = &after[..end];
+        let debug = String::from_utf8_lossy(&after[..end]);
         rest = &after[end..];
         let value = |key: &str| {
             debug
@@ -145,7 +163,7 @@ mod tests {
     #[test]
     fn reads_the_debug_listing() {
         let text = "100644 45b983be36b73c0788dc9cbcb76cbb80fc7bb057 0\ta\0  ctime: 1795364005:587173417\n  mtime: 1795364005:587173418\n  dev: 65024\tino: 10265201\n  uid: 0\tgid: 0\n  size: 3\tflags: 0\n100644 587be6b4c3f93f93c489c0111bba5596147a26cb 0\td/b c\0  ctime: 1:2\n  mtime: 3:4\n  dev: 1\tino: 5\n  uid: 0\tgid: 0\n  size: 2\tflags: 0\n";
-        let entries = parse(text);
+        let entries = parse(text.as_bytes());
         assert_eq!(entries.len(), 2);
         let a = &entries["a"];
         assert_eq!(a.blob, "45b983be36b73c0788dc9cbcb76cbb80fc7bb057");

@@ -10,6 +10,12 @@
 
 mod classify;
 mod git_index;
+#[cfg(test)]
+mod hostile_modes;
+#[cfg(test)]
+mod hostile_names;
+mod names;
+mod reopen;
 mod restore;
 #[cfg(test)]
 mod tests;
@@ -22,6 +28,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use names::{is_utf8, key_of, real_path, shown};
+pub use reopen::Reopened;
 pub use restore::{not_undone, restore, BeforeImages, RestoreOutcome, Restored};
 
 /// What kind of entry a path is.
@@ -83,15 +91,19 @@ impl Stamp {
     }
 }
 
-/// The metadata of every entry under a root, by `/`-separated relative path.
+/// The metadata of every entry under a root, by `/`-separated relative path (its key: see
+/// [`key_of`]).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     root: PathBuf,
     entries: HashMap<String, Stamp>,
     /// Content hashes known for entries with exactly this stamp (from earlier diffs).
     hashes: HashMap<String, (Stamp, String)>,
-    /// Directories that could not be read (reported, never silently skipped).
+    /// Directories that could not be read or searched, and files that could not be hashed
+    /// (reported, never silently skipped).
     unreadable: Vec<String>,
+    /// What [`Snapshot::reopen`] opened again after a run.
+    reopened: Vec<Reopened>,
 }
 
 impl Snapshot {
@@ -103,6 +115,7 @@ impl Snapshot {
             entries,
             hashes: HashMap::new(),
             unreadable,
+            reopened: Vec::new(),
         }
     }
 
@@ -116,6 +129,7 @@ impl Snapshot {
             entries,
             hashes: HashMap::new(),
             unreadable,
+            reopened: Vec::new(),
         }
     }
 
@@ -135,7 +149,8 @@ impl Snapshot {
         self.entries.get(rel)
     }
 
-    /// Directories the walk could not read.
+    /// Directories the walk could not read or search, and files whose content could not be
+    /// hashed (keys; after [`Snapshot::reopen`], only those Mandate cannot open).
     pub fn unreadable(&self) -> &[String] {
         &self.unreadable
     }
@@ -150,7 +165,7 @@ impl Snapshot {
                 stamp.kind == EntryKind::Directory
                     && names.contains(&rel.rsplit('/').next().unwrap_or(rel))
             })
-            .map(|(rel, _)| self.root.join(rel))
+            .map(|(rel, _)| self.root.join(real_path(rel)))
             .collect();
         found.sort();
         found
@@ -163,7 +178,7 @@ impl Snapshot {
             .entries
             .iter()
             .filter(|(rel, stamp)| keep(rel, stamp))
-            .map(|(rel, _)| self.root.join(rel))
+            .map(|(rel, _)| self.root.join(real_path(rel)))
             .collect();
         found.sort();
         found
@@ -189,7 +204,8 @@ pub enum ChangeKind {
 /// One changed entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
-    /// Workspace-relative, `/`-separated.
+    /// Workspace-relative, `/`-separated: the key of the path ([`key_of`]). Files are reached
+    /// through [`real_path`], and names are shown through [`shown`].
     pub path: String,
     pub kind: ChangeKind,
     pub before: Option<Stamp>,
@@ -202,9 +218,20 @@ pub struct Change {
 /// Larger files are reported without a content hash.
 pub const MAX_HASHED_BYTES: u64 = 256 * 1024 * 1024;
 
-fn hash_file(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(format!("sha256:{}", crate::fsutil::sha256_hex(&bytes)))
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(format!("sha256:{}", crate::fsutil::sha256_hex(&bytes)))
+}
+
+/// Whether `path` lies beneath one of the directories in `blind` (which could not be read, so
+/// nothing is known of what is inside them, either way).
+fn beneath_any(path: &str, blind: &[String]) -> bool {
+    blind.iter().any(|dir| {
+        dir.is_empty()
+            || path
+                .strip_prefix(dir.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    })
 }
 
 /// The changes from `before` (a whole snapshot) to `after` (taken with
@@ -233,18 +260,35 @@ pub fn diff_within(before: &Snapshot, after: &mut Snapshot, within: &[String]) -
             .filter(|(p, _)| inside(p))
             .map(|(p, h)| (p.clone(), h.clone()))
             .collect(),
-        unreadable: Vec::new(),
+        unreadable: before
+            .unreadable
+            .iter()
+            .filter(|p| inside(p))
+            .cloned()
+            .collect(),
+        reopened: Vec::new(),
     };
     diff(&part, after)
 }
 
 /// The changes from `before` to `after`, sorted by path. Files whose metadata moved are
 /// hashed, and the hashes are kept in `after` so that the next diff (with `after` as its
-/// "before") can tell a touched file from a modified one.
+/// "before") can tell a touched file from a modified one. Nothing is said of what lies beneath
+/// a directory either snapshot could not read; a file that cannot be hashed is added to
+/// `after`'s unreadable entries. A mode that [`Snapshot::reopen`] put back is a change.
 pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
     let mut changes = Vec::new();
     let mut new_hashes = Vec::new();
+    let blind: Vec<String> = before
+        .unreadable
+        .iter()
+        .chain(&after.unreadable)
+        .cloned()
+        .collect();
     for (path, now) in &after.entries {
+        if beneath_any(path, &blind) {
+            continue;
+        }
         let Some(was) = before.entries.get(path) else {
             changes.push(Change {
                 path: path.clone(),
@@ -277,7 +321,7 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
         });
     }
     for (path, was) in &before.entries {
-        if !after.entries.contains_key(path) {
+        if !after.entries.contains_key(path) && !beneath_any(path, &blind) {
             changes.push(Change {
                 path: path.clone(),
                 kind: ChangeKind::Deleted,
@@ -299,7 +343,15 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
         {
             continue;
         }
-        change.hash_after = hash_file(&after.root.join(&change.path));
+        change.hash_after = match hash_file(&after.root.join(real_path(&change.path))) {
+            Ok(hash) => Some(hash),
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    after.unreadable.push(change.path.clone());
+                }
+                None
+            }
+        };
         if let Some(hash) = &change.hash_after {
             // Times alone prove nothing (they can be set back); the content hash does.
             let before_hash = before.hashes.get(&change.path);
@@ -315,6 +367,34 @@ pub fn diff(before: &Snapshot, after: &mut Snapshot) -> Vec<Change> {
         }
     }
     after.hashes.extend(new_hashes);
+    count_reopened(before, after, &mut changes);
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     changes
+}
+
+/// A mode that [`Snapshot::reopen`] put back is a change the process made, even where the
+/// diff, seeing the mode as it was, found none (or only a touch).
+fn count_reopened(before: &Snapshot, after: &Snapshot, changes: &mut Vec<Change>) {
+    for opened in &after.reopened {
+        let was = before.entries.get(&opened.path);
+        let now = after.entries.get(&opened.path);
+        let changed_mode = was.is_some_and(|w| w.mode & 0o7777 != opened.left_mode);
+        if !changed_mode {
+            continue;
+        }
+        if let Some(found) = changes.iter_mut().find(|c| c.path == opened.path) {
+            // Same content, mode put back: still, the process changed its mode.
+            if found.kind == ChangeKind::Touched {
+                found.kind = ChangeKind::ModeChanged;
+            }
+        } else {
+            changes.push(Change {
+                path: opened.path.clone(),
+                kind: ChangeKind::ModeChanged,
+                before: was.copied(),
+                after: now.copied(),
+                hash_after: None,
+            });
+        }
+    }
 }

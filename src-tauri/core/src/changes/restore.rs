@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{git_index, Change, ChangeKind, EntryKind, Snapshot};
+use super::{git_index, real_path, Change, ChangeKind, EntryKind, Snapshot};
 
 /// Files up to this size are copied whole; all copies together stay under `MAX_COPIED`.
 const MAX_COPY: u64 = 4 * 1024 * 1024;
@@ -120,11 +120,11 @@ impl BeforeImages {
             .collect();
         paths.sort_by_key(|(rel, _)| rel.as_str());
         for (rel, stamp) in paths {
-            let path = root.join(rel);
+            let path = root.join(real_path(rel));
             let bytes = match std::fs::read(&path) {
                 Ok(bytes) => bytes,
                 Err(e) => {
-                    images.not_kept.push(format!("{rel}: {e}"));
+                    images.not_kept.push(format!("{}: {e}", super::shown(rel)));
                     continue;
                 }
             };
@@ -145,18 +145,19 @@ impl BeforeImages {
 /// What became of one out-of-scope change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RestoreOutcome {
+    /// The key of the path ([`super::key_of`]).
     pub path: String,
     pub kind: ChangeKind,
     /// How it was restored, or why it could not be.
     pub result: Result<Restored, String>,
 }
 
-/// The paths of `restored` that could not be undone.
-pub fn not_undone(restored: &[RestoreOutcome]) -> Vec<&str> {
+/// The paths of `restored` that could not be undone, as shown ([`super::shown`]).
+pub fn not_undone(restored: &[RestoreOutcome]) -> Vec<String> {
     restored
         .iter()
         .filter(|r| r.result.is_err())
-        .map(|r| r.path.as_str())
+        .map(|r| super::shown(&r.path).into_owned())
         .collect()
 }
 
@@ -246,7 +247,7 @@ fn restore_one(
     git_blob: Option<&str>,
     content_fixed: bool,
 ) -> Result<Restored, String> {
-    let path = root.join(&change.path);
+    let path = root.join(real_path(&change.path));
     no_symlink_on_the_way(root, &change.path)?;
     let now = std::fs::symlink_metadata(&path)
         .ok()
@@ -314,7 +315,7 @@ fn earlier_content(
         return Ok((Some(copy.clone()), Restored::FromCopy));
     }
     if let Some((len, hash)) = images.prefixes.get(&change.path) {
-        let path = root.join(&change.path);
+        let path = root.join(real_path(&change.path));
         let now = std::fs::read(&path).map_err(|e| e.to_string())?;
         let len = usize::try_from(*len).map_err(|e| e.to_string())?;
         if change.kind == ChangeKind::Modified
@@ -347,12 +348,17 @@ fn earlier_content(
 /// Refuses to write through a symlink the command may have put in the way.
 fn no_symlink_on_the_way(root: &Path, rel: &str) -> Result<(), String> {
     let mut at = PathBuf::from(root);
-    let parts: Vec<&str> = rel.split('/').collect();
+    let rel = real_path(rel);
+    let parts: Vec<_> = rel.components().collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(format!("`{}` is now a symlink", at.display()))
+                let inside = at.strip_prefix(root).unwrap_or(&at);
+                return Err(format!(
+                    "`{}` is now a symlink",
+                    super::shown(&super::key_of(inside.as_os_str()))
+                ));
             }
             _ => {}
         }

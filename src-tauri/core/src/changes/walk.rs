@@ -1,6 +1,7 @@
 //! Stamping a whole tree fast: directories are shared out to a few threads, each entry is
 //! stamped with one `fstatat` relative to its directory (no path lookups from the root), and
-//! nothing is skipped or followed.
+//! nothing is skipped or followed. Entries are keyed by [`super::names::key_of`], never by a
+//! lossy name.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,8 @@ use std::sync::{Condvar, Mutex};
 
 use super::{EntryKind, Stamp};
 
-/// What one thread found: stamped entries, and directories it could not read.
+/// What one thread found: stamped entries, and directories it could not read or search (and
+/// entries it could not stamp for another reason).
 type Found = (Vec<(String, Stamp)>, Vec<String>);
 
 /// Work shared by the threads: directories still to read, and how many are being read.
@@ -34,7 +36,7 @@ pub(super) fn stamp_subtrees(
         let dir = if rel.is_empty() {
             root.to_path_buf()
         } else {
-            root.join(rel)
+            root.join(super::names::real_path(rel))
         };
         if !rel.is_empty() {
             match std::fs::symlink_metadata(&dir) {
@@ -112,30 +114,15 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
             return (found, failed);
         };
         let mut subdirs = Vec::new();
-        match std::fs::read_dir(&dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    let name = name.to_string_lossy();
-                    let mut child = String::with_capacity(rel.len() + 1 + name.len());
-                    if !rel.is_empty() {
-                        child.push_str(&rel);
-                        child.push('/');
-                    }
-                    child.push_str(&name);
-                    // `DirEntry::metadata` does not follow symlinks.
-                    let Ok(meta) = entry.metadata() else {
-                        failed.push(child);
-                        continue;
-                    };
-                    let stamp = Stamp::of(&meta);
-                    if stamp.kind == EntryKind::Directory {
-                        subdirs.push((entry.path(), child.clone()));
-                    }
-                    found.push((child, stamp));
-                }
+        match read_one(&dir, &rel, &mut subdirs) {
+            Some((stamped, lost)) => {
+                found.extend(stamped);
+                failed.extend(lost);
             }
-            Err(_) => failed.push(rel.clone()),
+            None => {
+                subdirs.clear();
+                failed.push(rel.clone());
+            }
         }
         if let Ok(mut q) = queue.lock() {
             q.todo.extend(subdirs);
@@ -143,4 +130,39 @@ fn worker(queue: &Mutex<Queue>, wake: &Condvar) -> Found {
         }
         wake.notify_all();
     }
+}
+
+/// The entries of one directory, stamped, with the subdirectories to read next and the
+/// entries that vanished before they could be stamped. `None` when the directory cannot be
+/// listed whole, or listed but not searched (read without execute permission): then nothing
+/// found in it counts, and the caller reports the directory itself.
+fn read_one(dir: &Path, rel: &str, subdirs: &mut Vec<(PathBuf, String)>) -> Option<Found> {
+    let mut stamped = Vec::new();
+    let mut lost = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let name = entry.file_name();
+        let name = super::names::key_of(&name);
+        let mut child = String::with_capacity(rel.len() + 1 + name.len());
+        if !rel.is_empty() {
+            child.push_str(rel);
+            child.push('/');
+        }
+        child.push_str(&name);
+        // `DirEntry::metadata` does not follow symlinks.
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return None,
+            Err(_) => {
+                lost.push(child);
+                continue;
+            }
+        };
+        let stamp = Stamp::of(&meta);
+        if stamp.kind == EntryKind::Directory {
+            subdirs.push((entry.path(), child.clone()));
+        }
+        stamped.push((child, stamp));
+    }
+    Some((stamped, lost))
 }

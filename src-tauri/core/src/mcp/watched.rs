@@ -77,7 +77,11 @@ pub(super) async fn run(
     // later, unconfined, by Python or Node, so everything it changes is in scope or undone.
     let rules = jail.rules(&owns, &ignore, Vec::new());
     // The call ran (or may have): what changed is found even when it failed.
-    let found = watch.settle(&jail.sandbox, &rules).await;
+    let found = watch
+        .settle(&jail.sandbox, &rules)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(all_seen);
     let Shown { output, record } = shown(outcome);
     let found = match found {
         Ok(found) => found,
@@ -131,12 +135,12 @@ pub(super) async fn run(
         detail.insert("not_undone".into(), json!(unrestored));
         // What the rules let it write without recording it (none for servers now: build
         // output is in or out of scope like any file), kept in the record's shape.
-        let permitted: Vec<&str> = found
+        let permitted: Vec<_> = found
             .changes
             .permitted
             .iter()
             .filter(|(c, _)| c.kind != ChangeKind::Touched)
-            .map(|(c, _)| c.path.as_str())
+            .map(|(c, _)| crate::changes::shown(&c.path))
             .take(100)
             .collect();
         detail.insert("changed_build_output".into(), json!(permitted));
@@ -157,6 +161,23 @@ pub(super) async fn run(
     };
     let output = answer(output, &target, &found, &in_scope, &scope, cx);
     with_note(output, note)
+}
+
+/// The changes, unless some lie where Mandate cannot read and the server could write: what it
+/// changed there is unknown, so the call fails closed as when nothing could be found.
+fn all_seen(found: FoundChanges) -> Result<FoundChanges, String> {
+    if found.unseen.is_empty() {
+        return Ok(found);
+    }
+    let unseen: Vec<_> = found
+        .unseen
+        .iter()
+        .map(|p| crate::changes::shown(p))
+        .collect();
+    Err(format!(
+        "Mandate cannot read {}, where the server could write (another user's, so it cannot open them)",
+        unseen.join(", ")
+    ))
 }
 
 /// Every file the server may write, kept in the checkpoint store before the call (a stat
@@ -264,8 +285,11 @@ fn answer(
         .restored
         .iter()
         .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", r.path),
-            Err(why) => format!("{} (could not be undone: {why})", r.path),
+            Ok(_) => format!("{} (undone)", crate::changes::shown(&r.path)),
+            Err(why) => format!(
+                "{} (could not be undone: {why})",
+                crate::changes::shown(&r.path)
+            ),
         })
         .collect();
     let why = if scope.read_only {

@@ -267,13 +267,14 @@ impl CommandSandbox {
 }
 
 impl CommandSandbox {
-    /// The writable paths inside the workspace, relative to it (the granted `.git` too).
+    /// The writable paths inside the workspace, relative to it, as keys of the changes module
+    /// ([`crate::changes::key_of`]; the granted `.git` too).
     pub fn writable_within_workspace(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .writable
             .iter()
             .filter_map(|g| g.path.strip_prefix(&self.workspace).ok())
-            .map(|rel| rel.to_string_lossy().into_owned())
+            .map(|rel| crate::changes::key_of(rel.as_os_str()).into_owned())
             .collect();
         if self.write_git {
             out.push(".git".into());
@@ -292,6 +293,15 @@ impl CommandSandbox {
             || path.starts_with(&self.temp_dir)
             || self.cache_dir.as_ref().is_some_and(|c| path.starts_with(c))
             || (self.write_git && path.starts_with(self.workspace.join(".git")))
+    }
+
+    /// Whether the command could write `path` (absolute) or anything beneath it.
+    pub fn may_write_within(&self, path: &Path) -> bool {
+        self.may_write(path)
+            || self.writable.iter().any(|g| g.path.starts_with(path))
+            || self.temp_dir.starts_with(path)
+            || self.cache_dir.as_ref().is_some_and(|c| c.starts_with(path))
+            || (self.write_git && self.workspace.join(".git").starts_with(path))
     }
 }
 

@@ -126,7 +126,7 @@ pub fn protected_inside(
     let under: Vec<String> = grants
         .iter()
         .filter_map(|g| g.path.strip_prefix(workspace).ok())
-        .map(|rel| format!("{}/", rel.to_string_lossy()))
+        .map(|rel| format!("{}/", crate::changes::key_of(rel.as_os_str())))
         .collect();
     let mut found = before.find(|rel, stamp| {
         under.iter().any(|u| rel.starts_with(u.as_str()))

@@ -182,8 +182,14 @@ pub struct GovernedRun {
     pub changes: ClassifiedChanges,
     /// For each out-of-scope change: how it was undone, or why it could not be.
     pub restored: Vec<RestoreOutcome>,
-    /// Directories change detection could not read (say so; never assume nothing changed).
+    /// Directories change detection could not read, and files it could not hash (keys; say
+    /// so; never assume nothing changed).
     pub unreadable: Vec<String>,
+    /// Those of them the command could have changed something in: what it changed is not
+    /// known, so nothing of it may be recorded (fail closed).
+    pub unseen: Vec<String>,
+    /// What the command left unreadable and Mandate opened again (its mode put back).
+    pub reopened: Vec<changes::Reopened>,
     /// The snapshot after the command (its hashes make the next diff finer); under
     /// bubblewrap it holds only the writable paths, the rest could not change.
     pub after: Snapshot,
@@ -198,7 +204,7 @@ pub async fn run_governed(
     on_output: impl FnMut(&str),
 ) -> Result<GovernedRun, SandboxError> {
     let root = cx.workspace.to_path_buf();
-    let before = blocking(move || Snapshot::take(&root)).await?;
+    let before = blocking(move || snapshot_before(&root)).await?;
     let sandbox = SandboxRequest {
         workspace: cx.workspace,
         cwd: &action.cwd.abs,
@@ -236,6 +242,8 @@ pub async fn run_governed(
         changes: found.changes,
         restored: found.restored,
         unreadable: found.unreadable,
+        unseen: found.unseen,
+        reopened: found.reopened,
         after: found.after,
     })
 }
@@ -262,15 +270,46 @@ pub struct Watch {
 pub struct FoundChanges {
     pub changes: ClassifiedChanges,
     pub restored: Vec<RestoreOutcome>,
+    /// Entries that could not be read, before or after (keys).
     pub unreadable: Vec<String>,
+    /// Those of them the process could have changed something in (see [`GovernedRun::unseen`]).
+    pub unseen: Vec<String>,
+    pub reopened: Vec<changes::Reopened>,
     pub after: Snapshot,
+}
+
+/// The snapshot before a process runs: everything, and what the person left unreadable
+/// opened only for the time of the reading.
+fn snapshot_before(root: &Path) -> Snapshot {
+    let mut before = Snapshot::take(root);
+    before.reopen(None);
+    before
+}
+
+/// The snapshot after a process ran (of `within` only, when given), what it left unreadable
+/// opened again, and the changes since `before`.
+fn snapshot_after(
+    root: &Path,
+    before: &Snapshot,
+    within: Option<&[String]>,
+) -> (Snapshot, Vec<changes::Change>) {
+    let mut after = match within {
+        Some(dirs) => Snapshot::take_within(root, dirs),
+        None => Snapshot::take(root),
+    };
+    after.reopen(Some(before));
+    let changes = match within {
+        Some(dirs) => changes::diff_within(before, &mut after, dirs),
+        None => changes::diff(before, &mut after),
+    };
+    (after, changes)
 }
 
 impl Watch {
     /// Snapshots the workspace `root` (canonical) now.
     pub async fn start(root: &Path, confinement: &Confinement) -> Result<Watch, SandboxError> {
         let root = root.to_path_buf();
-        let before = blocking(move || Snapshot::take(&root)).await?;
+        let before = blocking(move || snapshot_before(&root)).await?;
         Watch::from_snapshot(before, confinement).await
     }
 
@@ -299,8 +338,8 @@ impl Watch {
         self
     }
 
-    /// The paths that changed since [`Watch::start`] in what `sandbox` could write under
-    /// `confinement`, without sorting or undoing anything (another writer may have made them).
+    /// The paths (as shown) that changed since [`Watch::start`] in what `sandbox` could write
+    /// under `confinement`, without sorting or undoing anything (another writer may have made them).
     pub async fn changed_paths(
         self,
         sandbox: &CommandSandbox,
@@ -310,19 +349,20 @@ impl Watch {
         let root = sandbox.workspace.clone();
         let within = (confinement.level == super::ConfinementLevel::LandlockAndBwrap)
             .then(|| sandbox.writable_within_workspace());
+        let unseen_rule = UnseenRule::of(sandbox, confinement);
         blocking(move || {
-            let mut after = match &within {
-                Some(dirs) => Snapshot::take_within(&root, dirs),
-                None => Snapshot::take(&root),
-            };
-            let changes = match &within {
-                Some(dirs) => changes::diff_within(&before, &mut after, dirs),
-                None => changes::diff(&before, &mut after),
-            };
+            let (after, changes) = snapshot_after(&root, &before, within.as_deref());
+            let unseen = unseen_rule.unseen(&before, &after);
             changes
                 .into_iter()
                 .filter(|c| c.kind != changes::ChangeKind::Touched)
-                .map(|c| c.path)
+                .map(|c| changes::shown(&c.path).into_owned())
+                // What could not be read may have changed: named, so the start is refused.
+                .chain(
+                    unseen
+                        .iter()
+                        .map(|p| format!("{} (could not be read)", changes::shown(p))),
+                )
                 .collect()
         })
         .await
@@ -342,14 +382,7 @@ impl Watch {
         let within = (rules.confinement.level == super::ConfinementLevel::LandlockAndBwrap)
             .then(|| sandbox.writable_within_workspace());
         let (before, after, changes) = blocking(move || {
-            let mut after = match &within {
-                Some(dirs) => Snapshot::take_within(&root, dirs),
-                None => Snapshot::take(&root),
-            };
-            let changes = match &within {
-                Some(dirs) => changes::diff_within(&before, &mut after, dirs),
-                None => changes::diff(&before, &mut after),
-            };
+            let (after, changes) = snapshot_after(&root, &before, within.as_deref());
             (before, after, changes)
         })
         .await?;
@@ -369,7 +402,10 @@ impl Watch {
         // Outside the writable directories the kernel kept the content as it was.
         let content_fixed: std::collections::HashSet<String> = out_of_scope
             .iter()
-            .filter(|c| rules.confinement.is_confined() && !sandbox.may_write(&root.join(&c.path)))
+            .filter(|c| {
+                rules.confinement.is_confined()
+                    && !sandbox.may_write(&root.join(changes::real_path(&c.path)))
+            })
             .map(|c| c.path.clone())
             .collect();
         let restored = if out_of_scope.is_empty() {
@@ -384,12 +420,48 @@ impl Watch {
         };
         let mut unreadable = before.unreadable().to_vec();
         unreadable.extend(after.unreadable().iter().cloned());
+        unreadable.sort();
+        unreadable.dedup();
+        let unseen = UnseenRule::of(sandbox, rules.confinement).unseen(&before, &after);
         Ok(FoundChanges {
             changes,
             restored,
             unreadable,
+            unseen,
+            reopened: after.reopened().to_vec(),
             after,
         })
+    }
+}
+
+/// Which unreadable entries hide what a process may have changed: all of them without
+/// confinement, else those at or above something it could write.
+struct UnseenRule {
+    sandbox: Option<CommandSandbox>,
+}
+
+impl UnseenRule {
+    fn of(sandbox: &CommandSandbox, confinement: &Confinement) -> UnseenRule {
+        UnseenRule {
+            sandbox: confinement.is_confined().then(|| sandbox.clone()),
+        }
+    }
+
+    fn unseen(&self, before: &Snapshot, after: &Snapshot) -> Vec<String> {
+        let mut unseen: Vec<String> = before
+            .unreadable()
+            .iter()
+            .chain(after.unreadable())
+            .filter(|key| {
+                self.sandbox.as_ref().is_none_or(|sandbox| {
+                    sandbox.may_write_within(&sandbox.workspace.join(changes::real_path(key)))
+                })
+            })
+            .cloned()
+            .collect();
+        unseen.sort();
+        unseen.dedup();
+        unseen
     }
 }
 

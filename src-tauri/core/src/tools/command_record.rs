@@ -44,7 +44,7 @@ fn record_file(
         ChangeKind::Created => None,
         _ => kept.and_then(|k| store.get(&k.hash).ok()),
     };
-    let abs = root.join(path);
+    let abs = root.join(crate::changes::real_path(path));
     let after_bytes = match std::fs::symlink_metadata(&abs) {
         Ok(m) if m.is_file() && m.len() <= MAX_IMAGE => std::fs::read(&abs).ok(),
         _ => None,
@@ -151,7 +151,7 @@ pub(super) async fn record(
 pub(crate) async fn recorded_changes(
     cx: &RunCx<'_>,
     in_scope: &[Change],
-    unrestored: &[&str],
+    unrestored: &[String],
     before: &ScopeImages,
 ) -> Result<(Vec<FileChange>, Map<String, Value>, Map<String, Value>), ToolError> {
     let (root, store) = (
@@ -172,7 +172,7 @@ pub(crate) async fn recorded_changes(
 /// The files for the record, with the image each was kept as and its diff (redacted, bounded).
 fn files_images_and_diffs(
     recorded: Vec<Recorded>,
-    unrestored: &[&str],
+    unrestored: &[String],
 ) -> (Vec<FileChange>, Map<String, Value>, Map<String, Value>) {
     let redactor = Redactor::global();
     let (mut images, mut diffs) = (Map::new(), Map::new());
@@ -206,7 +206,7 @@ fn command_detail(
     cmd: &CommandAction,
     governed: &GovernedRun,
     in_scope: &[Change],
-    unrestored: &[&str],
+    unrestored: &[String],
 ) -> Value {
     let run = &governed.run;
     json!({

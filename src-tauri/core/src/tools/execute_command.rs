@@ -10,6 +10,7 @@ use super::{
     blocking, resolve, AgentTool, Consequence, Plan, RunCx, ToolCx, ToolError, ToolOutput,
     DEFAULT_COMMAND_TIMEOUT, MAX_COMMAND_TIMEOUT,
 };
+use crate::changes::shown;
 use crate::checkpoint::ScopeImages;
 use crate::hooks::{Action, CommandAction, CommandOutcome};
 use crate::protocol::{Event, NoticeLevel, ToolKind};
@@ -139,7 +140,12 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
     if let Some(e) = &governed.run.spawn_error {
         return Err(ToolError::Failed(e.clone()));
     }
-    let recorded = super::command_record::record(cx, &cmd, &governed, &before).await;
+    // Fail closed: from a partial view nothing is recorded (see `output`).
+    let recorded = if governed.unseen.is_empty() {
+        super::command_record::record(cx, &cmd, &governed, &before).await
+    } else {
+        Ok(Vec::new())
+    };
     let in_scope = match recorded {
         Ok(paths) => paths,
         Err(e) => {
@@ -225,7 +231,19 @@ fn output(
     let mut content = report(&status, governed, &in_scope, intent_id);
     let out_of_scope = governed.changes.out_of_scope_paths();
     let mut failed = run.cancelled || run.timed_out || run.exit_code != Some(0);
-    if !out_of_scope.is_empty() {
+    if !governed.unseen.is_empty() {
+        let message = unseen(&shown_command, &status, governed);
+        notice(cx, message.clone());
+        let paths: Vec<_> = governed.unseen.iter().map(|p| shown(p)).collect();
+        content = serde_json::json!({"error": {
+            "code": "CHANGES_UNSEEN",
+            "message": message,
+            "paths": paths,
+            "changed_out_of_scope": out_of_scope,
+        }, "result": content})
+        .to_string();
+        failed = true;
+    } else if !out_of_scope.is_empty() {
         let message = scope_violation(&shown_command, governed, intent_id, owned_scope);
         notice(cx, message.clone());
         content = serde_json::json!({"error": {
@@ -282,12 +300,12 @@ fn report(status: &str, governed: &GovernedRun, in_scope: &[String], intent_id: 
         ));
     }
     if !governed.changes.permitted.is_empty() {
-        let permitted: Vec<&str> = governed
+        let permitted: Vec<_> = governed
             .changes
             .permitted
             .iter()
             .take(20)
-            .map(|(c, _)| c.path.as_str())
+            .map(|(c, _)| shown(&c.path))
             .collect();
         content.push_str(&format!(
             "\nIt also wrote build output or approved `.git/` changes (not recorded): {}{}.",
@@ -299,13 +317,61 @@ fn report(status: &str, governed: &GovernedRun, in_scope: &[String], intent_id: 
             }
         ));
     }
-    if !governed.unreadable.is_empty() {
+    if !governed.reopened.is_empty() {
+        let opened: Vec<String> = governed
+            .reopened
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} (left {:03o}, now {:03o})",
+                    shown(&r.path),
+                    r.left_mode,
+                    r.mode
+                )
+            })
+            .collect();
         content.push_str(&format!(
-            "\nNote: these directories could not be read to find changes: {}.",
-            governed.unreadable.join(", ")
+            "\nIt left these unreadable; Mandate put their permissions back to read them: {}.",
+            opened.join(", ")
+        ));
+    }
+    if !governed.unreadable.is_empty() {
+        let unreadable: Vec<_> = governed.unreadable.iter().map(|p| shown(p)).collect();
+        content.push_str(&format!(
+            "\nNote: these could not be read to find changes: {}.",
+            unreadable.join(", ")
         ));
     }
     content
+}
+
+/// Why a command's changes are not recorded: Mandate could not read where it could write.
+fn unseen(shown_command: &str, status: &str, governed: &GovernedRun) -> String {
+    let unseen: Vec<_> = governed.unseen.iter().map(|p| shown(p)).collect();
+    let mut message = format!(
+        "Changes unseen: `{shown_command}` {status}, but Mandate cannot read {} (another user's, so it cannot open them), where the command could have changed files; what it changed there is unknown, so nothing it changed was recorded in the trace ledger. Make them readable to Mandate's user, or move them out of the workspace, and look at the workspace before going on.",
+        unseen.join(", ")
+    );
+    let described = described_restores(governed);
+    if !described.is_empty() {
+        message.push_str(&format!(
+            " Changes found outside the owned scope: {}.",
+            described.join(", ")
+        ));
+    }
+    message
+}
+
+/// Each out-of-scope change with whether it was undone.
+fn described_restores(governed: &GovernedRun) -> Vec<String> {
+    governed
+        .restored
+        .iter()
+        .map(|r| match &r.result {
+            Ok(_) => format!("{} (undone)", shown(&r.path)),
+            Err(why) => format!("{} (could not be undone: {why})", shown(&r.path)),
+        })
+        .collect()
 }
 
 /// The files changed outside the owned scope, each with whether it was undone.
@@ -315,14 +381,7 @@ fn scope_violation(
     intent_id: &str,
     owned_scope: &[String],
 ) -> String {
-    let described: Vec<String> = governed
-        .restored
-        .iter()
-        .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", r.path),
-            Err(why) => format!("{} (could not be undone: {why})", r.path),
-        })
-        .collect();
+    let described = described_restores(governed);
     format!(
         "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
         if owned_scope.is_empty() { "nothing".to_string() } else { owned_scope.join(", ") },
