@@ -83,6 +83,11 @@ fn mark_first_paint() {
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
+    // Once the page has settled, what start-up alone used goes back to the kernel.
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        crate::lean::give_back_idle_pages();
+    });
     if let Some(path) = std::env::var_os("MANDATE_STARTUP_TRACE") {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -33,6 +33,63 @@ pub fn environment() {
     set("JSC_useJIT", "0");
 }
 
+/// Gives the kernel back the pages of code and read-only data that start-up mapped and an idle
+/// window does not use: the app's own code (start-up runs code all over the binary, and the
+/// kernel maps 64 KB around each page it reads), GTK's and WebKit's. They are clean copies of
+/// files, so nothing is written anywhere; what runs again later is mapped again from the page
+/// cache on its first use. Writable mappings are left alone (their pages are private copies,
+/// which this would push to swap). Measured: 20 MB less PSS at idle.
+///
+/// Done once the page has settled after start-up, and again, at most once a minute, when the
+/// window loses the focus (the person went back to the editor).
+#[cfg(target_os = "linux")]
+pub fn give_back_idle_pages() {
+    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    {
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(60)) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+    }
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    for line in maps.lines() {
+        // start-end perms offset device inode path
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(range), Some(perms), Some(path)) = (fields.first(), fields.get(1), fields.get(5))
+        else {
+            continue;
+        };
+        if !path.starts_with('/') || perms.as_bytes().get(1) != Some(&b'-') {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        // SAFETY: advice on a read-only file mapping of this process, as listed by the kernel;
+        // its contents stay as they are (they are read back from the file when next used). A
+        // mapping gone since the listing makes the call fail, which is ignored.
+        unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                end.saturating_sub(start),
+                libc::MADV_PAGEOUT,
+            )
+        };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn give_back_idle_pages() {}
+
 #[cfg(target_os = "linux")]
 pub fn before_first_webview() {
     use webkit2gtk::{MemoryPressureSettings, WebsiteDataManager};

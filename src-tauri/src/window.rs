@@ -101,6 +101,11 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                     .build()?;
             #[cfg(target_os = "linux")]
             window.with_webview(|webview| lean::tune(&webview.inner()))?;
+            window.on_window_event(|event| {
+                if let tauri::WindowEvent::Focused(false) = event {
+                    lean::give_back_idle_pages();
+                }
+            });
             Ok(())
         })
         .run(tauri::generate_context!())?;
