@@ -129,6 +129,101 @@ fn every_split_over_cores_finds_the_same() {
     }
 }
 
+/// A real ledger, long enough to be hashed in several batches of lanes, with a line edited, a
+/// digest edited, and a record chained after an edited last line: each is reported at its
+/// line, whether the ledger is read on one core or split over several.
+#[test]
+fn an_edited_line_an_edited_digest_and_a_record_after_an_edited_tail_are_each_reported() {
+    use crate::orchestration::ledger::record_digest;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::new(tmp.path());
+    let entry = crate::orchestration::ledger::tests::entry;
+    for n in 0..150u32 {
+        // Records of very different lengths side by side in the lanes.
+        let text = "x".repeat((n as usize * 37) % 300);
+        let path = format!("f{}.rs", n % 5);
+        ledger
+            .append(&entry(&path, &[(1, 1, &[text.as_str()])]))
+            .expect("append");
+    }
+    let intact = std::fs::read(tmp.path().join(LEDGER_FILE)).expect("read");
+    let judge = |bytes: &[u8]| {
+        let reports: Vec<VerifyReport> = [1, 2, 3]
+            .iter()
+            .map(|&cores| judge_ledger(tmp.path(), bytes, Ok(Heads::default()), cores).report)
+            .collect();
+        assert!(reports.iter().all(|r| *r == reports[0]));
+        reports[0].clone()
+    };
+    // 1-based lines of the findings that say the ledger was tampered with.
+    let tampered_at = |r: &VerifyReport| -> Vec<u64> {
+        r.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::Tampered)
+            .map(|f| u64::from(f.ledger_line))
+            .collect()
+    };
+    let clean = judge(&intact);
+    assert!(
+        clean.chain_ok && tampered_at(&clean).is_empty(),
+        "{clean:?}"
+    );
+    let lines: Vec<&[u8]> = chain::split_lines(&intact);
+    let offset = |n: usize| lines[..n].iter().map(|l| l.len() + 1).sum::<usize>();
+
+    // A byte of line 41's content: its digest no longer matches, and line 42 names a line
+    // that is gone.
+    // Where the digit of line `n`'s file name is (`"path":"f<digit>.rs"`).
+    let path_digit = |n: usize| {
+        let key = b"\"path\":\"f";
+        offset(n)
+            + lines[n]
+                .windows(key.len())
+                .position(|w| w == key)
+                .expect("path")
+            + key.len()
+    };
+    let mut edited = intact.clone();
+    edited[path_digit(40)] = b'9';
+    assert_eq!(tampered_at(&judge(&edited)), [41, 42]);
+
+    // One hex digit of the digest of line 140 (in the second batch), and of the last line.
+    let digest_at = |n: usize| {
+        let key = b"\"digest\":\"";
+        offset(n)
+            + lines[n]
+                .windows(key.len())
+                .position(|w| w == key)
+                .expect("digest")
+            + key.len()
+    };
+    let mut edited = intact.clone();
+    for n in [139, 149] {
+        let at = digest_at(n);
+        edited[at] = if edited[at] == b'0' { b'1' } else { b'0' };
+    }
+    assert_eq!(tampered_at(&judge(&edited)), [140, 141, 150]);
+
+    // The last record edited, then a record appended whose chain and digest are right.
+    let mut edited = intact.clone();
+    edited[path_digit(149)] = b'7';
+    let tail = chain::split_lines(&edited)[149];
+    let mut next: Value = serde_json::from_slice(lines[3]).expect("record");
+    let vendor = next["metadata"][VENDOR_KEY]
+        .as_object_mut()
+        .expect("vendor");
+    vendor.remove("digest");
+    vendor.insert("prev".into(), hex::encode(chain::link_hash(tail)).into());
+    next["id"] = "appended".into();
+    let digest = record_digest(&next);
+    next["metadata"][VENDOR_KEY]["digest"] = digest.into();
+    edited.extend_from_slice(canonical_json(&next).as_bytes());
+    edited.push(b'\n');
+    let report = judge(&edited);
+    assert_eq!(report.records, 151);
+    assert_eq!(tampered_at(&report), [150], "{:?}", report.findings);
+}
+
 #[test]
 fn runs_of_lines_cover_the_ledger_and_end_at_line_ends() {
     let bytes = b"aaa\nbb\n\ncccc\nd";
@@ -297,3 +392,6 @@ fn deep_nesting_is_left_to_serde() {
     let [compact, serde] = super::scan::both_readings(deep.as_bytes());
     assert_eq!((compact, serde), (None, Some(Vec::new())));
 }
+
+#[path = "verify_compact_tests.rs"]
+mod compact;
