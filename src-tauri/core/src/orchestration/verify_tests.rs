@@ -97,6 +97,22 @@ fn files_read_in_place_say_what_a_full_parse_says() {
     assert_eq!((first[1].0, first[2].1), (4, 12));
 }
 
+/// A line number past `u32` is not a line: serde refuses it in place, and the full parse must
+/// not wrap it round to a small line that would then be checked.
+#[test]
+fn line_numbers_past_u32_are_not_wrapped_round() {
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    for (start, end) in [(4_294_967_297u64, 4_294_967_298u64), (1, 4_294_967_296)] {
+        let line = format!(
+            "{{\"files\":[{{\"conversations\":[{{\"ranges\":[{{\"content_hash\":\"{hash}\",\"end_line\":{end},\"start_line\":{start}}},{{\"content_hash\":\"{hash}\",\"end_line\":3,\"start_line\":2}}]}}],\"path\":\"a.rs\"}}],\"metadata\":{{\"dev.mandate\":{{\"digest\":\"{z}\",\"prev\":\"{z}\"}}}}}}",
+            z = "0".repeat(64)
+        );
+        let (_, read) = scanned(line.as_bytes());
+        let lines: Vec<(u32, u32)> = read.iter().map(|r| (r.0, r.1)).collect();
+        assert_eq!(lines, [(2, 3)], "{start}..{end}");
+    }
+}
+
 #[test]
 fn every_split_over_cores_finds_the_same() {
     let tmp = tempfile::tempdir().expect("tmp");
