@@ -206,10 +206,13 @@ fn owned_ranges(file: &Value, scratch: &mut Vec<Pending>) -> Option<String> {
         let Some(ranges) = c.get("ranges").and_then(Value::as_array) else {
             continue;
         };
+        // A line number past `u32` is skipped like any other that is not a line number, not
+        // wrapped round to a small one that would then be checked.
+        let line = |r: &Value, key: &str| u32::try_from(r.get(key)?.as_u64()?).ok();
         scratch.extend(ranges.iter().filter_map(|r| {
             Some((
-                r.get("start_line")?.as_u64()? as u32,
-                r.get("end_line")?.as_u64()? as u32,
+                line(r, "start_line")?,
+                line(r, "end_line")?,
                 r.get("content_hash")
                     .and_then(Value::as_str)
                     .and_then(content_hash_bytes),

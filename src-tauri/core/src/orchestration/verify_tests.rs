@@ -97,6 +97,22 @@ fn files_read_in_place_say_what_a_full_parse_says() {
     assert_eq!((first[1].0, first[2].1), (4, 12));
 }
 
+/// A line number past `u32` is not a line: serde refuses it in place, and the full parse must
+/// not wrap it round to a small line that would then be checked.
+#[test]
+fn line_numbers_past_u32_are_not_wrapped_round() {
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    for (start, end) in [(4_294_967_297u64, 4_294_967_298u64), (1, 4_294_967_296)] {
+        let line = format!(
+            "{{\"files\":[{{\"conversations\":[{{\"ranges\":[{{\"content_hash\":\"{hash}\",\"end_line\":{end},\"start_line\":{start}}},{{\"content_hash\":\"{hash}\",\"end_line\":3,\"start_line\":2}}]}}],\"path\":\"a.rs\"}}],\"metadata\":{{\"dev.mandate\":{{\"digest\":\"{z}\",\"prev\":\"{z}\"}}}}}}",
+            z = "0".repeat(64)
+        );
+        let (_, read) = scanned(line.as_bytes());
+        let lines: Vec<(u32, u32)> = read.iter().map(|r| (r.0, r.1)).collect();
+        assert_eq!(lines, [(2, 3)], "{start}..{end}");
+    }
+}
+
 #[test]
 fn every_split_over_cores_finds_the_same() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -127,6 +143,101 @@ fn every_split_over_cores_finds_the_same() {
         let many = judge_ledger(tmp.path(), &bytes, Ok(Heads::default()), cores).report;
         assert_eq!(many, one, "on {cores} cores");
     }
+}
+
+/// A real ledger, long enough to be hashed in several batches of lanes, with a line edited, a
+/// digest edited, and a record chained after an edited last line: each is reported at its
+/// line, whether the ledger is read on one core or split over several.
+#[test]
+fn an_edited_line_an_edited_digest_and_a_record_after_an_edited_tail_are_each_reported() {
+    use crate::orchestration::ledger::record_digest;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = Ledger::new(tmp.path());
+    let entry = crate::orchestration::ledger::tests::entry;
+    for n in 0..150u32 {
+        // Records of very different lengths side by side in the lanes.
+        let text = "x".repeat((n as usize * 37) % 300);
+        let path = format!("f{}.rs", n % 5);
+        ledger
+            .append(&entry(&path, &[(1, 1, &[text.as_str()])]))
+            .expect("append");
+    }
+    let intact = std::fs::read(tmp.path().join(LEDGER_FILE)).expect("read");
+    let judge = |bytes: &[u8]| {
+        let reports: Vec<VerifyReport> = [1, 2, 3]
+            .iter()
+            .map(|&cores| judge_ledger(tmp.path(), bytes, Ok(Heads::default()), cores).report)
+            .collect();
+        assert!(reports.iter().all(|r| *r == reports[0]));
+        reports[0].clone()
+    };
+    // 1-based lines of the findings that say the ledger was tampered with.
+    let tampered_at = |r: &VerifyReport| -> Vec<u64> {
+        r.findings
+            .iter()
+            .filter(|f| f.kind == FindingKind::Tampered)
+            .map(|f| u64::from(f.ledger_line))
+            .collect()
+    };
+    let clean = judge(&intact);
+    assert!(
+        clean.chain_ok && tampered_at(&clean).is_empty(),
+        "{clean:?}"
+    );
+    let lines: Vec<&[u8]> = chain::split_lines(&intact);
+    let offset = |n: usize| lines[..n].iter().map(|l| l.len() + 1).sum::<usize>();
+
+    // A byte of line 41's content: its digest no longer matches, and line 42 names a line
+    // that is gone.
+    // Where the digit of line `n`'s file name is (`"path":"f<digit>.rs"`).
+    let path_digit = |n: usize| {
+        let key = b"\"path\":\"f";
+        offset(n)
+            + lines[n]
+                .windows(key.len())
+                .position(|w| w == key)
+                .expect("path")
+            + key.len()
+    };
+    let mut edited = intact.clone();
+    edited[path_digit(40)] = b'9';
+    assert_eq!(tampered_at(&judge(&edited)), [41, 42]);
+
+    // One hex digit of the digest of line 140 (in the second batch), and of the last line.
+    let digest_at = |n: usize| {
+        let key = b"\"digest\":\"";
+        offset(n)
+            + lines[n]
+                .windows(key.len())
+                .position(|w| w == key)
+                .expect("digest")
+            + key.len()
+    };
+    let mut edited = intact.clone();
+    for n in [139, 149] {
+        let at = digest_at(n);
+        edited[at] = if edited[at] == b'0' { b'1' } else { b'0' };
+    }
+    assert_eq!(tampered_at(&judge(&edited)), [140, 141, 150]);
+
+    // The last record edited, then a record appended whose chain and digest are right.
+    let mut edited = intact.clone();
+    edited[path_digit(149)] = b'7';
+    let tail = chain::split_lines(&edited)[149];
+    let mut next: Value = serde_json::from_slice(lines[3]).expect("record");
+    let vendor = next["metadata"][VENDOR_KEY]
+        .as_object_mut()
+        .expect("vendor");
+    vendor.remove("digest");
+    vendor.insert("prev".into(), hex::encode(chain::link_hash(tail)).into());
+    next["id"] = "appended".into();
+    let digest = record_digest(&next);
+    next["metadata"][VENDOR_KEY]["digest"] = digest.into();
+    edited.extend_from_slice(canonical_json(&next).as_bytes());
+    edited.push(b'\n');
+    let report = judge(&edited);
+    assert_eq!(report.records, 151);
+    assert_eq!(tampered_at(&report), [150], "{:?}", report.findings);
 }
 
 #[test]
@@ -297,3 +408,6 @@ fn deep_nesting_is_left_to_serde() {
     let [compact, serde] = super::scan::both_readings(deep.as_bytes());
     assert_eq!((compact, serde), (None, Some(Vec::new())));
 }
+
+#[path = "verify_compact_tests.rs"]
+mod compact;
