@@ -407,8 +407,64 @@ impl Examiner {
             })
             .unwrap_or(super::launchers::Kind::Program);
         super::launchers::examine_args(self, kind, args, path, depth)?;
+        self.interpreter_line(&program, path)?;
         Ok(program)
     }
+
+    /// A program that is a script (`#!INTERPRETER [ARG]`) runs its interpreter, which the
+    /// kernel finds by path (a relative one from the working directory) or, through `env`,
+    /// on the `PATH`: it must be outside the workspace too, and is bound.
+    fn interpreter_line(&mut self, program: &Path, path: Option<&str>) -> Result<(), Refusal> {
+        let Some((interpreter, arg)) = shebang(program) else {
+            return Ok(());
+        };
+        let what = "its program's interpreter";
+        match walk(&self.locate(&interpreter), &self.root) {
+            Walked::Found {
+                inside: Some(at), ..
+            }
+            | Walked::Missing { inside: Some(at) } => {
+                return Err(self.in_workspace(what, &interpreter, &at))
+            }
+            Walked::Found { target, .. } => {
+                if target.is_file() {
+                    self.files.push(target);
+                }
+            }
+            Walked::Missing { inside: None } => {}
+        }
+        let by_env = interpreter.rsplit('/').next() == Some("env");
+        match arg {
+            Some(arg) if by_env && arg.starts_with('-') => Err(Refusal::Runs(format!(
+                "its program's interpreter line `#!{} {}` cannot be followed",
+                shown(&interpreter),
+                shown(&arg)
+            ))),
+            Some(arg) if by_env => {
+                let found = self.program(&arg, path)?;
+                self.files.push(found);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The interpreter line of a script: its path and its one optional argument.
+fn shebang(program: &Path) -> Option<(String, Option<String>)> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.trim().splitn(2, [' ', '\t']);
+    let interpreter = words.next().filter(|w| !w.is_empty())?.to_string();
+    let arg = words
+        .next()
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty());
+    Some((interpreter, arg))
 }
 
 /// What the launcher rules may ask of the examiner.

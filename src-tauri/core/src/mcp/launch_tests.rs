@@ -25,7 +25,8 @@ fn place() -> Place {
     for name in [
         "node", "python3", "bash", "npx", "uvx", "npm", "deno", "bun", "env", "java", "srv",
     ] {
-        executable(&out.join("bin").join(name), "#!/bin/sh\n");
+        // Not scripts: a script's interpreter would be part of what it runs.
+        executable(&out.join("bin").join(name), "a program\n");
     }
     Place { _tmp: tmp, ws, out }
 }
@@ -337,4 +338,38 @@ fn what_is_granted_names_every_file_it_runs_outside_the_workspace() {
         Err(Refusal::NotFound(name)) => assert_eq!(name, "missing-program"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_script_programs_interpreter_in_the_workspace_is_refused() {
+    let p = place();
+    executable(&p.ws.join("venv/bin/python"), "#!/bin/sh\n");
+    executable(&p.out.join("bin/relative"), "#!venv/bin/python\nprint(1)\n");
+    let inside = format!("#!{}\nprint(1)\n", p.ws.join("venv/bin/python").display());
+    executable(&p.out.join("bin/absolute"), &inside);
+    executable(
+        &p.out.join("bin/by-env"),
+        "#!/usr/bin/env -S python3 -m pkg\n",
+    );
+    for program in ["relative", "absolute", "by-env"] {
+        let why = p.refused(program, &[]);
+        assert!(why.contains("interpreter"), "{program}: {why}");
+    }
+    // Through `env` on a PATH that leads into the workspace.
+    executable(&p.out.join("bin/via-env"), "#!/usr/bin/env fakepy\n");
+    executable(&p.ws.join("bin/fakepy"), "#!/bin/sh\n");
+    let path = format!(
+        "{}:{}",
+        p.out.join("bin").display(),
+        p.ws.join("bin").display()
+    );
+    p.examine_with("via-env", &[], &[], &path)
+        .expect_err("a PATH entry in the workspace");
+    // Outside, the interpreter is bound with the script.
+    executable(&p.out.join("bin/fine"), "#!/usr/bin/env python3\n");
+    let launch = p.examine("fine", &[]).expect("granted");
+    assert!(
+        launch.files.contains(&p.out.join("bin/python3")),
+        "{launch:?}"
+    );
 }
