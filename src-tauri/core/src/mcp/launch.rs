@@ -517,11 +517,13 @@ impl Checks for Examiner {
     }
 }
 
-/// Variables that decide which code runs (search paths, preloads, interpreter options):
-/// never the workspace, not even its root.
+/// Variables that decide which code runs (search paths, preloads, interpreter options, and
+/// `HOME`/`XDG_*`, where programs find their user configuration such as `.npmrc` and Python's
+/// user site-packages): never the workspace, not even its root.
 fn steers_code(name: &str) -> bool {
-    const NAMES: [&str; 9] = [
+    const NAMES: [&str; 10] = [
         "PATH",
+        "HOME",
         "CLASSPATH",
         "BASH_ENV",
         "ENV",
@@ -531,7 +533,8 @@ fn steers_code(name: &str) -> bool {
         "JDK_JAVA_OPTIONS",
         "VIRTUAL_ENV",
     ];
-    const PREFIXES: [&str; 12] = [
+    const PREFIXES: [&str; 13] = [
+        "XDG_",
         "LD_",
         "PYTHON",
         "NODE_",

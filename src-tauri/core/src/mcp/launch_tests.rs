@@ -187,6 +187,8 @@ fn code_loaded_by_an_option_or_a_variable_from_the_workspace_is_refused() {
         ("NODE_OPTIONS", "--require ./hook.js"),
         ("NODE_PATH", "node_modules"),
         ("LD_PRELOAD", "./hook.js"),
+        ("HOME", "."),
+        ("XDG_CONFIG_HOME", "."),
         ("CONFIG", "./hook.js"),
     ] {
         let why = p
