@@ -62,11 +62,40 @@ pub fn consent(ws: &Path, name: &str) -> (String, Value) {
     )
 }
 
+/// The workspace's server `name` as defined now.
+pub fn project_def(ws: &Path, name: &str) -> mandate_core::mcp::config::ServerDef {
+    let text = std::fs::read_to_string(ws.join(".mcp.json")).expect("read .mcp.json");
+    mandate_core::mcp::config::parse(
+        &text,
+        mandate_core::mcp::config::Source::Project,
+        ".mcp.json",
+    )
+    .servers
+    .into_iter()
+    .find(|s| s.name == name)
+    .expect("the server is defined")
+}
+
 /// Consent to the workspace's server `name` and the grant to write in the workspace, as the
-/// person gives both in Settings, for the definition as it is now.
+/// person gives both in Settings, for the definition as it is now and the code it runs now
+/// (its values hold no secret reference).
 pub fn consent_and_write_grant(ws: &Path, name: &str) -> (String, Value) {
+    use mandate_core::mcp::config::Transport;
+    use mandate_core::mcp::connection::Resolved;
     let (key, mut decisions) = consent(ws, name);
-    decisions["writes"] = decisions["consents"].clone();
+    let def = project_def(ws, name);
+    let Transport::Stdio { command, args, env } = &def.transport else {
+        panic!("`{name}` is not a stdio server");
+    };
+    let resolved = Resolved::Stdio {
+        command: command.clone(),
+        args: args.clone(),
+        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
+    let root = ws.canonicalize().expect("canonical workspace");
+    let grant = mandate_core::mcp::grant::grant_for(&root, &def, || Ok(resolved))
+        .expect("the server can be allowed to write");
+    decisions["writes"] = json!({ name: grant });
     (key, decisions)
 }
 

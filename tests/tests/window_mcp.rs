@@ -4,7 +4,9 @@
 use mandate_tests::app::{workspace, App, UserDirs};
 use mandate_tests::cli::ledger;
 use mandate_tests::llm_server::ScriptedServer;
-use mandate_tests::mcp::{consent, stdio_entry, write_project_file, write_user_file};
+use mandate_tests::mcp::{
+    consent, project_def, server_bin, stdio_entry, write_project_file, write_user_file,
+};
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::json;
@@ -180,7 +182,7 @@ async fn settings_list_servers_ask_consent_and_add_one() {
     .expect("json");
     let (key, decisions) = consent(ws.path(), "srv");
     assert_eq!(
-        granted["projects"][&key]["writes"]["srv"],
+        granted["projects"][&key]["writes"]["srv"]["definition"],
         decisions["consents"]["srv"]
     );
 
@@ -231,5 +233,105 @@ async fn settings_list_servers_ask_consent_and_add_one() {
         "started, then once more without the grant to list its tools"
     );
     assert!(mandate_tests::mcp::server_pids(ws.path()).is_empty());
+    app.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn settings_say_when_a_write_grant_is_stale_or_refused_and_ask_again() {
+    let script = format!("#!/bin/sh\nexec '{}' \"$@\"\n", server_bin().display());
+    let ws = workspace(Some(INTENTS), &[("tools/srv.sh", &script)]);
+    write_project_file(
+        ws.path(),
+        json!({
+            "srv": stdio_entry(&[], json!({})),
+            "local": {"command": "/bin/sh", "args": ["tools/srv.sh"]},
+        }),
+    );
+    let (srv, local) = (
+        project_def(ws.path(), "srv"),
+        project_def(ws.path(), "local"),
+    );
+    let (key, _) = consent(ws.path(), "srv");
+    // `srv` was allowed to write before grants were bound to code; `local` runs the
+    // workspace's own script, and a grant for it was written into the file anyway.
+    let dirs = UserDirs::new();
+    write_user_file(
+        &dirs.config(),
+        json!({"projects": {&key: {
+            "consents": {"srv": srv.definition_hash(), "local": local.definition_hash()},
+            "writes": {
+                "srv": srv.definition_hash(),
+                "local": {"definition": local.definition_hash(), "program": "/bin/sh", "code": {}},
+            },
+        }}}),
+    );
+    dirs.settings_openai("http://127.0.0.1:9/v1", true);
+    let app = App::launch("mcp-stale-grant", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    let item = |name: &str| format!("#mcp-servers li[data-server=\"{name}\"]");
+    let shows = |selector: &str, part: &str, checked: bool| {
+        format!(
+            "const li = document.querySelector({}); const box = li?.querySelector('input[id^=\"mcp-write-\"]'); \
+             return !!box && box.checked === {checked} && li.textContent.includes({});",
+            serde_json::to_string(selector).unwrap_or_default(),
+            serde_json::to_string(part).unwrap_or_default(),
+        )
+    };
+    app.wait_until(&shows(
+        &item("srv"),
+        "Your grant to write in the workspace is stale and not used: it was allowed before Mandate bound a grant to the code it runs",
+        false,
+    ))
+    .await
+    .expect("the stale grant is said, and not in force");
+    let script_path = ws
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .join("tools/srv.sh")
+        .display()
+        .to_string();
+    app.wait_until(&shows(
+        &item("local"),
+        "It cannot be allowed to write in this workspace: its script `tools/srv.sh` leads to",
+        false,
+    ))
+    .await
+    .expect("the refused grant is said");
+    app.eval("document.querySelector('#mcp-servers').scrollIntoView(); return true;")
+        .await
+        .expect("scroll");
+    app.screenshot("settings-mcp-stale-grant")
+        .await
+        .expect("screenshot");
+
+    // The list is drawn again whenever a server's state moves: click in one script, never
+    // through a node found earlier.
+    let tick = |id: &str| format!("document.querySelector('#{id}').click(); return true;");
+    // Asked again, the person allows the code `srv` runs now.
+    app.eval(&tick("mcp-write-srv")).await.expect("grant again");
+    app.wait_until(&shows(
+        &item("srv"),
+        "may write in the workspace: stopped between calls",
+        true,
+    ))
+    .await
+    .expect("in force");
+    // `local` cannot be allowed: the error names the script, and the box is unticked.
+    app.eval(&tick("mcp-write-local"))
+        .await
+        .expect("try to grant");
+    app.wait_until(&format!(
+        "const e = document.querySelector('#mcp-error')?.textContent ?? ''; \
+         return e.includes('cannot be allowed to write in this workspace') && e.includes({}) \
+         && document.querySelector('#mcp-write-local')?.checked === false;",
+        serde_json::to_string(&script_path).unwrap_or_default()
+    ))
+    .await
+    .expect("refused, naming the script");
     app.close().await.expect("close");
 }

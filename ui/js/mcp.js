@@ -58,15 +58,17 @@ export function initMcpSettings() {
 }
 
 /**
- * Sends a request whose reply is the servers, and shows them (or the error).
+ * Sends a request whose reply is the servers, and shows them (or the error, after `undo`).
  * @param {Request} req
+ * @param {() => void} [undo]
  */
-async function send(req) {
+async function send(req, undo) {
   try {
     const { overview } = await ask(req, 'mcp_servers');
     setMessage(byId('mcp-error'), null);
     renderMcpServers(overview);
   } catch (e) {
+    undo?.();
     setMessage(byId('mcp-error'), errorText(e));
   }
 }
@@ -128,9 +130,15 @@ function serverItem(s) {
     const write = h('input', { type: 'checkbox', id: `mcp-write-${s.name}`, checked: s.may_write_workspace });
     write.addEventListener('change', () => send({
       type: 'set_mcp_workspace_write', name: s.name, definition_hash: s.definition_hash, allowed: write.checked,
-    }));
+    }, () => { write.checked = !write.checked; }));
     item.append(h('div', { class: 'check' }, write,
       h('label', { for: `mcp-write-${s.name}`, text: 'May write in this workspace (only during a call; changes outside the intent are undone)' })));
+    const grant = s.write_grant;
+    if (grant.state === 'stale') {
+      item.append(h('p', { class: 'inline-error mcp-grant', text: `Your grant to write in the workspace is stale and not used: ${grant.reason}. Tick the box to allow the code it runs now.` }));
+    } else if (grant.state === 'refused') {
+      item.append(h('p', { class: 'inline-error mcp-grant', text: `It cannot be allowed to write in this workspace: ${grant.reason}.` }));
+    }
   }
   for (const secret of s.secrets) {
     const field = h('input', { type: 'password', autocomplete: 'off', 'aria-label': `Value of ${secret.name}` });

@@ -410,6 +410,8 @@ export type McpSecretView = { name: string,
  */
 set: boolean, };
 
+export type McpWriteGrant = { "state": "not_granted" } | { "state": "in_force" } | { "state": "stale", reason: string, } | { "state": "refused", reason: string, };
+
 export type McpServerView = { name: string, source: McpSource, 
 /**
  * None when the definition is invalid.
@@ -430,10 +432,15 @@ variables: Array<McpVariable>,
  */
 definition_hash: string, status: McpStatus, error: string | null, trusts_read_only_hints: boolean, 
 /**
- * The person allowed this definition to write in the workspace (stdio servers): it is
- * then stopped between calls and each call's changes are recorded or undone.
+ * The person allowed this definition to write in the workspace (stdio servers) and the
+ * grant holds for the code it runs now: it is then stopped between calls and each
+ * call's changes are recorded or undone.
  */
 may_write_workspace: boolean, 
+/**
+ * What became of the grant to write in the workspace.
+ */
+write_grant: McpWriteGrant, 
 /**
  * How its process is confined on this machine, in a sentence (empty for HTTP servers
  * and invalid definitions).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{McpAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::agent::EventSink;
 use crate::mcp::McpHub;
-use crate::protocol::{Event, McpOverview, McpServerView, McpSource, McpStatus};
+use crate::protocol::{Event, McpOverview, McpServerView, McpSource, McpStatus, McpWriteGrant};
 use crate::secrets::KeyringStore;
 use crate::settings::AppDirs;
 
@@ -177,6 +177,16 @@ fn print_overview(overview: &McpOverview) {
         }
         if !s.confinement.is_empty() {
             println!("    {}", s.confinement);
+        }
+        match &s.write_grant {
+            McpWriteGrant::Stale { reason } => println!(
+                "    grant to write in the workspace is stale, not used: {reason}; allow it again with `mandate mcp allow-write {}` if you trust the code it runs now",
+                s.name
+            ),
+            McpWriteGrant::Refused { reason } => {
+                println!("    grant to write in the workspace is refused: {reason}")
+            }
+            McpWriteGrant::NotGranted | McpWriteGrant::InForce => {}
         }
         if !s.trusts_read_only_hints && s.status != McpStatus::Invalid {
             println!("    read-only hints not believed: every tool is mutating");

@@ -305,9 +305,9 @@ async fn connect_stdio(
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         });
     }
-    let mut cmd = server_command(command, args, &sandbox, &place.confinement)
+    let cmd = server_command(command, args, &sandbox, &place.confinement)
         .map_err(|e| ConnectError::Config(format!("its confinement could not be prepared: {e}")))?;
-    let mut child = cmd.spawn().map_err(|source| ConnectError::Spawn {
+    let mut child = crate::sandbox::spawn(cmd).map_err(|source| ConnectError::Spawn {
         command: super::config::printable(command, 200),
         source,
     })?;

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::catalog::{self, Entry, Hidden};
 use super::config::{self, ConfigProblem, ServerDef, Source, Transport};
+use super::grant::{self, GrantState};
 use super::server::{Server, ServerEnv};
 use super::user_file::{read_capped, UserFile};
 use super::McpTool;
@@ -27,10 +28,18 @@ pub const PROJECT_FILE: &str = ".mcp.json";
 pub(super) struct Slot {
     pub server: Arc<Server>,
     pub consented: bool,
-    /// The person allowed this definition to write in the workspace.
-    pub may_write: bool,
+    /// What the person's grant to write in the workspace is worth now.
+    pub write: GrantState,
     pub trusts_hints: bool,
     pub secrets: Vec<McpSecretView>,
+}
+
+impl Slot {
+    /// Whether the grant to write in the workspace is in force (its code unchanged) and was
+    /// not dropped at the server's last start.
+    pub fn may_write(&self) -> bool {
+        matches!(self.write, GrantState::InForce(_)) && self.server.grant_dropped().is_none()
+    }
 }
 
 #[derive(Default)]
@@ -76,7 +85,7 @@ struct Decided {
     def: ServerDef,
     consented: bool,
     trusts_hints: bool,
-    may_write: bool,
+    write: GrantState,
     secrets: Vec<McpSecretView>,
 }
 
@@ -134,20 +143,18 @@ impl McpHub {
 
     /// Reads both files again and brings the servers in line with them.
     pub async fn refresh(&self) {
-        let (root, dir, secrets, consents) = (
-            self.shared.root.clone(),
+        let (dir, env, consents) = (
             self.shared.config_dir.clone(),
-            self.shared.env.secrets.clone(),
+            self.shared.env.clone(),
             self.shared.run_consents.clone(),
         );
-        let loaded =
-            tokio::task::spawn_blocking(move || load(&root, &dir, secrets.as_ref(), &consents))
-                .await
-                .unwrap_or_else(|e| Loaded {
-                    defs: Vec::new(),
-                    problems: Vec::new(),
-                    file_problems: vec![format!("reading the MCP files failed: {e}")],
-                });
+        let loaded = tokio::task::spawn_blocking(move || load(&env, &dir, &consents))
+            .await
+            .unwrap_or_else(|e| Loaded {
+                defs: Vec::new(),
+                problems: Vec::new(),
+                file_problems: vec![format!("reading the MCP files failed: {e}")],
+            });
         self.reconcile(loaded);
     }
 
@@ -158,7 +165,7 @@ impl McpHub {
             def,
             consented,
             trusts_hints,
-            may_write,
+            write,
             secrets,
         } in loaded.defs
         {
@@ -175,7 +182,7 @@ impl McpHub {
                 Some(old)
                     if old.server.def == def
                         && old.consented == consented
-                        && old.may_write == may_write
+                        && old.write == write
                         && !old.server.is_stopped_for_good() =>
                 {
                     old.server
@@ -187,7 +194,7 @@ impl McpHub {
                     Server::new(
                         def.clone(),
                         status,
-                        may_write,
+                        write.grant(),
                         self.shared.env.clone(),
                         &self.shared.cancel,
                     )
@@ -198,7 +205,7 @@ impl McpHub {
                 Slot {
                     server,
                     consented,
-                    may_write,
+                    write,
                     trusts_hints,
                     secrets,
                 },
@@ -310,6 +317,15 @@ fn notes(slots: &Slots) -> Vec<String> {
         for (tool, why) in state.refused.iter() {
             out.push(format!("MCP tool `{tool}` of `{name}` is hidden: {why}."));
         }
+        match &slot.write {
+            GrantState::Stale(why) => out.push(format!(
+                "MCP server `{name}` runs without your grant to write in the workspace, which is stale: {why}. If you trust the code it runs now, allow it again (Settings → MCP servers; `mandate mcp allow-write {name}`)."
+            )),
+            GrantState::Refused(why) => out.push(format!(
+                "MCP server `{name}` runs without your grant to write in the workspace: {why}."
+            )),
+            GrantState::NotGranted | GrantState::InForce(_) => {}
+        }
     }
     let (_, hidden) = catalog_of(slots);
     for h in hidden {
@@ -321,12 +337,8 @@ fn notes(slots: &Slots) -> Vec<String> {
     out
 }
 
-fn load(
-    root: &Path,
-    config_dir: &Path,
-    secrets: &dyn SecretStore,
-    run: &BTreeSet<String>,
-) -> Loaded {
+fn load(env: &ServerEnv, config_dir: &Path, run: &BTreeSet<String>) -> Loaded {
+    let (root, secrets) = (env.root.as_path(), env.secrets.as_ref());
     let mut file_problems = Vec::new();
     let project = match read_capped(&root.join(PROJECT_FILE)) {
         Ok(Some(text)) => config::parse(&text, Source::Project, PROJECT_FILE),
@@ -368,13 +380,15 @@ fn load(
             let consented = user_ok && user.consented(root, &def) || run.contains(&def.name);
             // While the file with the person's decisions is broken, no hint is believed.
             let trusts_hints = user_ok && user.trusts_hints(root, &def);
-            let may_write = user_ok && user.may_write(root, &def);
+            // The code a granted server runs is found and hashed again at every load.
+            let entry = user.write_entry(root, &def).filter(|_| user_ok);
+            let write = grant::state(root, &def, entry, || super::server::resolve(&def, env));
             let secrets = secret_views(root, &def, secrets);
             Decided {
                 def,
                 consented,
                 trusts_hints,
-                may_write,
+                write,
                 secrets,
             }
         })

@@ -10,7 +10,7 @@ use super::config::Source;
 use super::user_file::UserFile;
 use super::*;
 use crate::agent::EventSink;
-use crate::protocol::{Event, McpServerInput, McpStatus, McpVariable};
+use crate::protocol::{Event, McpServerInput, McpStatus, McpVariable, McpWriteGrant};
 use crate::secrets::{MemoryStore, Secret, SecretStore};
 
 #[derive(Default)]
@@ -419,11 +419,29 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
     assert!(redacted.contains("TOKEN=[REDACTED]"), "{redacted}");
 }
 
+/// An executable outside the workspace of `f` (next to it), for a server's program.
+fn program_outside(f: &Fixture, name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = f.root.parent().expect("parent").join("bin").join(name);
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&path, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
 #[tokio::test]
-async fn a_write_grant_names_the_definition_and_only_a_stdio_server_gets_one() {
-    let f = fixture(Some(
-        r#"{"mcpServers": {"files": {"command": "/nonexistent/srv"}, "web": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}"#,
-    ));
+async fn a_write_grant_names_the_definition_and_the_code_and_only_a_stdio_server_gets_one() {
+    let f = fixture(None);
+    let program = program_outside(&f, "srv");
+    std::fs::write(
+        f.root.join(PROJECT_FILE),
+        serde_json::json!({"mcpServers": {
+            "files": {"command": program.display().to_string()},
+            "web": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
+        }})
+        .to_string(),
+    )
+    .expect("write .mcp.json");
     let overview = f.hub.overview(false).await;
     let files = overview
         .servers
@@ -431,6 +449,7 @@ async fn a_write_grant_names_the_definition_and_only_a_stdio_server_gets_one() {
         .find(|s| s.name == "files")
         .expect("files");
     assert!(!files.may_write_workspace);
+    assert_eq!(files.write_grant, McpWriteGrant::NotGranted);
     assert!(
         files.confinement.contains("writes nothing in it")
             || files.confinement.contains("not started unless"),
@@ -466,16 +485,103 @@ async fn a_write_grant_names_the_definition_and_only_a_stdio_server_gets_one() {
         .find(|s| s.name == "files")
         .expect("files");
     assert!(files_now.may_write_workspace);
+    assert_eq!(files_now.write_grant, McpWriteGrant::InForce);
     assert!(files_now.confinement.contains("may write in the workspace"));
     let file = UserFile::load(&f.config).expect("load");
-    assert_eq!(
-        file.project(&f.root).expect("decisions").writes["files"],
-        files.definition_hash
+    let stored = &file.project(&f.root).expect("decisions").writes["files"];
+    let grant::WriteEntry::Bound(grant) = stored else {
+        panic!("{stored:?}");
+    };
+    assert_eq!(grant.definition, files.definition_hash);
+    assert_eq!(grant.program, program.display().to_string());
+    assert!(
+        grant.code[&grant.program].starts_with("sha256:"),
+        "{grant:?}"
     );
+
+    // The program changes after the grant: stale, with the path, and not in force.
+    std::fs::write(&program, "#!/bin/sh\necho something else\n").expect("rewrite");
+    let overview = f.hub.overview(false).await;
+    let files_now = &overview.servers[0];
+    assert!(!files_now.may_write_workspace);
+    match &files_now.write_grant {
+        McpWriteGrant::Stale { reason } => assert!(
+            reason.contains(&program.display().to_string()) && reason.contains("changed"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(files_now.confinement.contains("writes nothing in it"));
+    // Asked again, the person allows the code it runs now.
+    let overview = f
+        .hub
+        .set_workspace_write("files".into(), files.definition_hash.clone(), true)
+        .await
+        .expect("granted again");
+    assert_eq!(overview.servers[0].write_grant, McpWriteGrant::InForce);
     let overview = f
         .hub
         .set_workspace_write("files".into(), String::new(), false)
         .await
         .expect("taken back");
     assert!(!overview.servers.iter().any(|s| s.may_write_workspace));
+}
+
+#[tokio::test]
+async fn a_server_that_runs_the_workspaces_code_is_refused_the_grant_naming_the_path() {
+    let f = fixture(None);
+    let node = program_outside(&f, "node");
+    std::fs::create_dir_all(f.root.join("tools")).expect("mkdir");
+    std::fs::write(f.root.join("tools/srv.js"), "// the workspace's code\n").expect("write");
+    std::fs::write(
+        f.root.join(PROJECT_FILE),
+        serde_json::json!({"mcpServers": {"files": {"command": node.display().to_string(), "args": ["tools/srv.js"]}}})
+            .to_string(),
+    )
+    .expect("write .mcp.json");
+    let overview = f.hub.overview(false).await;
+    let hash = overview.servers[0].definition_hash.clone();
+    let err = f
+        .hub
+        .set_workspace_write("files".into(), hash.clone(), true)
+        .await
+        .expect_err("refused");
+    let shown = err.to_string();
+    assert!(
+        shown.contains("cannot be allowed to write in this workspace")
+            && shown.contains(&f.root.join("tools/srv.js").display().to_string()),
+        "{shown}"
+    );
+    let file = UserFile::load(&f.config).expect("load");
+    assert!(file.project(&f.root).is_none_or(|p| p.writes.is_empty()));
+
+    // A grant stored anyway (an older version, a hand edit) is refused at every load, and
+    // one in the older form is stale: neither is in force.
+    let forged = grant::WriteGrant {
+        definition: hash.clone(),
+        program: node.display().to_string(),
+        code: Default::default(),
+    };
+    for (entry, refused) in [
+        (grant::WriteEntry::Bound(forged), true),
+        (grant::WriteEntry::Older(serde_json::json!(hash)), false),
+    ] {
+        let mut file = UserFile::default();
+        file.project_mut(&f.root)
+            .writes
+            .insert("files".into(), entry);
+        file.save(&f.config).expect("save");
+        let overview = f.hub.overview(false).await;
+        let server = &overview.servers[0];
+        assert!(!server.may_write_workspace, "{server:?}");
+        match (&server.write_grant, refused) {
+            (McpWriteGrant::Refused { reason }, true) => {
+                assert!(reason.contains("tools/srv.js"), "{reason}")
+            }
+            (McpWriteGrant::Stale { reason }, false) => {
+                assert!(reason.contains("before Mandate bound"), "{reason}")
+            }
+            (other, _) => panic!("{other:?}"),
+        }
+    }
 }

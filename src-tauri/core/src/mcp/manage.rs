@@ -8,6 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::config::{self, Source};
+use super::grant::WriteEntry;
 use super::hub::{referenced, McpHub};
 use super::user_file::{UserFile, UserFileError};
 use crate::protocol::{McpOverview, McpServerInput, McpStatus, McpVariable};
@@ -240,7 +241,9 @@ impl McpHub {
     }
 
     /// Allows a stdio server to write in this workspace, for the definition the person saw
-    /// (its hash), or takes that back. The server is restarted with its new confinement.
+    /// (its hash) and the code it runs now (see [`super::grant`]), or takes that back. A
+    /// command line that runs code from the workspace is refused, naming the path. The
+    /// server is restarted with its new confinement.
     pub async fn set_workspace_write(
         &self,
         name: String,
@@ -248,7 +251,7 @@ impl McpHub {
         allowed: bool,
     ) -> Result<McpOverview, ManageError> {
         let def = self.find(&name, None).await?;
-        if allowed {
+        let grant = if allowed {
             if !def.is_stdio() {
                 return Err(ManageError::Invalid(format!(
                     "`{name}` is reached over HTTP: it does not run on this machine, so it cannot be allowed to write here"
@@ -259,14 +262,30 @@ impl McpHub {
                     "the definition of `{name}` changed since it was shown; look at it again before allowing it to write"
                 )));
             }
-        }
+            let (env, root) = (self.shared.env.clone(), self.shared.root.clone());
+            let granted = tokio::task::spawn_blocking(move || {
+                super::grant::grant_for(&root, &def, || super::server::resolve(&def, &env))
+            })
+            .await
+            .map_err(|e| ManageError::Internal(e.to_string()))?;
+            let grant = granted.map_err(|e| {
+                let why = crate::redact::Redactor::global()
+                    .redact(&e.to_string())
+                    .into_owned();
+                ManageError::Invalid(format!(
+                    "MCP server `{name}` cannot be allowed to write in this workspace: {why}"
+                ))
+            })?;
+            Some(grant)
+        } else {
+            None
+        };
         self.change_file(move |file, root| {
             let writes = &mut file.project_mut(root).writes;
-            if allowed {
-                writes.insert(name, hash);
-            } else {
-                writes.remove(&name);
-            }
+            match grant {
+                Some(grant) => writes.insert(name, WriteEntry::Bound(grant)),
+                None => writes.remove(&name),
+            };
             Ok(())
         })
         .await?;

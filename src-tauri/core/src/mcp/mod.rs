@@ -34,7 +34,11 @@
 //!   is bracketed by change detection (`watched`): in-scope changes are recorded in the call's
 //!   record, out-of-scope ones (any, for a read-only call) undone and reported as
 //!   `SCOPE_VIOLATION`. The grant holds only where nothing else can wake a stopped server
-//!   (bubblewrap, or Landlock ABI 6+); without Landlock no stdio server starts.
+//!   (bubblewrap, or Landlock ABI 6+); without Landlock no stdio server starts. The grant is
+//!   for the code the person saw ([`grant`], [`launch`]): never for a command line that runs
+//!   code from the workspace, and bound to the content of the program and of the files its
+//!   command line names, checked at every start (a mismatch: it runs without the grant, and
+//!   Settings ask again).
 //! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty for a server
 //!   that cannot write in the workspace (a pseudo-path would be reported missing by
 //!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,
@@ -59,8 +63,11 @@
 pub mod catalog;
 pub mod config;
 pub mod connection;
+pub mod grant;
 mod hub;
 pub mod jail;
+pub mod launch;
+mod launchers;
 mod manage;
 pub mod refs;
 pub mod result;

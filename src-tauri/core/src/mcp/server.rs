@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::ToolInfo;
 use super::config::{ServerDef, Transport};
 use super::connection::{self, Resolved};
+use super::grant::WriteGrant;
 use super::jail::{Jail, Place};
 use crate::protocol::McpStatus;
 use crate::redact::Redactor;
@@ -61,8 +62,14 @@ pub struct ServerEnv {
 pub struct Server {
     pub def: ServerDef,
     pub hash: String,
-    /// The person allowed this definition to write in the workspace.
+    /// The person allowed this definition to write in the workspace (the grant is in force
+    /// and this machine can keep a stopped server stopped).
     pub writes_workspace: bool,
+    /// The grant, checked again against the code it runs at every start.
+    grant: Option<Arc<WriteGrant>>,
+    /// Why the grant was not used at its last start (the code it runs changed), and
+    /// whether a call has told the person yet.
+    dropped: Mutex<Option<(String, bool)>>,
     /// Held for the whole of a watched call (change detection before, the call, change
     /// detection after): calls of a server that may write never overlap.
     calls: tokio::sync::Mutex<()>,
@@ -118,7 +125,7 @@ impl Server {
     pub fn new(
         def: ServerDef,
         status: McpStatus,
-        writes_workspace: bool,
+        grant: Option<Arc<WriteGrant>>,
         env: Arc<ServerEnv>,
         parent: &CancellationToken,
     ) -> Arc<Server> {
@@ -134,11 +141,13 @@ impl Server {
         // The grant holds only where a stopped server stays stopped (see
         // `jail::write_grant_refusal`): otherwise the server runs read-only.
         let writes_workspace =
-            writes_workspace && super::jail::write_grant_refusal(&env.confinement).is_none();
+            grant.is_some() && super::jail::write_grant_refusal(&env.confinement).is_none();
         Arc::new(Server {
             def,
             hash,
             writes_workspace,
+            grant,
+            dropped: Mutex::new(None),
             calls: tokio::sync::Mutex::new(()),
             env,
             state,
@@ -283,7 +292,10 @@ impl Server {
                 Ok(r) => r,
                 Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
             };
-            let place = self.place();
+            let mut place = self.place();
+            if place.writes_workspace {
+                place.writes_workspace = self.grant_holds(&resolved).await;
+            }
             let connecting =
                 connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
             let connected = tokio::select! {
@@ -382,6 +394,48 @@ impl Server {
         }
         drop(child);
         Some(why)
+    }
+
+    /// Whether the grant holds for the code this start runs: found and hashed again, right
+    /// before the spawn. When it does not, this run goes without it and Settings say why.
+    async fn grant_holds(&self, resolved: &Resolved) -> bool {
+        let (grant, resolved, root) = (self.grant.clone(), resolved.clone(), self.env.root.clone());
+        let checked = tokio::task::spawn_blocking(move || match grant {
+            Some(grant) => {
+                super::grant::verify(&grant, &resolved, &root).map_err(|e| e.to_string())
+            }
+            None => Err("it has no grant".to_string()),
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("checking the code it runs failed: {e}")));
+        let why = checked
+            .err()
+            .map(|e| Redactor::global().redact(&e).into_owned());
+        if let Some(why) = &why {
+            tracing::warn!(server = %self.def.name, %why, "MCP server runs without its grant to write in the workspace");
+        }
+        let holds = why.is_none();
+        *self.dropped.lock().unwrap_or_else(|p| p.into_inner()) = why.map(|w| (w, false));
+        (self.env.changed)();
+        holds
+    }
+
+    /// Why its grant to write in the workspace was not used at its last start.
+    pub fn grant_dropped(&self) -> Option<String> {
+        let dropped = self.dropped.lock().unwrap_or_else(|p| p.into_inner());
+        dropped.as_ref().map(|(why, _)| why.clone())
+    }
+
+    /// [`Server::grant_dropped`], once per start: for the notice of the call it started.
+    pub fn grant_dropped_news(&self) -> Option<String> {
+        let mut dropped = self.dropped.lock().unwrap_or_else(|p| p.into_inner());
+        match dropped.as_mut() {
+            Some((why, told)) if !*told => {
+                *told = true;
+                Some(why.clone())
+            }
+            _ => None,
+        }
     }
 
     /// Where and how its process runs.

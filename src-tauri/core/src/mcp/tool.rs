@@ -112,7 +112,7 @@ impl Tool for McpTool {
             arguments,
             annotations: self.entry.tool.annotations.clone(),
             read_only: self.read_only,
-            writes_workspace: self.server.writes_workspace,
+            writes_workspace: self.server.writes_workspace && self.server.grant_dropped().is_none(),
         };
         let target = format!("{} › {}", self.entry.server, self.entry.tool.name);
         Ok(Planned::new(Action::External(action), target, ()))

@@ -6,13 +6,14 @@
 //! {"mcpServers": {"docs": {"type": "http", "url": "https://…"}},
 //!  "untrusted": ["docs"],
 //!  "projects": {"/home/me/app": {"consents": {"files": "<definition hash>"}, "untrusted": [],
-//!                                "writes": {"files": "<definition hash>"}}}}
+//!                                "writes": {"files": {"definition": "<definition hash>",
+//!                                                     "program": "…", "code": {…}}}}}}
 //! ```
 //!
 //! A file of its own rather than a key in `settings.json`: saving the general settings replaces
 //! that file whole, and the MCP decisions must never be lost by it. Consent to a workspace's
 //! server is keyed by the workspace's path and the hash of the server's definition, so a changed
-//! command asks again. No secret is ever written here. A file that does not parse is never
+//! command asks again; a grant to write is also bound to the code it runs ([`super::grant`]). No secret is ever written here. A file that does not parse is never
 //! overwritten, and while it is broken no settings server starts and no consent holds.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::{self, Parsed, ServerDef, Source};
+use super::grant::WriteEntry;
 
 pub const USER_FILE: &str = "mcp.json";
 
@@ -44,11 +46,11 @@ pub struct ProjectDecisions {
     pub consents: BTreeMap<String, String>,
     #[serde(default)]
     pub untrusted: BTreeSet<String>,
-    /// Server name → the definition hash the person allowed to write in this workspace
-    /// (stdio servers; see `McpHub::set_workspace_write`). Any change to the definition
-    /// (command, arguments, environment) takes the grant back.
+    /// Server name → the grant to write in this workspace (stdio servers; see
+    /// `McpHub::set_workspace_write`): the definition and the code it runs. Any change to
+    /// either (command, arguments, environment, the content of its program) makes it stale.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub writes: BTreeMap<String, String>,
+    pub writes: BTreeMap<String, WriteEntry>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,13 +134,12 @@ impl UserFile {
         }
     }
 
-    /// Whether the person allowed this exact definition to write in the workspace `root`.
-    pub fn may_write(&self, root: &Path, def: &ServerDef) -> bool {
-        def.is_stdio()
-            && self
-                .project(root)
-                .and_then(|p| p.writes.get(&def.name))
-                .is_some_and(|hash| *hash == def.definition_hash())
+    /// What the person decided about this server writing in the workspace `root`, as stored
+    /// (whether it still holds is [`super::grant::state`]'s to say).
+    pub fn write_entry(&self, root: &Path, def: &ServerDef) -> Option<&WriteEntry> {
+        self.project(root)
+            .and_then(|p| p.writes.get(&def.name))
+            .filter(|_| def.is_stdio())
     }
 
     /// Whether the server's read-only hints are believed.
@@ -206,28 +207,53 @@ mod tests {
     }
 
     #[test]
-    fn a_write_grant_is_per_workspace_and_lapses_when_the_definition_changes() {
-        let parse = |text: &str| {
-            config::parse(text, Source::Project, ".mcp.json")
-                .servers
-                .remove(0)
-        };
-        let def = parse(r#"{"mcpServers": {"files": {"command": "srv", "args": ["--x"]}}}"#);
-        let mut file = UserFile::default();
+    fn a_write_grant_is_per_workspace_and_an_older_entry_loads_as_such() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let text = r#"{"mcpServers": {"files": {"command": "srv"}, "web": {"url": "https://x.example/mcp"}}}"#;
+        let servers = config::parse(text, Source::Project, ".mcp.json").servers;
+        let (files, web) = (&servers[0], &servers[1]);
         let (a, b) = (Path::new("/ws/a"), Path::new("/ws/b"));
-        assert!(!file.may_write(a, &def));
-        file.project_mut(a)
+        let bound = super::super::grant::WriteGrant {
+            definition: files.definition_hash(),
+            program: "/usr/bin/srv".into(),
+            code: [("/usr/bin/srv".to_string(), "sha256:00".to_string())].into(),
+        };
+        let mut file = UserFile::default();
+        let decisions = file.project_mut(a);
+        decisions
             .writes
-            .insert("files".into(), def.definition_hash());
-        assert!(file.may_write(a, &def));
-        assert!(!file.may_write(b, &def), "another workspace");
-        for changed in [
-            r#"{"mcpServers": {"files": {"command": "srv", "args": ["--y"]}}}"#,
-            r#"{"mcpServers": {"files": {"command": "other", "args": ["--x"]}}}"#,
-            r#"{"mcpServers": {"files": {"command": "srv", "args": ["--x"], "env": {"LD_PRELOAD": "x"}}}}"#,
-        ] {
-            assert!(!file.may_write(a, &parse(changed)), "{changed}");
-        }
+            .insert("files".into(), WriteEntry::Bound(bound.clone()));
+        decisions.writes.insert(
+            "web".into(),
+            WriteEntry::Older(serde_json::json!(web.definition_hash())),
+        );
+        file.save(tmp.path()).expect("save");
+        let file = UserFile::load(tmp.path()).expect("load");
+        assert_eq!(
+            file.write_entry(a, files),
+            Some(&WriteEntry::Bound(bound)),
+            "a bound grant round-trips"
+        );
+        assert_eq!(file.write_entry(b, files), None, "another workspace");
+        assert_eq!(
+            file.write_entry(a, web),
+            None,
+            "an HTTP server never writes here"
+        );
+        // The form written before grants were bound to code still loads, as what it is.
+        std::fs::write(
+            path(tmp.path()),
+            format!(
+                r#"{{"projects": {{"/ws/a": {{"writes": {{"files": "{}"}}}}}}}}"#,
+                files.definition_hash()
+            ),
+        )
+        .expect("write");
+        let file = UserFile::load(tmp.path()).expect("an older file loads");
+        assert!(matches!(
+            file.write_entry(a, files),
+            Some(WriteEntry::Older(_))
+        ));
     }
 
     #[test]

@@ -3,9 +3,11 @@
 
 use super::catalog::{Entry, Hidden, ToolInfo};
 use super::config::{ConfigProblem, Source, Transport};
+use super::grant::GrantState;
 use super::hub::{catalog_of, Shared, Slot, Slots, PROJECT_FILE};
 use crate::protocol::{
     McpOverview, McpServerView, McpSource, McpStatus, McpToolView, McpTransportKind, McpVariable,
+    McpWriteGrant,
 };
 
 pub(super) fn source(source: Source) -> McpSource {
@@ -81,15 +83,32 @@ fn server_view(name: &str, slot: &Slot, entries: &[Entry], hidden: &[Hidden]) ->
         status: state.status,
         error: state.error,
         trusts_read_only_hints: slot.trusts_hints,
-        may_write_workspace: slot.may_write,
+        may_write_workspace: slot.may_write(),
+        write_grant: write_grant(slot),
         confinement: match transport {
             McpTransportKind::Stdio => {
-                super::jail::level_note(&slot.server.confinement(), slot.may_write)
+                super::jail::level_note(&slot.server.confinement(), slot.may_write())
             }
             McpTransportKind::Http => String::new(),
         },
         secrets: slot.secrets.clone(),
         tools,
+    }
+}
+
+/// The grant as Settings show it: a grant dropped at the server's last start (the code it
+/// runs changed since the files were read) is stale like one found so when they were read.
+fn write_grant(slot: &Slot) -> McpWriteGrant {
+    match (&slot.write, slot.server.grant_dropped()) {
+        (GrantState::NotGranted, _) => McpWriteGrant::NotGranted,
+        (GrantState::Refused(reason), _) => McpWriteGrant::Refused {
+            reason: reason.clone(),
+        },
+        (GrantState::Stale(reason), _) => McpWriteGrant::Stale {
+            reason: reason.clone(),
+        },
+        (GrantState::InForce(_), Some(reason)) => McpWriteGrant::Stale { reason },
+        (GrantState::InForce(_), None) => McpWriteGrant::InForce,
     }
 }
 
@@ -134,6 +153,7 @@ fn invalid_server(name: &str, p: &ConfigProblem) -> McpServerView {
         error: Some(p.message.clone()),
         trusts_read_only_hints: false,
         may_write_workspace: false,
+        write_grant: McpWriteGrant::NotGranted,
         confinement: String::new(),
         secrets: Vec::new(),
         tools: Vec::new(),

@@ -72,6 +72,12 @@ pub(super) async fn run(
             (Err(why), std::sync::Arc::new(jail))
         }
     };
+    if let Some(why) = server.grant_dropped_news() {
+        notice(cx, format!(
+            "MCP server `{}` ran without its grant to write in the workspace: {why}. Its writes there are refused. If you trust the code it runs now, allow it again in Settings → MCP servers (or `mandate mcp allow-write {}`).",
+            action.server, action.server
+        ));
+    }
     let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
     // No build output for a server: a `__pycache__/` or `node_modules/` it fills would be run
     // later, unconfined, by Python or Node, so everything it changes is in scope or undone.

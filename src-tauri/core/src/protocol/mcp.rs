@@ -112,14 +112,36 @@ pub struct McpServerView {
     pub status: McpStatus,
     pub error: Option<String>,
     pub trusts_read_only_hints: bool,
-    /// The person allowed this definition to write in the workspace (stdio servers): it is
-    /// then stopped between calls and each call's changes are recorded or undone.
+    /// The person allowed this definition to write in the workspace (stdio servers) and the
+    /// grant holds for the code it runs now: it is then stopped between calls and each
+    /// call's changes are recorded or undone.
     pub may_write_workspace: bool,
+    /// What became of the grant to write in the workspace.
+    pub write_grant: McpWriteGrant,
     /// How its process is confined on this machine, in a sentence (empty for HTTP servers
     /// and invalid definitions).
     pub confinement: String,
     pub secrets: Vec<McpSecretView>,
     pub tools: Vec<McpToolView>,
+}
+
+/// The person's grant to a stdio server to write in the workspace, as it stands now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum McpWriteGrant {
+    NotGranted,
+    /// Granted, for this definition and the code it runs now.
+    InForce,
+    /// Granted for other code: its program or a file its command line names changed since
+    /// (or it was granted before grants were bound to code). Not used; allow it again.
+    Stale {
+        reason: String,
+    },
+    /// Granted, but the code it runs is reached through the workspace (a branch or the agent
+    /// could change it): never used.
+    Refused {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]

@@ -460,6 +460,7 @@ pub fn typescript_declarations() -> String {
         McpServerInput::decl(&cfg),
         McpVariable::decl(&cfg),
         McpSecretView::decl(&cfg),
+        McpWriteGrant::decl(&cfg),
         McpServerView::decl(&cfg),
         McpOverview::decl(&cfg),
     ];

@@ -16,7 +16,8 @@
 //!   is granted, and `/run` and Mandate's own directories hidden. Landlock then filters the
 //!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
-//!   session (no controlling terminal), descriptors above 2 closed, and, without bubblewrap
+//!   session (no controlling terminal), descriptors above 2 closed, death with Mandate
+//!   (`PR_SET_PDEATHSIG`, forked from one long-lived thread: [`spawn`]), and, without bubblewrap
 //!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw),
 //!   io_uring, and below Landlock ABI 9 Unix sockets, which Landlock does not filter.
 //!
@@ -24,6 +25,8 @@
 //! caller must then ask a person before every command.
 
 mod bwrap;
+#[cfg(test)]
+mod death_tests;
 pub mod env;
 mod freeze;
 mod landlock_rules;
@@ -34,6 +37,7 @@ mod seccomp;
 #[cfg(test)]
 mod server_tests;
 mod spawn;
+mod spawner;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +55,7 @@ pub use run::{
 };
 pub use scope::{scope_grants, Grant, GrantKind};
 pub use spawn::{bash, ConfinedCommand};
+pub use spawner::spawn;
 
 /// How strongly commands are confined on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -108,6 +113,7 @@ impl Confinement {
                 }
                 gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
                 gaps.push("a process that leaves its session can outlive the command".into());
+                gaps.push("if Mandate is killed, a command or MCP server dies with it, but what it started may not".into());
                 gaps.push("Mandate's settings and task history can be read (they hold no secrets)".into());
             }
             ConfinementLevel::LandlockAndBwrap => {

@@ -72,7 +72,7 @@ pub(crate) async fn drive(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
+    let mut child = match super::spawn(cmd) {
         Ok(c) => c,
         Err(e) => return CommandRun::not_started(format!("could not start bash: {e}")),
     };

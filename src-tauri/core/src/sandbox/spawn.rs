@@ -1,6 +1,8 @@
 //! Building the process for one command: `bash --noprofile --norc -c LINE` under the
 //! confinement this machine offers. Everything that allocates or opens files happens here, in
-//! the parent; the code that runs between fork and exec only makes system calls.
+//! the parent; the code that runs between fork and exec only makes system calls. The process
+//! dies with Mandate (`PR_SET_PDEATHSIG`); spawn it with [`super::spawner::spawn`], from the
+//! thread that lives as long as Mandate.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd as _, OwnedFd};
@@ -141,6 +143,7 @@ fn build(
         landlock,
         filter,
         drop_capabilities,
+        parent: parent_pid(),
     };
     // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
     // prepared before the fork.
@@ -155,6 +158,14 @@ struct ChildSetup {
     landlock: Option<OwnedFd>,
     filter: Option<Vec<libc::sock_filter>>,
     drop_capabilities: bool,
+    /// Mandate's pid: a child whose parent is already another process (Mandate died between
+    /// the fork and `PR_SET_PDEATHSIG`) does not run.
+    parent: libc::pid_t,
+}
+
+fn parent_pid() -> libc::pid_t {
+    // SAFETY: getpid takes no argument and cannot fail.
+    unsafe { libc::getpid() }
 }
 
 fn check(rc: libc::c_long) -> std::io::Result<()> {
@@ -170,6 +181,13 @@ impl ChildSetup {
         // SAFETY (whole block): plain system calls with integer arguments or pointers to data
         // owned by `self`, valid for the call.
         unsafe {
+            // Dies with Mandate (with the thread that forked it: see `super::spawner`), even
+            // when Mandate is killed; if Mandate is already gone, it does not start at all.
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as libc::c_long)?;
+            if libc::getppid() != self.parent {
+                // Only an error number reaches the parent (which is gone anyway).
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             // A new session: no controlling terminal to type into, one group to kill.
             check(libc::setsid() as libc::c_long)?;
             // Descriptors Mandate holds must not leak into the command.
@@ -242,4 +260,19 @@ unsafe fn drop_all_capabilities() -> std::io::Result<()> {
             data.as_ptr(),
         ))
     }
+}
+
+/// The child's setup without confinement, expecting `parent` as its parent (tests of the
+/// parent-death guard).
+#[cfg(test)]
+pub(super) fn setup_expecting_parent(
+    parent: libc::pid_t,
+) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    let setup = ChildSetup {
+        landlock: None,
+        filter: None,
+        drop_capabilities: false,
+        parent,
+    };
+    move || setup.apply()
 }

@@ -110,7 +110,7 @@ pub async fn run_hook(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let run = match cmd.spawn() {
+    let run = match crate::sandbox::spawn(cmd) {
         Ok(child) => drive(child, input, timeout, cancel).await,
         Err(e) => HookRun::failed(format!("it could not start: {e}")),
     };

@@ -1,0 +1,237 @@
+//! A confined process dies with Mandate, at each confinement level this machine has: a helper
+//! process (this test binary, run again) starts a long-running command and a long-running
+//! server the way Mandate does, and is killed with SIGKILL; its confined processes must go
+//! too. And a process outlives the thread that asked for it, which must not kill it.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::tests::levels;
+use super::*;
+
+const HELPER: &str = "MANDATE_DEATH_HELPER";
+
+fn sandbox(base: &Path) -> CommandSandbox {
+    let (root, temp) = (base.join("ws"), base.join("tmp"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::create_dir_all(&temp).expect("mkdir");
+    let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+    CommandSandbox::new(
+        &root,
+        &root,
+        Vec::new(),
+        Vec::new(),
+        &temp,
+        false,
+        false,
+        Vec::new(),
+        env,
+    )
+    .expect("sandbox")
+}
+
+/// The processes whose command line (its words separated by NUL) holds `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+/// A descriptor that becomes readable when process `pid` exits (whoever its parent is).
+fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open with integer arguments; a valid descriptor is owned from here on.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Waits (at most `limit`) until the process behind `fd` has exited.
+fn exited(fd: &OwnedFd, limit: Duration) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut poll = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd on the stack, valid for the call.
+    let n = unsafe { libc::poll(&mut poll, 1, limit.as_millis() as libc::c_int) };
+    n == 1
+}
+
+#[test]
+fn confined_processes_die_with_mandate_even_when_it_is_killed() {
+    for (n, level) in levels().into_iter().enumerate() {
+        // A number no other process on the machine sleeps for.
+        let marker = format!("4242{}.{n}", std::process::id());
+        let exe = std::env::current_exe().expect("exe");
+        let mut helper = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "sandbox::death_tests::death_helper",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(HELPER, format!("{}:{marker}", level.bwrap.is_some()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the helper");
+        let mut lines = BufReader::new(helper.stdout.take().expect("stdout")).lines();
+        let ready = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("both started"));
+        assert!(ready, "{}: the helper did not start both", level.summary());
+        let confined = processes_with(&marker);
+        assert!(
+            confined.len() >= 2,
+            "{}: the command and the server run: {confined:?}",
+            level.summary()
+        );
+        let watched: Vec<(i32, OwnedFd)> = confined
+            .iter()
+            .filter_map(|pid| pidfd(*pid).map(|fd| (*pid, fd)))
+            .collect();
+        helper.kill().expect("SIGKILL the helper");
+        helper.wait().expect("reap the helper");
+        let survivors: Vec<i32> = watched
+            .iter()
+            .filter(|(_, fd)| !exited(fd, Duration::from_secs(60)))
+            .map(|(pid, _)| *pid)
+            .collect();
+        for pid in &survivors {
+            // SAFETY: kill(2) on a process this test started.
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            }
+        }
+        assert!(
+            survivors.is_empty(),
+            "{}: processes {survivors:?} outlived the process that started them",
+            level.summary()
+        );
+    }
+}
+
+/// Run by the test above as its own process: starts a command and a server that sleep, says
+/// so, and waits to be killed.
+#[test]
+fn death_helper() {
+    let Ok(what) = std::env::var(HELPER) else {
+        return;
+    };
+    let (bwrap, marker) = what.split_once(':').expect("LEVEL:MARKER");
+    let level = levels()
+        .into_iter()
+        .find(|l| l.bwrap.is_some() == (bwrap == "true"))
+        .expect("the level");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let children = runtime.block_on(async {
+        let command =
+            ConfinedCommand::command(&sb, &level, &format!("sleep {marker}")).expect("command");
+        let server =
+            ConfinedCommand::server(&sb, &level, "sleep", &[marker.to_string()]).expect("server");
+        let mut started = Vec::new();
+        for cmd in [command, server] {
+            let mut cmd = tokio::process::Command::from(cmd);
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            started.push(spawn(cmd).expect("spawn"));
+        }
+        started
+    });
+    // Both sleep (under bubblewrap, in bubblewrap's children) before the helper says so:
+    // what is tested is a confined process that runs, not one still being set up.
+    let sleeping = format!("sleep\0{marker}\0");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while processes_with(&sleeping).len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("both started");
+    std::io::stdout().flush().expect("flush");
+    // Killed here, with its runtime and its children's handles alive.
+    loop {
+        std::thread::park();
+        let _ = &children;
+    }
+}
+
+#[test]
+fn a_process_outlives_the_thread_that_asked_for_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for level in levels() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+        let handle = runtime.handle().clone();
+        let asker = std::thread::spawn(move || {
+            let _runtime = handle.enter();
+            let cmd = ConfinedCommand::command(&sb, &level, "read line; echo \"got $line\"")
+                .expect("command");
+            let mut cmd = tokio::process::Command::from(cmd);
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+            // SAFETY: gettid takes no argument.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+            (tid, spawn(cmd).expect("spawn"), level)
+        });
+        let (tid, mut child, level) = asker.join().expect("the thread");
+        // The thread is gone from the kernel (its exit is when a parent-death signal would go).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let answer = runtime.block_on(async {
+            use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(b"hello\n").await.expect("write");
+            let mut line = String::new();
+            let stdout = child.stdout.take().expect("stdout");
+            tokio::io::BufReader::new(stdout)
+                .read_line(&mut line)
+                .await
+                .expect("read");
+            line
+        });
+        assert_eq!(answer, "got hello\n", "{}", level.summary());
+        runtime.block_on(child.wait()).expect("wait");
+    }
+}
+
+#[test]
+fn a_child_whose_parent_is_gone_does_not_run() {
+    use std::os::unix::process::CommandExt as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let marker = tmp.path().join("ran");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", &format!("touch '{}'", marker.display())]);
+    // As if Mandate had died between the fork and `PR_SET_PDEATHSIG`: the expected parent
+    // is not the child's.
+    let setup = super::spawn::setup_expecting_parent(1);
+    // SAFETY: the setup makes only system calls.
+    unsafe {
+        cmd.pre_exec(setup);
+    }
+    let err = cmd.status().expect_err("refused before exec");
+    assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
+    assert!(!marker.exists());
+}
