@@ -4,7 +4,8 @@
 //! [`ConfinedCommand::command`]: `bash --noprofile --norc -c LINE`, with
 //!
 //! - **Landlock** (applied in the child between fork and exec, the ruleset built before the
-//!   fork): read and execute everywhere; write only the [`CommandSandbox::writable`] paths (the
+//!   fork): list directories everywhere, read and execute everywhere but the protected paths
+//!   ([`secrets`]: the person's keys and credentials, Mandate's settings and data); write only the [`CommandSandbox::writable`] paths (the
 //!   selected intent's directories and the build outputs), the private temporary directory,
 //!   and `/dev/null`-like devices; TCP `connect`/`bind` refused unless the network is granted
 //!   (ABI ≥ 4); no signals to, and no abstract sockets of, processes outside (ABI ≥ 6); Unix
@@ -13,7 +14,7 @@
 //!   read-only view of `/` with the writable paths bound read-write and the protected paths
 //!   inside them bound read-only again (what Landlock alone cannot say), a PID namespace (so
 //!   `/proc/$PPID` is not Mandate), a network namespace without interfaces unless the network
-//!   is granted, and `/run` and Mandate's own directories hidden. Landlock then filters the
+//!   is granted, and `/run`, the person's secrets and Mandate's own directories hidden. Landlock then filters the
 //!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session (no controlling terminal), descriptors above 2 closed, and, without bubblewrap
