@@ -70,6 +70,9 @@ async fn a_command_the_model_asks_for_cannot_read_the_persons_secrets() {
         home.join(".local/bin/readable").display()
     );
     let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
+            .reply(),
         command("c1", &line),
         openai::turn()
             .tool_call("end", "attempt_completion", json!({"result": "done"}))
