@@ -1,6 +1,6 @@
 //! The confinement of a stdio server: the same sandbox as the agent's commands
 //! ([`crate::sandbox`]: Landlock, bubblewrap where it works, an allow-listed environment, no
-//! capabilities, Mandate's own directories hidden), with the network, and with a system-call
+//! capabilities, the person's secrets and Mandate's own directories unreadable), with the network, and with a system-call
 //! filter that keeps the server and everything it starts in one process group.
 //!
 //! - **By default** a server reads the workspace and writes nothing in it; it writes its

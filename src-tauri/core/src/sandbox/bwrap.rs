@@ -54,8 +54,9 @@ fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
 }
 
 /// The arguments before `--` for one command: a read-only `/`, fresh `/dev`, `/proc`, `/tmp`
-/// and `/run` (sockets of the session and system buses), Mandate's own directories hidden, the workspace read-only with the writable paths
-/// bound read-write and the protected paths inside them read-only again.
+/// and `/run` (sockets of the session and system buses), the workspace read-only with the
+/// writable paths bound read-write and the protected paths inside them read-only again, then
+/// the person's secrets and Mandate's own directories hidden.
 pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     let mut a = Vec::new();
     arg(
@@ -89,12 +90,6 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
             &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"],
         );
     }
-    for hidden in &sandbox.hidden {
-        if hidden.is_dir() && !sandbox.workspace.starts_with(hidden) {
-            a.push("--tmpfs".into());
-            a.push(hidden.into());
-        }
-    }
     // After the tmpfs mounts, so a workspace under /tmp stays visible.
     bind(&mut a, "--ro-bind", &sandbox.workspace);
     bind(&mut a, "--bind", &sandbox.temp_dir);
@@ -111,6 +106,20 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     for path in &sandbox.read_only_inside {
         if path.exists() {
             bind(&mut a, "--ro-bind", path);
+        }
+    }
+    // Last, so that no bind above brings one back: an empty directory over each protected
+    // directory, an empty read-only file over each protected file.
+    for hidden in &sandbox.hidden {
+        if hidden.is_dir() {
+            a.push("--tmpfs".into());
+            a.push(hidden.into());
+            a.push("--remount-ro".into());
+            a.push(hidden.into());
+        } else if hidden.exists() {
+            a.push("--ro-bind".into());
+            a.push("/dev/null".into());
+            a.push(hidden.into());
         }
     }
     a.push("--chdir".into());

@@ -89,8 +89,16 @@ pub(super) fn prepare(
         let read = AccessFs::from_read(TARGET);
         let all = AccessFs::from_all(TARGET);
         let file: BitFlags<AccessFs> = AccessFs::from_file(TARGET);
+        // Names may be listed everywhere (tools walk directories); files are read only
+        // around the protected paths (see `secrets::readable_around`).
         let mut rules: Vec<(std::fs::File, BitFlags<AccessFs>)> =
-            vec![(open_path(Path::new("/"), true)?, read)];
+            vec![(open_path(Path::new("/"), true)?, AccessFs::ReadDir.into())];
+        for path in super::secrets::readable_around(&sandbox.hidden) {
+            // Resolved already; one that vanished since is simply not granted.
+            if let Ok(fd) = open_path(&path, false) {
+                rules.push((fd, read));
+            }
+        }
         for grant in &sandbox.writable {
             let access = match grant.kind {
                 GrantKind::Directory => all,
@@ -104,7 +112,7 @@ pub(super) fn prepare(
         }
         if sandbox.write_git {
             let git = sandbox.workspace.join(".git");
-            if git.is_dir() {
+            if git.is_dir() && !super::secrets::overlaps(&git, &sandbox.hidden) {
                 rules.push((open_path(&git, false)?, all));
             }
         }

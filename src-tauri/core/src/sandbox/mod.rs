@@ -4,7 +4,8 @@
 //! [`ConfinedCommand::command`]: `bash --noprofile --norc -c LINE`, with
 //!
 //! - **Landlock** (applied in the child between fork and exec, the ruleset built before the
-//!   fork): read and execute everywhere; write only the [`CommandSandbox::writable`] paths (the
+//!   fork): list directories everywhere, read and execute everywhere but the protected paths
+//!   ([`secrets`]: the person's keys and credentials, Mandate's settings and data); write only the [`CommandSandbox::writable`] paths (the
 //!   selected intent's directories and the build outputs), the private temporary directory,
 //!   and `/dev/null`-like devices; TCP `connect`/`bind` refused unless the network is granted
 //!   (ABI ≥ 4); no signals to, and no abstract sockets of, processes outside (ABI ≥ 6); Unix
@@ -13,7 +14,7 @@
 //!   read-only view of `/` with the writable paths bound read-write and the protected paths
 //!   inside them bound read-only again (what Landlock alone cannot say), a PID namespace (so
 //!   `/proc/$PPID` is not Mandate), a network namespace without interfaces unless the network
-//!   is granted, and `/run` and Mandate's own directories hidden. Landlock then filters the
+//!   is granted, and `/run`, the person's secrets and Mandate's own directories hidden. Landlock then filters the
 //!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session (no controlling terminal), descriptors above 2 closed, death with Mandate
@@ -34,6 +35,9 @@ mod plan;
 mod run;
 mod scope;
 mod seccomp;
+pub mod secrets;
+#[cfg(test)]
+mod secrets_tests;
 #[cfg(test)]
 mod server_tests;
 mod spawn;
@@ -114,7 +118,7 @@ impl Confinement {
                 gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
                 gaps.push("a process that leaves its session can outlive the command".into());
                 gaps.push("if Mandate is killed, a command or MCP server dies with it, but what it started may not".into());
-                gaps.push("Mandate's settings and task history can be read (they hold no secrets)".into());
+                gaps.push("the names of files in protected directories (`~/.ssh`, Mandate's data) can be listed, though not read".into());
             }
             ConfinementLevel::LandlockAndBwrap => {
                 gaps.push("root-level files can only be changed in place, not created".into());
@@ -189,8 +193,9 @@ pub struct CommandSandbox {
     pub network: bool,
     /// Whether the command may write the workspace's `.git/` (an approved `git commit`).
     pub write_git: bool,
-    /// Directories the command must not even read (Mandate's settings and task history);
-    /// hidden by bubblewrap, and never writable in any case.
+    /// What the command must not even read, symlinks resolved: the person's secrets and
+    /// Mandate's settings and data ([`secrets`]). Hidden by bubblewrap, left out of Landlock's
+    /// read rules, never writable.
     pub hidden: Vec<PathBuf>,
     /// The whole environment of the command (see [`env::command_environment`]).
     pub env: Vec<(String, String)>,
@@ -207,12 +212,19 @@ pub enum SandboxError {
     Landlock(String),
     #[error("cannot start the command: {0}")]
     Spawn(String),
+    #[error("the workspace `{workspace}` is inside `{protected}`, which commands, hooks and MCP servers may not read (the person's secrets or Mandate's own data): open a workspace outside it")]
+    WorkspaceProtected {
+        workspace: String,
+        protected: String,
+    },
 }
 
 impl CommandSandbox {
     /// A sandbox for one command. `grants` are the writable paths (from [`scope_grants`] and
     /// the build outputs); any that is outside `workspace`, protected, or reached through a
-    /// symlink is dropped here, whatever the caller passed.
+    /// symlink is dropped here, whatever the caller passed. `hidden` (Mandate's settings and
+    /// data directories, and what the person added) joins the secrets under `HOME`
+    /// ([`secrets::protected_paths`]); see [`CommandSandbox::protect`].
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         workspace: &Path,
@@ -237,18 +249,46 @@ impl CommandSandbox {
             .into_iter()
             .filter_map(|g| scope::checked_grant(&workspace, g))
             .collect();
-        Ok(CommandSandbox {
+        let protected = secrets::protected_paths(secrets::home().as_deref(), &hidden);
+        let mut sandbox = CommandSandbox {
             cwd: cwd.to_path_buf(),
             writable,
             read_only_inside,
             temp_dir,
             network,
             write_git,
-            hidden,
+            hidden: Vec::new(),
             env,
             workspace,
             cache_dir: None,
-        })
+        };
+        sandbox.protect(protected)?;
+        Ok(sandbox)
+    }
+
+    /// Makes `protected` (existing paths, symlinks resolved: [`secrets::protected_paths`])
+    /// unreadable to the command. A workspace inside one is refused; writable paths that are
+    /// or hold one are dropped (a workspace that holds one, such as the home directory, keeps
+    /// it hidden); a temporary or cache directory overlapping one is an error.
+    pub fn protect(&mut self, protected: Vec<PathBuf>) -> Result<(), SandboxError> {
+        if let Some(p) = protected.iter().find(|p| self.workspace.starts_with(p)) {
+            return Err(SandboxError::WorkspaceProtected {
+                workspace: self.workspace.display().to_string(),
+                protected: p.display().to_string(),
+            });
+        }
+        for dir in std::iter::once(&self.temp_dir).chain(self.cache_dir.as_ref()) {
+            if secrets::overlaps(dir, &protected) {
+                return Err(SandboxError::Path {
+                    path: dir.display().to_string(),
+                    message: "it overlaps a protected path".into(),
+                });
+            }
+        }
+        self.writable
+            .retain(|g| !secrets::overlaps(&g.path, &protected));
+        self.hidden = protected;
+        Ok(())
     }
 
     /// Adds a writable directory outside the workspace (created if missing). Refused when,

@@ -53,10 +53,23 @@ pub async fn run_confined(
     cancel: &CancellationToken,
     on_output: impl FnMut(&str),
 ) -> CommandRun {
-    match ConfinedCommand::command(sandbox, confinement, &action.command) {
+    let mut run = match ConfinedCommand::command(sandbox, confinement, &action.command) {
         Ok(cmd) => drive(cmd.into(), action.timeout, cancel, on_output, redactor).await,
-        Err(e) => CommandRun::not_started(e.to_string()),
+        Err(e) => return CommandRun::not_started(e.to_string()),
+    };
+    // Unconfined, nothing was refused, and nothing is to explain.
+    if confinement.is_confined() {
+        let home = super::secrets::home();
+        let touched = super::secrets::mentioned(
+            &[&action.command, &run.output],
+            &sandbox.hidden,
+            home.as_deref(),
+        );
+        if !touched.is_empty() {
+            run.output.push_str(&super::secrets::note(&touched));
+        }
     }
+    run
 }
 
 /// Spawns `cmd` (a new session: its pid is its process group) and collects its output until

@@ -1,0 +1,159 @@
+//! What no command, user hook or MCP server may read: the person's secrets (keys, tokens,
+//! credentials, browser profiles, the keyring's files) and Mandate's own settings and data
+//! (task history of every workspace, checkpoints of other workspaces' files). The list lives
+//! here, and only here.
+//!
+//! - Under bubblewrap each existing path is hidden: an empty `tmpfs` over a directory, an empty
+//!   read-only file (`/dev/null`) over a file.
+//! - Under Landlock alone (which has no deny rules), reading files is granted not on `/` but on
+//!   an allow-list that leaves them out ([`readable_around`]): every entry of `/` except the one
+//!   leading to a protected path, then, walking down that path, its siblings. Listing names
+//!   stays allowed everywhere (tools walk directories). An entry created after the list is made
+//!   (once per command) is not readable by that command.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Paths under the home directory that hold the person's secrets. Tool chains (`~/.cargo`,
+/// `~/.rustup`, `~/.npm`, …) stay readable; only the credential files inside them are here.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".docker/config.json",
+    ".kube",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pki",
+    ".vault-token",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".mozilla",
+    ".thunderbird",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/vivaldi",
+    ".config/opera",
+    ".var/app/org.mozilla.firefox",
+    ".var/app/com.google.Chrome",
+    ".var/app/org.chromium.Chromium",
+    "snap/firefox",
+    "snap/chromium",
+];
+
+/// The person's home directory (`HOME`), when it is absolute.
+pub fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+}
+
+/// The protected paths that exist, symlinks resolved (what the kernel checks is where a file
+/// really is), top-most only: [`HOME_SECRETS`] under `home`, then `own` (Mandate's settings
+/// and data directories, and what the person added).
+pub fn protected_paths(home: Option<&Path>, own: &[PathBuf]) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(home) = home {
+        candidates.extend(HOME_SECRETS.iter().map(|rel| home.join(rel)));
+    }
+    candidates.extend(own.iter().cloned());
+    let mut found: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter_map(|path| match path.canonicalize() {
+            Ok(real) => Some(real),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // Unreadable to Mandate: to commands too, but keep it, absolute, to be sure.
+            Err(_) => std::path::absolute(&path).ok(),
+        })
+        .collect();
+    found.sort();
+    let mut top: Vec<PathBuf> = Vec::new();
+    for path in found {
+        if !top.iter().any(|t| path.starts_with(t)) {
+            top.push(path);
+        }
+    }
+    top
+}
+
+/// Whether `path` is inside one of `protected` or contains one.
+pub fn overlaps(path: &Path, protected: &[PathBuf]) -> bool {
+    protected
+        .iter()
+        .any(|p| path.starts_with(p) || p.starts_with(path))
+}
+
+/// The paths whose whole trees may be read when `protected` may not: `/` when nothing is
+/// protected; otherwise every entry of each directory leading to a protected path, except
+/// those leading to or being one, each resolved (a symlink is granted where it points, and
+/// left out when that is or holds a protected path). A directory that cannot be listed gives
+/// nothing: what cannot be seen is not granted.
+pub fn readable_around(protected: &[PathBuf]) -> Vec<PathBuf> {
+    if protected.is_empty() {
+        return vec![PathBuf::from("/")];
+    }
+    let leading: BTreeSet<&Path> = protected
+        .iter()
+        .flat_map(|p| p.ancestors().skip(1))
+        .collect();
+    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    for dir in leading {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(real) = entry.path().canonicalize() else {
+                continue;
+            };
+            if !overlaps(&real, protected) {
+                out.insert(real);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The protected paths a command line or its output speaks of, as the model would write them
+/// (absolute, `~/…`, `$HOME/…`, or relative to the home directory), for a note saying why it
+/// could not read them.
+pub fn mentioned(texts: &[&str], protected: &[PathBuf], home: Option<&Path>) -> Vec<String> {
+    let mut out = Vec::new();
+    for path in protected {
+        let mut spellings = vec![path.display().to_string()];
+        if let Some(rel) = home.and_then(|h| path.strip_prefix(h).ok()) {
+            let rel = rel.display().to_string();
+            spellings.push(format!("~/{rel}"));
+            spellings.push(format!("$HOME/{rel}"));
+            spellings.push(format!("${{HOME}}/{rel}"));
+            if rel.len() >= 4 {
+                spellings.push(rel);
+            }
+        }
+        if spellings
+            .iter()
+            .any(|s| texts.iter().any(|t| t.contains(s.as_str())))
+        {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
+/// What the model is told when a command touched protected paths.
+pub fn note(paths: &[String]) -> String {
+    format!(
+        "\n[Mandate: `{}` is protected: commands, hooks and MCP servers cannot read the person's secrets (keys, tokens, credentials, browser profiles, the keyring) or Mandate's own settings and data. Do not try to reach them another way.]\n",
+        paths.join("`, `")
+    )
+}
