@@ -31,6 +31,7 @@ pub mod env;
 mod freeze;
 mod landlock_rules;
 mod plan;
+mod reaper;
 mod run;
 mod scope;
 mod seccomp;
