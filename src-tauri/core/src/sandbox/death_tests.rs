@@ -323,3 +323,77 @@ fn a_child_whose_parent_is_gone_does_not_run() {
     assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
     assert!(!marker.exists());
 }
+
+#[test]
+fn a_confined_command_cannot_leave_its_session_or_group_and_git_still_runs() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for level in levels() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+        let git = std::env::var_os("PATH")
+            .and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("git"))
+                    .find(|g| g.is_file())
+            })
+            .expect("git");
+        let repo = tmp
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join("tmp/repo");
+        let (git, repo) = (git.display(), repo.display());
+        let line = format!(
+            "setsid true && echo left-session; \
+             perl -e 'setpgid(0,0) or exit 1' && echo left-group; \
+             {git} init -q {repo} && {git} -C {repo} status --short && echo git-ran"
+        );
+        let cmd = ConfinedCommand::command(&sb, &level, &line).expect("command");
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let out = runtime.block_on(async {
+            let child = spawn(cmd).expect("spawn");
+            child.wait_with_output().await.expect("wait")
+        });
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.contains("left-session"), "{}: {out}", level.summary());
+        assert!(!out.contains("left-group"), "{}: {out}", level.summary());
+        assert!(out.contains("git-ran"), "{}: {out}", level.summary());
+    }
+}
+
+#[test]
+fn the_watchdog_holds_nothing_of_mandate_but_its_pipe() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let Some(level) = levels().into_iter().next() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+    let cmd = ConfinedCommand::command(&sb, &level, "true").expect("command");
+    runtime.block_on(async {
+        let child = spawn(tokio::process::Command::from(cmd)).expect("spawn");
+        child.wait_with_output().await.expect("wait");
+    });
+    let pid = super::reaper::pid().expect("a watchdog runs");
+    let fds: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("its descriptors")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(fds.len(), 1, "the watchdog holds {fds:?}");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let session = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+        .and_then(|s| s.parse::<i32>().ok());
+    assert_eq!(session, Some(pid), "the watchdog leads its own session");
+}

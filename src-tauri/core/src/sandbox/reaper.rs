@@ -187,3 +187,13 @@ unsafe fn watch(pipe: RawFd) -> ! {
         libc::_exit(0)
     }
 }
+
+/// The running watchdog's pid (tests).
+#[cfg(test)]
+pub(super) fn pid() -> Option<libc::pid_t> {
+    WATCHDOG
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|w| w.pid)
+}
