@@ -154,11 +154,8 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         if let Some(group) = self.group {
-            // SAFETY: kill(2) on the process group this child leads (it was started with
-            // process_group(0)); no memory is touched.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
+            // The group this child leads (its own session); the watchdog forgets it too.
+            crate::sandbox::kill_group(Some(group));
             LIVE_GROUPS
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

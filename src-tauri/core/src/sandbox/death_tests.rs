@@ -66,11 +66,72 @@ fn exited(fd: &OwnedFd, limit: Duration) -> bool {
     n == 1
 }
 
-#[test]
-fn confined_processes_die_with_mandate_even_when_it_is_killed() {
+/// What the helper starts, each process sleeping for the marker's number of seconds.
+#[derive(Clone, Copy)]
+enum Scenario {
+    /// A command and a server that sleep themselves.
+    Plain,
+    /// A command that backgrounds a grandchild and waits; a command and a server whose
+    /// grandchildren double-fork and try to leave their session; each also sleeps itself.
+    Descendants,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Plain => "plain",
+            Scenario::Descendants => "descendants",
+        }
+    }
+
+    fn from_name(name: &str) -> Scenario {
+        match name {
+            "descendants" => Scenario::Descendants,
+            _ => Scenario::Plain,
+        }
+    }
+
+    /// The confined processes it starts, for the helper's `sandbox`.
+    fn start(
+        self,
+        sb: &CommandSandbox,
+        level: &Confinement,
+        marker: &str,
+    ) -> Vec<std::process::Command> {
+        // A grandchild that double-forks (its parent exits at once: it is orphaned) and
+        // tries to leave its session and process group; it sleeps whether or not it could.
+        let escape =
+            format!("( (setsid sleep {marker} || sleep {marker}) & ); exec sleep {marker}");
+        let command = |line: &str| ConfinedCommand::command(sb, level, line).expect("command");
+        match self {
+            Scenario::Plain => vec![
+                command(&format!("sleep {marker}")),
+                ConfinedCommand::server(sb, level, "sleep", &[marker.to_string()]).expect("server"),
+            ],
+            Scenario::Descendants => vec![
+                command(&format!("sh -c 'sleep {marker} & wait'")),
+                command(&escape),
+                ConfinedCommand::server(sb, level, "sh", &["-c".to_string(), escape.clone()])
+                    .expect("server"),
+            ],
+        }
+    }
+
+    /// How many `sleep` processes run once everything started.
+    fn sleepers(self) -> usize {
+        match self {
+            Scenario::Plain => 2,
+            Scenario::Descendants => 5,
+        }
+    }
+}
+
+/// Starts the helper for `scenario` at each level, SIGKILLs it once all its confined
+/// processes sleep, and asserts that every process holding the marker is gone.
+fn everything_dies_with_the_helper(scenario: Scenario) {
     for (n, level) in levels().into_iter().enumerate() {
         // A number no other process on the machine sleeps for.
-        let marker = format!("4242{}.{n}", std::process::id());
+        let marker = format!("4242{}.{n}{}", std::process::id(), scenario.sleepers());
         let exe = std::env::current_exe().expect("exe");
         let mut helper = std::process::Command::new(exe)
             .args([
@@ -79,7 +140,10 @@ fn confined_processes_die_with_mandate_even_when_it_is_killed() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(HELPER, format!("{}:{marker}", level.bwrap.is_some()))
+            .env(
+                HELPER,
+                format!("{}:{marker}:{}", level.bwrap.is_some(), scenario.name()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -88,12 +152,16 @@ fn confined_processes_die_with_mandate_even_when_it_is_killed() {
         let ready = lines
             .by_ref()
             .map_while(Result::ok)
-            .any(|l| l.contains("both started"));
-        assert!(ready, "{}: the helper did not start both", level.summary());
+            .any(|l| l.contains("all started"));
+        assert!(
+            ready,
+            "{}: the helper did not start them all",
+            level.summary()
+        );
         let confined = processes_with(&marker);
         assert!(
-            confined.len() >= 2,
-            "{}: the command and the server run: {confined:?}",
+            confined.len() >= scenario.sleepers(),
+            "{}: the confined processes run: {confined:?}",
             level.summary()
         );
         let watched: Vec<(i32, OwnedFd)> = confined
@@ -102,9 +170,16 @@ fn confined_processes_die_with_mandate_even_when_it_is_killed() {
             .collect();
         helper.kill().expect("SIGKILL the helper");
         helper.wait().expect("reap the helper");
+        // One deadline for them all: each gets what is left of it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let survivors: Vec<i32> = watched
             .iter()
-            .filter(|(_, fd)| !exited(fd, Duration::from_secs(60)))
+            .filter(|(_, fd)| {
+                !exited(
+                    fd,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                )
+            })
             .map(|(pid, _)| *pid)
             .collect();
         for pid in &survivors {
@@ -121,14 +196,29 @@ fn confined_processes_die_with_mandate_even_when_it_is_killed() {
     }
 }
 
-/// Run by the test above as its own process: starts a command and a server that sleep, says
-/// so, and waits to be killed.
+#[test]
+fn confined_processes_die_with_mandate_even_when_it_is_killed() {
+    everything_dies_with_the_helper(Scenario::Plain);
+}
+
+#[test]
+fn what_confined_processes_started_dies_with_mandate_even_when_it_left_its_session() {
+    everything_dies_with_the_helper(Scenario::Descendants);
+}
+
+/// Run by the tests above as its own process: starts the confined processes of a scenario,
+/// says so once they all sleep, and waits to be killed.
 #[test]
 fn death_helper() {
     let Ok(what) = std::env::var(HELPER) else {
         return;
     };
-    let (bwrap, marker) = what.split_once(':').expect("LEVEL:MARKER");
+    let mut parts = what.splitn(3, ':');
+    let (bwrap, marker, scenario) = (
+        parts.next().expect("LEVEL"),
+        parts.next().expect("MARKER"),
+        Scenario::from_name(parts.next().unwrap_or("plain")),
+    );
     let level = levels()
         .into_iter()
         .find(|l| l.bwrap.is_some() == (bwrap == "true"))
@@ -141,12 +231,8 @@ fn death_helper() {
         .build()
         .expect("runtime");
     let children = runtime.block_on(async {
-        let command =
-            ConfinedCommand::command(&sb, &level, &format!("sleep {marker}")).expect("command");
-        let server =
-            ConfinedCommand::server(&sb, &level, "sleep", &[marker.to_string()]).expect("server");
         let mut started = Vec::new();
-        for cmd in [command, server] {
+        for cmd in scenario.start(&sb, &level, marker) {
             let mut cmd = tokio::process::Command::from(cmd);
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -155,14 +241,16 @@ fn death_helper() {
         }
         started
     });
-    // Both sleep (under bubblewrap, in bubblewrap's children) before the helper says so:
+    // All sleep (under bubblewrap, in bubblewrap's children) before the helper says so:
     // what is tested is a confined process that runs, not one still being set up.
     let sleeping = format!("sleep\0{marker}\0");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while processes_with(&sleeping).len() < 2 && std::time::Instant::now() < deadline {
+    while processes_with(&sleeping).len() < scenario.sleepers()
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("both started");
+    println!("all started");
     std::io::stdout().flush().expect("flush");
     // Killed here, with its runtime and its children's handles alive.
     loop {
@@ -234,4 +322,78 @@ fn a_child_whose_parent_is_gone_does_not_run() {
     let err = cmd.status().expect_err("refused before exec");
     assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
     assert!(!marker.exists());
+}
+
+#[test]
+fn a_confined_command_cannot_leave_its_session_or_group_and_git_still_runs() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for level in levels() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+        let git = std::env::var_os("PATH")
+            .and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join("git"))
+                    .find(|g| g.is_file())
+            })
+            .expect("git");
+        let repo = tmp
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join("tmp/repo");
+        let (git, repo) = (git.display(), repo.display());
+        let line = format!(
+            "setsid true && echo left-session; \
+             perl -e 'setpgid(0,0) or exit 1' && echo left-group; \
+             {git} init -q {repo} && {git} -C {repo} status --short && echo git-ran"
+        );
+        let cmd = ConfinedCommand::command(&sb, &level, &line).expect("command");
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let out = runtime.block_on(async {
+            let child = spawn(cmd).expect("spawn");
+            child.wait_with_output().await.expect("wait")
+        });
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.contains("left-session"), "{}: {out}", level.summary());
+        assert!(!out.contains("left-group"), "{}: {out}", level.summary());
+        assert!(out.contains("git-ran"), "{}: {out}", level.summary());
+    }
+}
+
+#[test]
+fn the_watchdog_holds_nothing_of_mandate_but_its_pipe() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let Some(level) = levels().into_iter().next() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
+    let cmd = ConfinedCommand::command(&sb, &level, "true").expect("command");
+    runtime.block_on(async {
+        let child = spawn(tokio::process::Command::from(cmd)).expect("spawn");
+        child.wait_with_output().await.expect("wait");
+    });
+    let pid = super::reaper::pid().expect("a watchdog runs");
+    let fds: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("its descriptors")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(fds.len(), 1, "the watchdog holds {fds:?}");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let session = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+        .and_then(|s| s.parse::<i32>().ok());
+    assert_eq!(session, Some(pid), "the watchdog leads its own session");
 }

@@ -17,8 +17,10 @@
 //!   is granted, and `/run`, the person's secrets and Mandate's own directories hidden. Landlock then filters the
 //!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
-//!   session (no controlling terminal), descriptors above 2 closed, death with Mandate
-//!   (`PR_SET_PDEATHSIG`, forked from one long-lived thread: [`spawn`]), and, without bubblewrap
+//!   session it cannot leave (`setsid` and `setpgid` refused by a seccomp filter), descriptors
+//!   above 2 closed, death with Mandate (`PR_SET_PDEATHSIG`, forked from one long-lived thread:
+//!   [`spawn`]) and, for all it started, a watchdog that kills its group when Mandate dies
+//!   however it dies (`reaper.rs`), and, without bubblewrap
 //!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw),
 //!   io_uring, and below Landlock ABI 9 Unix sockets, which Landlock does not filter.
 //!
@@ -32,6 +34,7 @@ pub mod env;
 mod freeze;
 mod landlock_rules;
 mod plan;
+mod reaper;
 mod run;
 mod scope;
 mod seccomp;
@@ -116,8 +119,6 @@ impl Confinement {
                     gaps.push("with the network granted, Unix sockets by path (the session bus, Docker) can be reached, and through them programs started outside the confinement".into());
                 }
                 gaps.push("permissions and times of files outside the writable directories can be changed (Landlock does not cover chmod and utime); in the workspace they are found and set back".into());
-                gaps.push("a process that leaves its session can outlive the command".into());
-                gaps.push("if Mandate is killed, a command or MCP server dies with it, but what it started may not".into());
                 gaps.push("the names of files in protected directories (`~/.ssh`, Mandate's data) can be listed, though not read".into());
             }
             ConfinementLevel::LandlockAndBwrap => {
@@ -132,6 +133,9 @@ impl Confinement {
         }
         if level != ConfinementLevel::None && abi < 6 {
             gaps.push("signals to Mandate are not refused (Landlock ABI < 6)".into());
+            if level == ConfinementLevel::LandlockOnly {
+                gaps.push("a command could stop or kill the watchdog that ends what it started if Mandate is killed (Landlock ABI < 6)".into());
+            }
         }
         Confinement {
             level,

@@ -160,6 +160,8 @@ pub(crate) fn kill_group(pgid: Option<i32>) {
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
+        // Every member has SIGKILL pending: nothing of the group is left for the watchdog.
+        super::reaper::forget(pgid);
     }
 }
 

@@ -1,8 +1,10 @@
-//! A small seccomp filter for commands without network when bubblewrap (and its empty network
-//! namespace) is not there: Landlock filters TCP only, so Internet sockets of any other type
-//! (UDP: DNS and `/dev/udp/…`; raw) are refused at `socket(2)`, and so is io_uring, which
-//! could create sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the fork; installed in the
-//! child with one `prctl`.
+//! Small seccomp filters. Every confined process stays in its process group and session
+//! (`setsid` and `setpgid` refused), so that killing the group kills all it started. For
+//! commands without network when bubblewrap (and its empty network namespace) is not there:
+//! Landlock filters TCP only, so Internet sockets of any other type (UDP: DNS and
+//! `/dev/udp/…`; raw) are refused at `socket(2)`, and so is io_uring, which could create
+//! sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the
+//! fork; installed in the child with one `prctl`.
 
 // BPF opcodes and `seccomp` return values.
 const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
@@ -47,12 +49,38 @@ fn prelude() -> Option<Vec<libc::sock_filter>> {
     ])
 }
 
-/// The filter program, or `None` on an architecture this code does not know (the caller then
-/// reports the gap instead of guessing system-call numbers). With `block_unix`, Unix sockets
-/// are refused at creation too: below Landlock ABI 9 nothing else keeps a command from
-/// connecting by path to the session bus (which can start programs outside the confinement)
-/// or to Docker's socket. `socketpair` stays allowed: it reaches no one.
-pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
+/// The filter of a command: it may not leave its process group or session (`setsid`,
+/// `setpgid` refused), so that killing the group, when the command ends or when Mandate dies
+/// ([`super::reaper`]), kills everything it started. `without_network` (given when the command
+/// has no network and no bubblewrap namespace to keep it off) adds the network part: Internet
+/// sockets other than TCP (which Landlock filters) refused at `socket(2)`, io_uring refused
+/// (it could create sockets without that system call), and, with `block_unix`, Unix sockets:
+/// below Landlock ABI 9 nothing else keeps a command from connecting by path to the session
+/// bus (which can start programs outside the confinement) or to Docker's socket. `socketpair`
+/// stays allowed: it reaches no one. `None` on an architecture this code does not know (the
+/// caller then reports the gap instead of guessing system-call numbers).
+pub(super) fn command_filter(without_network: Option<bool>) -> Option<Vec<libc::sock_filter>> {
+    let mut program = prelude()?;
+    stay_in_group(&mut program)?;
+    match without_network {
+        Some(block_unix) => program.extend(no_network(block_unix)?),
+        None => program.push(op(RET, 0, 0, ALLOW)),
+    }
+    Some(program)
+}
+
+/// Refuses `setsid` and `setpgid`: one pair of instructions each, after the prelude.
+fn stay_in_group(program: &mut Vec<libc::sock_filter>) -> Option<()> {
+    for nr in [libc::SYS_setsid, libc::SYS_setpgid] {
+        let nr = u32::try_from(nr).ok()?;
+        program.extend([op(JEQ, 0, 1, nr), op(RET, 0, 0, ERRNO | libc::EPERM as u32)]);
+    }
+    Some(())
+}
+
+/// The network part of a command's filter (its jumps are relative: it follows the prelude
+/// or any run of refused calls, with the system call's number loaded).
+fn no_network(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     let io_uring = u32::try_from(libc::SYS_io_uring_setup).ok()?;
     let (inet, inet6, packet) = (
@@ -66,25 +94,23 @@ pub(super) fn no_network_filter(block_unix: bool) -> Option<Vec<libc::sock_filte
     } else {
         u32::MAX
     };
-    let mut program = prelude()?;
-    program.extend([
-        /* 6 */ op(JEQ, 0, 1, io_uring),
-        /* 7 */ op(RET, 0, 0, ERRNO | libc::ENOSYS as u32),
-        /* 8 */ op(JEQ, 1, 0, socket),
+    Some(vec![
+        /* 0 */ op(JEQ, 0, 1, io_uring),
+        /* 1 */ op(RET, 0, 0, ERRNO | libc::ENOSYS as u32),
+        /* 2 */ op(JEQ, 1, 0, socket),
+        /* 3 */ op(RET, 0, 0, ALLOW),
+        /* 4 */ op(LD_W_ABS, 0, 0, ARG0),
+        /* 5 */ op(JEQ, 4, 0, inet),
+        /* 6 */ op(JEQ, 3, 0, inet6),
+        /* 7 */ op(JEQ, 5, 0, packet),
+        /* 8 */ op(JEQ, 4, 0, unix),
         /* 9 */ op(RET, 0, 0, ALLOW),
-        /* 10 */ op(LD_W_ABS, 0, 0, ARG0),
-        /* 11 */ op(JEQ, 4, 0, inet),
-        /* 12 */ op(JEQ, 3, 0, inet6),
-        /* 13 */ op(JEQ, 5, 0, packet),
-        /* 14 */ op(JEQ, 4, 0, unix),
-        /* 15 */ op(RET, 0, 0, ALLOW),
-        /* 16 */ op(LD_W_ABS, 0, 0, ARG1),
-        /* 17 */ op(AND, 0, 0, 0xf),
-        /* 18 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
-        /* 19 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
-        /* 20 */ op(RET, 0, 0, ALLOW),
-    ]);
-    Some(program)
+        /* 10 */ op(LD_W_ABS, 0, 0, ARG1),
+        /* 11 */ op(AND, 0, 0, 0xf),
+        /* 12 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
+        /* 13 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
+        /* 14 */ op(RET, 0, 0, ALLOW),
+    ])
 }
 
 /// Installs `filter` on the calling thread. Only system calls: safe between fork and exec.
@@ -118,14 +144,13 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
 /// `socketpair`, which runtimes use for their children's stdio and which reaches no one.
 pub(super) fn server_filter() -> Option<Vec<libc::sock_filter>> {
     let mut program = prelude()?;
+    stay_in_group(&mut program)?;
     // Each refused call: "if nr == X return error", one pair of instructions.
     let mut refuse = |nr: libc::c_long, errno: i32| -> Option<()> {
         let nr = u32::try_from(nr).ok()?;
         program.extend([op(JEQ, 0, 1, nr), op(RET, 0, 0, ERRNO | errno as u32)]);
         Some(())
     };
-    refuse(libc::SYS_setsid, libc::EPERM)?;
-    refuse(libc::SYS_setpgid, libc::EPERM)?;
     // io_uring always: its kernel worker threads ignore SIGSTOP, so work queued before a
     // freeze would go on writing while the server is meant to be stopped.
     refuse(libc::SYS_io_uring_setup, libc::ENOSYS)?;

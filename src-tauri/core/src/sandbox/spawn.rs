@@ -9,6 +9,7 @@ use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 
 use super::landlock_rules::{self, Restrict};
 use super::{bwrap, seccomp, CommandSandbox, Confinement, ConfinementLevel, SandboxError};
@@ -123,19 +124,22 @@ fn build(
     let abi = confinement.landlock_abi.unwrap_or(0);
     let filter = match (purpose, confinement.level) {
         (Purpose::Command, ConfinementLevel::LandlockOnly) if !sandbox.network => {
-            seccomp::no_network_filter(abi < 9)
+            seccomp::command_filter(Some(abi < 9))
         }
-        (Purpose::Command, _) => None,
-        (Purpose::Server, _) => {
-            let filter = seccomp::server_filter();
-            if filter.is_none() {
-                return Err(SandboxError::Landlock(
-                    "no system-call filter for this architecture: an MCP server could leave its process group".into(),
-                ));
-            }
-            filter
-        }
+        (Purpose::Command, _) => seccomp::command_filter(None),
+        (Purpose::Server, _) => seccomp::server_filter(),
     };
+    if filter.is_none() && (purpose == Purpose::Server || confinement.is_confined()) {
+        return Err(SandboxError::Landlock(
+            "no system-call filter for this architecture: a confined process could leave its process group".into(),
+        ));
+    }
+    // What the process starts is killed with its group when Mandate dies (see `reaper`).
+    let reaper = super::reaper::channel().map_err(|e| {
+        SandboxError::Spawn(format!(
+            "the watchdog that ends confined processes with Mandate could not be started: {e}"
+        ))
+    })?;
     // bubblewrap needs its capabilities to build the namespaces; it drops them for the
     // command itself (`--cap-drop ALL`).
     let drop_capabilities = !with_bwrap;
@@ -144,6 +148,7 @@ fn build(
         filter,
         drop_capabilities,
         parent: parent_pid(),
+        reaper: Some(reaper),
     };
     // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
     // prepared before the fork.
@@ -161,6 +166,8 @@ struct ChildSetup {
     /// Mandate's pid: a child whose parent is already another process (Mandate died between
     /// the fork and `PR_SET_PDEATHSIG`) does not run.
     parent: libc::pid_t,
+    /// The watchdog's pipe: the process registers its group there before it runs.
+    reaper: Option<Arc<OwnedFd>>,
 }
 
 fn parent_pid() -> libc::pid_t {
@@ -190,6 +197,11 @@ impl ChildSetup {
             }
             // A new session: no controlling terminal to type into, one group to kill.
             check(libc::setsid() as libc::c_long)?;
+            // Before any code of the command runs: what it starts dies with Mandate even
+            // when Mandate is killed right after this. No watchdog, no command.
+            if let Some(reaper) = &self.reaper {
+                super::reaper::register_self(reaper.as_raw_fd())?;
+            }
             // Descriptors Mandate holds must not leak into the command.
             libc::syscall(
                 libc::SYS_close_range,
@@ -273,6 +285,7 @@ pub(super) fn setup_expecting_parent(
         filter: None,
         drop_capabilities: false,
         parent,
+        reaper: None,
     };
     move || setup.apply()
 }
