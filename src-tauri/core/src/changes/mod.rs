@@ -11,6 +11,8 @@
 mod classify;
 mod git_index;
 #[cfg(test)]
+pub(crate) mod hostile_git;
+#[cfg(test)]
 mod hostile_modes;
 #[cfg(test)]
 mod hostile_names;

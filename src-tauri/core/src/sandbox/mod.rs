@@ -27,6 +27,8 @@ mod bwrap;
 pub mod env;
 mod freeze;
 mod landlock_rules;
+#[cfg(test)]
+mod nested_git_tests;
 mod plan;
 mod run;
 mod scope;

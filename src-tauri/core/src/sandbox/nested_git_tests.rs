@@ -1,0 +1,176 @@
+//! A command whose scope covers nested repositories, run at each confinement level this machine
+//! offers, with real git: what it tries in their `.git` is refused by the kernel (bubblewrap:
+//! the nested `.git` and the directories above it are bound read-only or pinned) or undone
+//! after it (Landlock alone), and afterwards the person's git runs none of it.
+
+use std::path::{Path, PathBuf};
+
+use super::tests::levels;
+use super::*;
+use crate::changes::hostile_git::{git, Payload, WHY};
+use crate::hooks::command_policy::{CommandNeeds, CommandPolicy};
+use crate::hooks::ignore_list::IntentIgnore;
+use crate::redact::Redactor;
+
+struct Nested {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    temp: PathBuf,
+    /// A repository outside the workspace whose configuration runs the payload.
+    evil: PathBuf,
+    head_w: String,
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// `vendor/x` and `vendor/w` are clones with a commit each; `vendor/sub` is a checkout whose
+/// `.git` file points at `x`'s database.
+fn nested(payload: &Payload) -> Nested {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let base = tmp.path().canonicalize().expect("canonical");
+    let root = base.join("ws");
+    write(&root, "src/main.rs", "fn main() {}\n");
+    std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+    git(&root, &["init", "-q"]);
+    for name in ["x", "w"] {
+        let dir = root.join("vendor").join(name);
+        write(&dir, "lib.rs", "pub fn f() {}\n");
+        git(&dir, &["init", "-q"]);
+        git(&dir, &["add", "."]);
+        git(&dir, &["commit", "-qm", name]);
+    }
+    write(&root, "vendor/sub/.git", "gitdir: ../x/.git\n");
+    let head_w = git(&root.join("vendor/w"), &["rev-parse", "HEAD"]);
+    let temp = base.join("cmdtmp");
+    std::fs::create_dir_all(&temp).expect("mkdir");
+    git(&base, &["init", "-q", "--bare", "evil.git"]);
+    let evil = base.join("evil.git");
+    git(&evil, &["config", "core.bare", "false"]);
+    let script = payload.script.display().to_string();
+    git(&evil, &["config", "core.fsmonitor", &script]);
+    Nested {
+        _tmp: tmp,
+        root,
+        temp,
+        evil,
+        head_w,
+    }
+}
+
+async fn governed(n: &Nested, level: &Confinement, line: &str) -> GovernedRun {
+    let ws = crate::workspace::Workspace::new(&n.root).expect("ws");
+    let action = crate::hooks::CommandAction {
+        command: line.into(),
+        cwd: ws.resolve(".").expect("root"),
+        timeout: std::time::Duration::from_secs(60),
+        granted: CommandNeeds::default(),
+    };
+    let scope = vec!["vendor/**".to_string()];
+    let owns = |p: &str| p.starts_with("vendor/");
+    let policy = CommandPolicy::builtin();
+    let ignore = IntentIgnore::empty();
+    let cx = CommandContext {
+        workspace: &n.root,
+        owned_scope: &scope,
+        owns: &owns,
+        ignore: &ignore,
+        policy: &policy,
+        confinement: level,
+        temp_dir: &n.temp,
+        granted: CommandNeeds::default(),
+        app_dirs: &[],
+        redactor: &Redactor::new(),
+    };
+    run_governed(
+        &action,
+        &cx,
+        &tokio_util::sync::CancellationToken::new(),
+        |_| {},
+    )
+    .await
+    .expect("ran")
+}
+
+fn reason<'a>(run: &'a GovernedRun, path: &str) -> Option<&'a str> {
+    run.changes
+        .out_of_scope
+        .iter()
+        .find(|(c, _)| c.path == path)
+        .map(|(_, why)| why.as_str())
+}
+
+#[tokio::test]
+async fn a_command_cannot_plant_git_configuration_or_hooks_in_a_nested_repository() {
+    for level in levels() {
+        let name = level.summary();
+        let payload = Payload::new();
+        let n = nested(&payload);
+        let script = payload.script.display().to_string();
+        let evil = n.evil.display().to_string();
+        let line = format!(
+            "git -C vendor/x config core.fsmonitor '{script}' || echo 'config refused'
+             printf '#!/bin/sh\\n%s hook\\n' '{script}' > vendor/x/.git/hooks/post-checkout && chmod +x vendor/x/.git/hooks/post-checkout
+             echo 'pub fn f() {{ 1 }}' > vendor/x/lib.rs
+             git init -q vendor/y && git -C vendor/y config core.fsmonitor '{script}'
+             mkdir -p vendor/z && printf 'gitdir: %s\\n' '{evil}' > vendor/z/.git
+             printf 'gitdir: %s\\n' '{evil}' > vendor/sub/.git
+             mv vendor/w vendor/w2 || echo 'move refused'
+             true"
+        );
+        let run = governed(&n, &level, &line).await;
+        let out = &run.run.output;
+        assert_eq!(run.run.exit_code, Some(0), "{name}: {out}");
+        let undone = crate::changes::not_undone(&run.restored);
+        assert!(
+            undone.is_empty(),
+            "{name}: not undone {undone:?}: {:#?}",
+            run.restored
+        );
+        for path in ["vendor/y/.git", "vendor/y/.git/config", "vendor/z/.git"] {
+            let why = reason(&run, path).unwrap_or_else(|| panic!("{name}: {path} in scope"));
+            assert!(why.contains(WHY), "{name}: {path}: {why}");
+        }
+        if level.level == ConfinementLevel::LandlockAndBwrap {
+            // Refused up front: the nested `.git` (a directory or a file) is read-only, and
+            // the directory holding it cannot be moved away.
+            assert!(out.contains("config refused"), "{name}: {out}");
+            assert!(out.contains("move refused"), "{name}: {out}");
+            assert!(reason(&run, "vendor/x/.git/config").is_none(), "{name}");
+        } else {
+            let why = reason(&run, "vendor/x/.git/config").expect("changed");
+            assert!(why.contains(WHY), "{name}: {why}");
+            assert!(reason(&run, "vendor/sub/.git").is_some_and(|w| w.contains(WHY)));
+        }
+        let in_scope: Vec<&str> = run
+            .changes
+            .in_scope
+            .iter()
+            .map(|c| c.path.as_str())
+            .collect();
+        assert!(
+            in_scope.contains(&"vendor/x/lib.rs"),
+            "{name}: {in_scope:?}"
+        );
+        for dir in ["vendor/x", "vendor/y", "vendor/z", "vendor/sub", "vendor/w"] {
+            let dir = n.root.join(dir);
+            if dir.exists() {
+                assert!(
+                    !payload.fires_in(&dir),
+                    "{name}: the payload ran in {dir:?}"
+                );
+            }
+        }
+        assert!(!n.root.join("vendor/y/.git").exists(), "{name}");
+        assert!(!n.root.join("vendor/z/.git").exists(), "{name}");
+        assert!(!n.root.join("vendor/w2/.git").exists(), "{name}");
+        assert_eq!(
+            git(&n.root.join("vendor/w"), &["rev-parse", "HEAD"]),
+            n.head_w,
+            "{name}"
+        );
+    }
+}
