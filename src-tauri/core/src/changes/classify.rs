@@ -125,5 +125,37 @@ pub fn classify(
             ChangeClass::OutOfScope(why) => out.out_of_scope.push((change, why)),
         }
     }
+    out_of_scope_where_moved(&mut out);
     out
+}
+
+/// What a process moved out of an out-of-scope place (a nested repository's `.git` renamed to
+/// a name the intent owns, or carried along with its directory) is out of scope where it
+/// landed too: it is still what it was.
+fn out_of_scope_where_moved(out: &mut ClassifiedChanges) {
+    let created: Vec<&Change> = out
+        .in_scope
+        .iter()
+        .chain(out.permitted.iter().map(|(c, _)| c))
+        .filter(|c| c.kind == ChangeKind::Created)
+        .collect();
+    let moved = super::moves::reclassify(&out.out_of_scope, &created);
+    if moved.is_empty() {
+        return;
+    }
+    let in_scope = std::mem::take(&mut out.in_scope);
+    for change in in_scope {
+        match moved.get(&change.path) {
+            Some(why) => out.out_of_scope.push((change, why.clone())),
+            None => out.in_scope.push(change),
+        }
+    }
+    let permitted = std::mem::take(&mut out.permitted);
+    for (change, was) in permitted {
+        match moved.get(&change.path) {
+            Some(why) => out.out_of_scope.push((change, why.clone())),
+            None => out.permitted.push((change, was)),
+        }
+    }
+    out.out_of_scope.sort_by(|a, b| a.0.path.cmp(&b.0.path));
 }

@@ -222,7 +222,7 @@ fn a_nested_repositorys_configuration_hooks_and_gitdir_files_are_out_of_scope_an
     }
 
     let out: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
-    let outcomes = restore(root, &out, &images, &|_| false);
+    let outcomes = restore(root, &before, &out, &images, &|_| false);
     let undone = not_undone(&outcomes);
     assert!(undone.is_empty(), "not undone: {undone:?}\n{outcomes:#?}");
     assert_eq!(
@@ -296,7 +296,7 @@ fn a_nested_repository_moved_away_is_never_deleted_and_comes_back_where_it_can()
         assert!(why.contains("vendor/w/.git"), "{path}: {why}");
     }
     let out: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
-    let outcomes = restore(root, &out, &images, &|_| false);
+    let outcomes = restore(root, &before, &out, &images, &|_| false);
 
     // `w`'s database is back, whole; nothing is left under the name it was given.
     assert!(!root.join("vendor/stash").exists(), "{outcomes:#?}");

@@ -16,6 +16,8 @@ pub(crate) mod hostile_git;
 mod hostile_modes;
 #[cfg(test)]
 mod hostile_names;
+mod images;
+mod moves;
 mod names;
 mod reopen;
 mod restore;
@@ -30,9 +32,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use images::BeforeImages;
 pub use names::{is_utf8, key_of, real_path, shown};
 pub use reopen::Reopened;
-pub use restore::{not_undone, restore, BeforeImages, RestoreOutcome, Restored};
+pub use restore::{not_undone, restore, RestoreOutcome, Restored};
 
 /// What kind of entry a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

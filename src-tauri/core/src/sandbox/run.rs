@@ -408,13 +408,14 @@ impl Watch {
             })
             .map(|c| c.path.clone())
             .collect();
-        let restored = if out_of_scope.is_empty() {
-            Vec::new()
+        let (before, restored) = if out_of_scope.is_empty() {
+            (before, Vec::new())
         } else {
             blocking(move || {
-                changes::restore(&root, &out_of_scope, &images, &|p| {
+                let restored = changes::restore(&root, &before, &out_of_scope, &images, &|p| {
                     content_fixed.contains(p)
-                })
+                });
+                (before, restored)
             })
             .await?
         };
