@@ -9,6 +9,7 @@
 //! (possible at all only when confinement is absent or partial) and says which it could not.
 
 mod classify;
+mod describe;
 mod git_index;
 #[cfg(test)]
 pub(crate) mod hostile_git;
@@ -32,6 +33,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use describe::{described, Described};
 pub use images::BeforeImages;
 pub use names::{is_utf8, key_of, real_path, shown};
 pub use reopen::Reopened;

@@ -281,17 +281,7 @@ fn answer(
     if out_of_scope.is_empty() {
         return Ok(out);
     }
-    let described: Vec<String> = found
-        .restored
-        .iter()
-        .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", crate::changes::shown(&r.path)),
-            Err(why) => format!(
-                "{} (could not be undone: {why})",
-                crate::changes::shown(&r.path)
-            ),
-        })
-        .collect();
+    let described = crate::changes::described(&found.changes.out_of_scope, &found.restored);
     let why = if scope.read_only {
         "a tool the server declares read-only changed files, so every change it made is out of scope".to_string()
     } else {
@@ -310,8 +300,10 @@ fn answer(
         )
     };
     let message = format!(
-        "Scope Violation: MCP tool `{target}`: {why}: {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
-        described.join(", ")
+        "Scope Violation: MCP tool `{target}`: {why}: {}.{}{} They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+        described.list,
+        if described.reasons.is_empty() { "" } else { " " },
+        described.reasons,
     );
     notice(cx, message.clone());
     out.content = json!({"error": {
