@@ -375,3 +375,112 @@ async fn a_granted_server_cannot_plant_git_configuration_in_a_nested_repository(
         }
     }
 }
+
+const EVERYTHING: &str = r#"active_intents:
+  - id: INT-001
+    name: Everything
+    status: IN_PROGRESS
+    owned_scope: ["**"]
+    constraints: []
+    acceptance_criteria: []
+"#;
+
+/// The repository's own configuration names files in the workspace: husky's hooks directory
+/// (`core.hooksPath`) and a tracked `.gitconfig` it includes. An intent owning everything still
+/// cannot change them, by a command or by its file tool.
+#[tokio::test]
+async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
+    let ws = workspace(
+        Some(EVERYTHING),
+        &[
+            ("src/main.rs", "fn main() {}\n"),
+            (".husky/_/pre-commit", "#!/bin/sh\nexit 0\n"),
+            (".gitconfig", "[user]\n\tname = Project\n"),
+        ],
+    );
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "core.hooksPath", ".husky/_"]);
+    git(root, &["config", "include.path", "../.gitconfig"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "init"]);
+    let payload = Payload::new();
+    let p = payload.path();
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        select(),
+        command(
+            "c1",
+            &format!(
+                "printf '[core]\\n\\tfsmonitor = %s\\n' '{p}' >> .gitconfig || echo 'include refused'; \
+                 printf '#!/bin/sh\\n%s\\n' '{p}' > .husky/_/post-checkout && chmod +x .husky/_/post-checkout || echo 'hook refused'; \
+                 echo changed > src/main.rs"
+            ),
+        ),
+        call(
+            "w1",
+            "write_to_file",
+            json!({"path": ".gitconfig", "content": format!("[core]\n\tfsmonitor = {p}\n"), "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"}),
+        ),
+        call(
+            "w2",
+            "write_to_file",
+            json!({"path": ".husky/_/pre-commit", "content": format!("#!/bin/sh\n{p}\n"), "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"}),
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+
+    let c1 = server.tool_result("c1").expect("c1");
+    for (path, what, refused) in [
+        (".gitconfig", "include.path", "include refused"),
+        (".husky/_/post-checkout", "core.hooksPath", "hook refused"),
+    ] {
+        if c1.contains(refused) {
+            continue;
+        }
+        let message = error_of(&c1)["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.contains(path) && message.contains(what),
+            "{path}: {message}"
+        );
+        assert!(!message.contains("could not be undone"), "{message}");
+    }
+    assert!(
+        c1.contains("recorded in the trace ledger under INT-001"),
+        "{c1}"
+    );
+    for (id, what) in [("w1", "include.path"), ("w2", "core.hooksPath")] {
+        let result = server.tool_result(id).expect("result");
+        assert!(
+            result.contains("protected") && result.contains(what),
+            "{id}: {result}"
+        );
+    }
+
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gitconfig")).expect("read"),
+        "[user]\n\tname = Project\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".husky/_/pre-commit")).expect("read"),
+        "#!/bin/sh\nexit 0\n"
+    );
+    assert!(!root.join(".husky/_/post-checkout").exists());
+    assert!(!payload.fires_in(root), "the payload ran");
+    for record in ledger(root) {
+        assert_valid(&record);
+    }
+}

@@ -62,6 +62,12 @@ fn nested(payload: &Payload) -> Nested {
 }
 
 async fn governed(n: &Nested, level: &Confinement, line: &str) -> GovernedRun {
+    governed_with(n, level, line, &["vendor/**"]).await
+}
+
+/// Runs `line` for an intent owning `scope` (globs), with the workspace's `.intentignore` and
+/// repository configuration as Mandate loads them.
+async fn governed_with(n: &Nested, level: &Confinement, line: &str, scope: &[&str]) -> GovernedRun {
     let ws = crate::workspace::Workspace::new(&n.root).expect("ws");
     let action = crate::hooks::CommandAction {
         command: line.into(),
@@ -69,10 +75,15 @@ async fn governed(n: &Nested, level: &Confinement, line: &str) -> GovernedRun {
         timeout: std::time::Duration::from_secs(60),
         granted: CommandNeeds::default(),
     };
-    let scope = vec!["vendor/**".to_string()];
-    let owns = |p: &str| p.starts_with("vendor/");
+    let scope: Vec<String> = scope.iter().map(|g| g.to_string()).collect();
+    let globs = scope.clone();
+    let owns = move |p: &str| {
+        globs
+            .iter()
+            .any(|g| globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p)))
+    };
     let policy = CommandPolicy::builtin();
-    let ignore = IntentIgnore::empty();
+    let ignore = IntentIgnore::load(&n.root).expect("ignore");
     let cx = CommandContext {
         workspace: &n.root,
         owned_scope: &scope,
@@ -170,6 +181,74 @@ async fn a_command_cannot_plant_git_configuration_or_hooks_in_a_nested_repositor
         assert_eq!(
             git(&n.root.join("vendor/w"), &["rev-parse", "HEAD"]),
             n.head_w,
+            "{name}"
+        );
+    }
+}
+
+/// The repository's own configuration names files in the workspace (husky's `core.hooksPath`,
+/// an `include.path` of a tracked `.gitconfig`): a command whose scope covers them cannot make
+/// git run its payload through them.
+#[tokio::test]
+async fn a_command_cannot_change_what_the_repositorys_configuration_runs_or_includes() {
+    for level in levels() {
+        let name = level.summary();
+        let payload = Payload::new();
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("canonical");
+        let root = base.join("ws");
+        write(&root, "src/main.rs", "fn main() {}\n");
+        write(&root, ".husky/_/pre-commit", "#!/bin/sh\nexit 0\n");
+        write(&root, ".gitconfig", "[user]\n\tname = Project\n");
+        std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
+        git(&root, &["init", "-q"]);
+        git(&root, &["config", "core.hooksPath", ".husky/_"]);
+        git(&root, &["config", "include.path", "../.gitconfig"]);
+        git(&root, &["add", "."]);
+        git(&root, &["commit", "-qm", "init"]);
+        let temp = base.join("cmdtmp");
+        std::fs::create_dir_all(&temp).expect("mkdir");
+        let n = Nested {
+            _tmp: tmp,
+            root: root.clone(),
+            temp,
+            evil: base.clone(),
+            head_w: String::new(),
+        };
+        let script = payload.script.display().to_string();
+        let line = format!(
+            "printf '[core]\\n\\tfsmonitor = %s\\n' '{script}' >> .gitconfig || echo 'include refused'
+             printf '#!/bin/sh\\n%s\\n' '{script}' > .husky/_/post-checkout && chmod +x .husky/_/post-checkout || echo 'hook refused'
+             echo changed > src/main.rs
+             true"
+        );
+        let run = governed_with(&n, &level, &line, &["**"]).await;
+        let out = &run.run.output;
+        let undone = crate::changes::not_undone(&run.restored);
+        assert!(undone.is_empty(), "{name}: not undone {undone:?}: {out}");
+        for (path, what) in [
+            (".gitconfig", "include.path"),
+            (".husky/_/post-checkout", "core.hooksPath"),
+        ] {
+            if let Some(why) = reason(&run, path) {
+                assert!(why.contains(what), "{name}: {path}: {why}");
+            } else {
+                assert!(
+                    out.contains("refused"),
+                    "{name}: {path} neither refused nor undone: {out}"
+                );
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join(".gitconfig")).expect("read"),
+            "[user]\n\tname = Project\n",
+            "{name}"
+        );
+        assert!(!root.join(".husky/_/post-checkout").exists(), "{name}");
+        assert!(!payload.fires_in(&root), "{name}: the payload ran: {out}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/main.rs")).expect("read"),
+            "changed\n",
             "{name}"
         );
     }
