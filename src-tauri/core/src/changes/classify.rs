@@ -72,8 +72,8 @@ pub fn class_of(
         }
         return ChangeClass::OutOfScope(reason.to_string());
     }
-    if let Some(rule) = ignore.matched(path) {
-        return ChangeClass::OutOfScope(format!("`.intentignore` lists it (`{rule}`)"));
+    if let Some(why) = ignore.why(path) {
+        return ChangeClass::OutOfScope(why);
     }
     let parts: Vec<&str> = path.split('/').collect();
     let inside_output = parts[..parts.len().saturating_sub(1)]

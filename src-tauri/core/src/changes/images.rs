@@ -119,16 +119,29 @@ impl BeforeImages {
     fn copies_of_protected(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
         let mut images = BeforeImages::default();
         let mut copied = 0u64;
-        images.keep(snapshot, worth_copying, max_copy, true, &mut copied);
-        images.keep(snapshot, in_nested_git, max_copy, false, &mut copied);
+        images.keep(snapshot, &worth_copying, max_copy, true, &mut copied);
+        images.keep(snapshot, &in_nested_git, max_copy, false, &mut copied);
         images
+    }
+
+    /// Adds copies of the files at or beneath `rels` (what the repository's git configuration
+    /// names: a process whose scope covers them may change them wherever bubblewrap does not
+    /// bind them read-only).
+    pub fn keeping(mut self, snapshot: &Snapshot, rels: &[String]) -> BeforeImages {
+        if rels.is_empty() {
+            return self;
+        }
+        let named = |rel: &str| rels.iter().any(|n| super::moves::at_or_beneath(rel, n));
+        let mut copied = self.copies.values().map(|c| c.len() as u64).sum();
+        self.keep(snapshot, &named, MAX_COPY, false, &mut copied);
+        self
     }
 
     /// Copies of the nested repositories' `.git` alone (with full confinement, nothing else
     /// can change out of scope).
     fn copies_of_nested_git(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
         let mut images = BeforeImages::default();
-        images.keep(snapshot, in_nested_git, max_copy, false, &mut 0);
+        images.keep(snapshot, &in_nested_git, max_copy, false, &mut 0);
         images
     }
 
@@ -138,7 +151,7 @@ impl BeforeImages {
     fn keep(
         &mut self,
         snapshot: &Snapshot,
-        wanted: fn(&str) -> bool,
+        wanted: &dyn Fn(&str) -> bool,
         max_copy: u64,
         prefixes: bool,
         copied: &mut u64,

@@ -53,7 +53,8 @@ pub(super) async fn run(
         .iter()
         .map(|(path, k)| (path.clone(), k.hash.clone()))
         .collect();
-    let watch = Watch::start(&root, &server.confinement())
+    let named: Vec<String> = ignore.git_named().map(str::to_string).collect();
+    let watch = Watch::start(&root, &server.confinement(), named)
         .await
         .map_err(|e| failed("change detection", e))?
         .with_stored(kept, cx.gov.journal.checkpoints.clone());

@@ -45,7 +45,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use freeze::{freeze_group, thaw_group, FreezeError};
-pub use plan::{protected_inside, SandboxRequest};
+pub use plan::{protected_inside, without_listed, SandboxRequest};
 pub(crate) use run::kill_group;
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,

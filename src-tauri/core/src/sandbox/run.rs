@@ -219,7 +219,8 @@ pub async fn run_governed(
         redactor: cx.redactor,
     }
     .build()?;
-    let watch = Watch::from_snapshot(before, cx.confinement).await?;
+    let named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
+    let watch = Watch::from_snapshot(before, cx.confinement, named).await?;
     let run = run_confined(
         action,
         &sandbox,
@@ -306,23 +307,30 @@ fn snapshot_after(
 }
 
 impl Watch {
-    /// Snapshots the workspace `root` (canonical) now.
-    pub async fn start(root: &Path, confinement: &Confinement) -> Result<Watch, SandboxError> {
+    /// Snapshots the workspace `root` (canonical) now. `keep`: what the repository's git
+    /// configuration names ([`IntentIgnore::git_named`]), kept to be undone.
+    pub async fn start(
+        root: &Path,
+        confinement: &Confinement,
+        keep: Vec<String>,
+    ) -> Result<Watch, SandboxError> {
         let root = root.to_path_buf();
         let before = blocking(move || snapshot_before(&root)).await?;
-        Watch::from_snapshot(before, confinement).await
+        Watch::from_snapshot(before, confinement, keep).await
     }
 
     async fn from_snapshot(
         before: Snapshot,
         confinement: &Confinement,
+        keep: Vec<String>,
     ) -> Result<Watch, SandboxError> {
         // The earlier state of what a process could change out of scope: protected files when
         // confinement is partial or absent, and clean tracked files, since writable
         // directories are wider than the intent's globs.
         let protected_copies = confinement.level != super::ConfinementLevel::LandlockAndBwrap;
         blocking(move || {
-            let images = BeforeImages::capture_with(&before, protected_copies);
+            let images =
+                BeforeImages::capture_with(&before, protected_copies).keeping(&before, &keep);
             Watch { before, images }
         })
         .await
