@@ -78,7 +78,10 @@ pub fn described(out_of_scope: &[(Change, String)], restored: &[RestoreOutcome])
         .iter()
         .map(|(reason, paths)| format!("{}: {reason}.", paths.join(", ")))
         .collect();
-    if by_reason.keys().any(|r| r.contains(NESTED_GIT)) {
+    if by_reason
+        .keys()
+        .any(|r| r.contains(NESTED_GIT) || r.contains(super::BARE_REPOSITORY))
+    {
         reasons.push("If the work needs a repository there (git clone, git init), say so with request_scope_expansion (intent_id, globs, reason): the person decides, and makes it.".into());
     }
     Described {

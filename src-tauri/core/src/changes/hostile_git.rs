@@ -311,3 +311,68 @@ fn a_nested_repository_moved_away_is_never_deleted_and_comes_back_where_it_can()
         "{undone:?}"
     );
 }
+
+/// A repository database not named `.git` (`git init --bare`, then made to look non-bare with
+/// a work tree): git uses it, and runs its `core.fsmonitor`, when the person works inside it.
+/// It is no intent's either, and a change to one that was there is undone.
+#[test]
+fn a_repository_database_not_named_git_is_out_of_scope_and_undone() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let payload = Payload::new();
+    let script = payload.script.display().to_string();
+    git(
+        &root.join("vendor"),
+        &["init", "-q", "--bare", "fixture.git"],
+    );
+    let fixture = root.join("vendor/fixture.git");
+    let config_before = std::fs::read(fixture.join("config")).expect("config");
+    let before = Snapshot::take(root);
+    let images = BeforeImages::capture_with(&before, false)
+        .keeping(&before, &super::repository_dirs(&before));
+
+    // A new one, and the person's fixture changed to run the payload.
+    git(&root.join("vendor"), &["init", "-q", "--bare", "evil"]);
+    let evil = root.join("vendor/evil");
+    for dir in [&evil, &fixture] {
+        git(dir, &["config", "core.bare", "false"]);
+        git(dir, &["config", "core.worktree", ".."]);
+        git(dir, &["config", "core.fsmonitor", &script]);
+        assert!(payload.fires_in(dir), "{dir:?}: the payload is real");
+    }
+
+    let mut after = Snapshot::take(root);
+    let changes = diff(&before, &mut after);
+    let mut sorted = classify(
+        changes,
+        &vendor_owns,
+        &IntentIgnore::empty(),
+        &["target"],
+        false,
+    );
+    let mut dirs = super::repository_dirs(&before);
+    dirs.extend(super::repository_dirs(&after));
+    assert_eq!(
+        dirs,
+        ["vendor/fixture.git", "vendor/evil", "vendor/fixture.git"]
+    );
+    super::out_of_scope_in(&mut sorted, &dirs);
+    for path in [
+        "vendor/evil",
+        "vendor/evil/config",
+        "vendor/fixture.git/config",
+    ] {
+        let why = reason_of(&sorted, path);
+        assert!(why.contains(WHY), "{path}: {why}");
+    }
+    let out: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
+    let outcomes = restore(root, &before, &out, &images, &|_| false);
+    let undone = not_undone(&outcomes);
+    assert!(undone.is_empty(), "not undone: {undone:?}");
+    assert!(!evil.exists());
+    assert_eq!(
+        std::fs::read(fixture.join("config")).expect("config"),
+        config_before
+    );
+    assert!(!payload.fires_in(&fixture), "the payload ran");
+}

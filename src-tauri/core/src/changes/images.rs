@@ -77,6 +77,11 @@ pub(super) fn in_nested_git(rel: &str) -> bool {
 }
 
 impl BeforeImages {
+    /// How many bytes are kept as copies.
+    pub fn kept_bytes(&self) -> u64 {
+        self.copies.values().map(|c| c.len() as u64).sum()
+    }
+
     /// Files that should have been kept but could not be read.
     pub fn not_kept(&self) -> &[String] {
         &self.not_kept
@@ -124,15 +129,21 @@ impl BeforeImages {
         images
     }
 
-    /// Adds copies of the files at or beneath `rels` (what the repository's git configuration
-    /// names: a process whose scope covers them may change them wherever bubblewrap does not
-    /// bind them read-only).
+    /// Adds copies of the files at or beneath `rels` but objects (what the repository's git
+    /// configuration names, repository databases not named `.git`: a process whose scope
+    /// covers them may change them wherever bubblewrap does not bind them read-only).
     pub fn keeping(mut self, snapshot: &Snapshot, rels: &[String]) -> BeforeImages {
         if rels.is_empty() {
             return self;
         }
-        let named = |rel: &str| rels.iter().any(|n| super::moves::at_or_beneath(rel, n));
-        let mut copied = self.copies.values().map(|c| c.len() as u64).sum();
+        // A repository database's objects are content-addressed, and the bulk of it.
+        let named = |rel: &str| {
+            rels.iter().any(|n| {
+                super::moves::at_or_beneath(rel, n)
+                    && !rel[n.len()..].split('/').any(|p| p == "objects")
+            })
+        };
+        let mut copied = self.kept_bytes();
         self.keep(snapshot, &named, MAX_COPY, false, &mut copied);
         self
     }

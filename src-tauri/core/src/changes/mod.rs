@@ -9,6 +9,7 @@
 //! (possible at all only when confinement is absent or partial) and says which it could not.
 
 mod classify;
+mod databases;
 mod describe;
 mod git_index;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use databases::{out_of_scope_in, repository_dirs, BARE_REPOSITORY};
 pub use describe::{described, Described};
 pub use images::BeforeImages;
 pub use names::{is_utf8, key_of, real_path, shown};

@@ -11,10 +11,12 @@
 //!   sockets by path refused (ABI ≥ 9);
 //! - **bubblewrap** where it works (optional, [`Confinement::detect`]): the file system is a
 //!   read-only view of `/` with the writable paths bound read-write and the protected paths
-//!   inside them bound read-only again (what Landlock alone cannot say), a PID namespace (so
-//!   `/proc/$PPID` is not Mandate), a network namespace without interfaces unless the network
-//!   is granted, and `/run` and Mandate's own directories hidden. Landlock then filters the
-//!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
+//!   inside them bound read-only again (what Landlock alone cannot say) and the directories
+//!   between pinned as mount points (so a protected path cannot be renamed away with its
+//!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), a network namespace without
+//!   interfaces unless the network is granted, and `/run` and Mandate's own directories
+//!   hidden. Landlock then filters the network and scopes signals (its file rules would
+//!   forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session (no controlling terminal), descriptors above 2 closed, and, without bubblewrap
 //!   and without network, a seccomp filter refusing non-TCP Internet sockets (UDP, raw),
@@ -103,7 +105,7 @@ impl Confinement {
                     .to_string(),
             ),
             ConfinementLevel::LandlockOnly => {
-                gaps.push("protected paths inside a writable directory (a nested `.git/`, a path `.intentignore` lists) are found and reported after the command, not refused".into());
+                gaps.push("protected paths inside a writable directory (a nested `.git`, a path `.intentignore` lists) are not refused: changes there are found after the command, reported and undone (a nested `.git` is kept before each command, all but its objects)".into());
                 gaps.push("root-level files can only be changed in place, not created".into());
                 if abi < 9 {
                     gaps.push("with the network granted, Unix sockets by path (the session bus, Docker) can be reached, and through them programs started outside the confinement".into());

@@ -253,3 +253,47 @@ async fn a_command_cannot_change_what_the_repositorys_configuration_runs_or_incl
         );
     }
 }
+
+/// A repository database not named `.git` (a bare repository made to look non-bare): one
+/// that was there is refused (bubblewrap) or undone, a new one is removed.
+#[tokio::test]
+async fn a_command_cannot_plant_or_change_a_repository_database_not_named_git() {
+    for level in levels() {
+        let name = level.summary();
+        let payload = Payload::new();
+        let n = nested(&payload);
+        git(
+            &n.root.join("vendor"),
+            &["init", "-q", "--bare", "fixture.git"],
+        );
+        let fixture = n.root.join("vendor/fixture.git");
+        let config_before = std::fs::read(fixture.join("config")).expect("config");
+        let script = payload.script.display().to_string();
+        let plant = |dir: &str| {
+            format!(
+                "git --git-dir={dir} config core.bare false && git --git-dir={dir} config core.worktree .. && git --git-dir={dir} config core.fsmonitor '{script}'"
+            )
+        };
+        let line = format!(
+            "{} || echo 'fixture refused'\n git init -q --bare vendor/evil && {}\n true",
+            plant("vendor/fixture.git"),
+            plant("vendor/evil")
+        );
+        let run = governed(&n, &level, &line).await;
+        let out = &run.run.output;
+        let undone = crate::changes::not_undone(&run.restored);
+        assert!(undone.is_empty(), "{name}: not undone {undone:?}: {out}");
+        let why = reason(&run, "vendor/evil/config").unwrap_or_else(|| panic!("{name}: {out}"));
+        assert!(why.contains(WHY), "{name}: {why}");
+        if level.level == ConfinementLevel::LandlockAndBwrap {
+            assert!(out.contains("fixture refused"), "{name}: {out}");
+        }
+        assert!(!n.root.join("vendor/evil").exists(), "{name}");
+        assert_eq!(
+            std::fs::read(fixture.join("config")).expect("config"),
+            config_before,
+            "{name}"
+        );
+        assert!(!payload.fires_in(&fixture), "{name}: the payload ran");
+    }
+}

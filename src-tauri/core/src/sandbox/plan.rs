@@ -119,8 +119,9 @@ impl SandboxRequest<'_> {
 }
 
 /// Protected entries below the writable directories `grants` of `workspace`, found in the
-/// snapshot `before`: nested repositories' `.git` and paths `.intentignore` lists (the
-/// top-most of each). bubblewrap binds them read-only again.
+/// snapshot `before`: nested repositories' `.git` (and databases not named so), paths
+/// `.intentignore` lists and the repository's git configuration names (the top-most of
+/// each). bubblewrap binds them read-only again.
 pub fn protected_inside(
     workspace: &Path,
     before: &Snapshot,
@@ -132,10 +133,13 @@ pub fn protected_inside(
         .filter_map(|g| g.path.strip_prefix(workspace).ok())
         .map(|rel| format!("{}/", crate::changes::key_of(rel.as_os_str())))
         .collect();
+    let databases = crate::changes::repository_dirs(before);
     let mut found = before.find(|rel, stamp| {
         under.iter().any(|u| rel.starts_with(u.as_str()))
             && stamp.kind != EntryKind::Symlink
-            && (protected_reason(rel).is_some() || ignore.why(rel).is_some())
+            && (protected_reason(rel).is_some()
+                || ignore.why(rel).is_some()
+                || databases.iter().any(|d| d == rel))
     });
     // Only the top-most: a bind of a directory covers what is inside it.
     found.sort();

@@ -329,6 +329,8 @@ impl Watch {
         // directories are wider than the intent's globs.
         let protected_copies = confinement.level != super::ConfinementLevel::LandlockAndBwrap;
         blocking(move || {
+            let mut keep = keep;
+            keep.extend(changes::repository_dirs(&before));
             let images =
                 BeforeImages::capture_with(&before, protected_copies).keeping(&before, &keep);
             Watch { before, images }
@@ -394,13 +396,17 @@ impl Watch {
             (before, after, changes)
         })
         .await?;
-        let changes = changes::classify(
+        let mut changes = changes::classify(
             changes,
             rules.owns,
             rules.ignore,
             &rules.build_outputs,
             rules.write_git,
         );
+        // Repository databases not named `.git`, there before or made by the process.
+        let mut databases = changes::repository_dirs(&before);
+        databases.extend(changes::repository_dirs(&after));
+        changes::out_of_scope_in(&mut changes, &databases);
         let out_of_scope: Vec<changes::Change> = changes
             .out_of_scope
             .iter()
