@@ -39,7 +39,11 @@ impl std::fmt::Debug for Store {
 #[cfg(test)]
 impl BeforeImages {
     pub(super) fn capture_for_test(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
-        BeforeImages::copies_of_protected(snapshot, max_copy)
+        let mut images = BeforeImages::default();
+        let mut copied = 0u64;
+        images.keep(snapshot, &worth_copying, max_copy, true, &mut copied);
+        images.keep(snapshot, &in_nested_git, max_copy, false, &mut copied);
+        images
     }
 }
 
@@ -114,18 +118,25 @@ impl BeforeImages {
     /// either way ([`in_nested_git`]). Clean tracked files need nothing here: they come back
     /// from git's index, read at restore time ([`super::git_index`]).
     pub fn capture_with(snapshot: &Snapshot, protected_copies: bool) -> BeforeImages {
-        if protected_copies {
-            BeforeImages::copies_of_protected(snapshot, MAX_COPY)
-        } else {
-            BeforeImages::copies_of_nested_git(snapshot, MAX_COPY)
-        }
+        BeforeImages::capture_except(snapshot, protected_copies, &[])
     }
 
-    fn copies_of_protected(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
+    /// As [`BeforeImages::capture_with`], without the nested `.git` at or beneath `fixed`:
+    /// what bubblewrap binds read-only for the run cannot change.
+    pub fn capture_except(
+        snapshot: &Snapshot,
+        protected_copies: bool,
+        fixed: &[String],
+    ) -> BeforeImages {
         let mut images = BeforeImages::default();
         let mut copied = 0u64;
-        images.keep(snapshot, &worth_copying, max_copy, true, &mut copied);
-        images.keep(snapshot, &in_nested_git, max_copy, false, &mut copied);
+        if protected_copies {
+            images.keep(snapshot, &worth_copying, MAX_COPY, true, &mut copied);
+        }
+        let nested = |rel: &str| {
+            in_nested_git(rel) && !fixed.iter().any(|f| super::moves::at_or_beneath(rel, f))
+        };
+        images.keep(snapshot, &nested, MAX_COPY, false, &mut copied);
         images
     }
 
@@ -146,14 +157,6 @@ impl BeforeImages {
         let mut copied = self.kept_bytes();
         self.keep(snapshot, &named, MAX_COPY, false, &mut copied);
         self
-    }
-
-    /// Copies of the nested repositories' `.git` alone (with full confinement, nothing else
-    /// can change out of scope).
-    fn copies_of_nested_git(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
-        let mut images = BeforeImages::default();
-        images.keep(snapshot, &in_nested_git, max_copy, false, &mut 0);
-        images
     }
 
     /// Copies the files of `snapshot` that `wanted` picks, in path order, each up to

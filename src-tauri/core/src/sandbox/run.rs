@@ -220,7 +220,18 @@ pub async fn run_governed(
     }
     .build()?;
     let named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
-    let watch = Watch::from_snapshot(before, cx.confinement, named).await?;
+    // What bubblewrap binds read-only cannot change: nothing of it needs keeping.
+    let fixed: Vec<String> = if cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap {
+        sandbox
+            .read_only_inside
+            .iter()
+            .filter_map(|p| p.strip_prefix(cx.workspace).ok())
+            .map(|rel| changes::key_of(rel.as_os_str()).into_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let watch = Watch::from_snapshot(before, cx.confinement, named, fixed).await?;
     let run = run_confined(
         action,
         &sandbox,
@@ -316,13 +327,15 @@ impl Watch {
     ) -> Result<Watch, SandboxError> {
         let root = root.to_path_buf();
         let before = blocking(move || snapshot_before(&root)).await?;
-        Watch::from_snapshot(before, confinement, keep).await
+        Watch::from_snapshot(before, confinement, keep, Vec::new()).await
     }
 
+    /// `fixed`: nested `.git` bound read-only for the run (not kept).
     async fn from_snapshot(
         before: Snapshot,
         confinement: &Confinement,
         keep: Vec<String>,
+        fixed: Vec<String>,
     ) -> Result<Watch, SandboxError> {
         // The earlier state of what a process could change out of scope: protected files when
         // confinement is partial or absent, and clean tracked files, since writable
@@ -331,8 +344,15 @@ impl Watch {
         blocking(move || {
             let mut keep = keep;
             keep.extend(changes::repository_dirs(&before));
-            let images =
-                BeforeImages::capture_with(&before, protected_copies).keeping(&before, &keep);
+            keep.retain(|k| {
+                !fixed.iter().any(|f| {
+                    k == f
+                        || k.strip_prefix(f.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                })
+            });
+            let images = BeforeImages::capture_except(&before, protected_copies, &fixed)
+                .keeping(&before, &keep);
             Watch { before, images }
         })
         .await
