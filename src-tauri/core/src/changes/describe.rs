@@ -10,6 +10,19 @@ use crate::workspace::NESTED_GIT;
 /// The reason every path outside an intent's globs has: said once, by the caller.
 const NOT_OWNED: &str = "the selected intent does not own it";
 
+/// At most this many out-of-scope paths are listed to the model (a clone has thousands).
+pub const MAX_PATHS_LISTED: usize = 200;
+
+/// `paths` for the model: the first [`MAX_PATHS_LISTED`], then how many more there are.
+pub fn listed(mut paths: Vec<String>) -> Vec<String> {
+    if paths.len() > MAX_PATHS_LISTED {
+        let more = paths.len() - MAX_PATHS_LISTED;
+        paths.truncate(MAX_PATHS_LISTED);
+        paths.push(format!("… and {more} more"));
+    }
+    paths
+}
+
 /// [`described`]'s answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Described {
@@ -165,5 +178,15 @@ mod tests {
             "d (could not be undone: not empty), d/a (undone), d/b (could not be undone: busy)"
         );
         assert_eq!(d.reasons, "");
+    }
+
+    #[test]
+    fn the_model_gets_at_most_so_many_paths_and_the_count_of_the_rest() {
+        let few: Vec<String> = (0..3).map(|i| format!("p{i}")).collect();
+        assert_eq!(listed(few.clone()), few);
+        let many: Vec<String> = (0..MAX_PATHS_LISTED + 5).map(|i| format!("p{i}")).collect();
+        let shown = listed(many);
+        assert_eq!(shown.len(), MAX_PATHS_LISTED + 1);
+        assert_eq!(shown.last().map(String::as_str), Some("… and 5 more"));
     }
 }

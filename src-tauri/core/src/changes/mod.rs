@@ -35,7 +35,7 @@ use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
 pub use databases::{out_of_scope_in, repository_dirs, BARE_REPOSITORY};
-pub use describe::{described, Described};
+pub use describe::{described, listed, Described};
 pub use images::BeforeImages;
 pub use names::{is_utf8, key_of, real_path, shown};
 pub use reopen::Reopened;

@@ -311,7 +311,7 @@ fn answer(
         "code": "SCOPE_VIOLATION",
         "message": message,
         "intent_id": scope.intent_id,
-        "paths": out_of_scope,
+        "paths": crate::changes::listed(out_of_scope),
         "owned_scope": scope.owned_scope,
     }, "result": out.content})
     .to_string();

@@ -250,7 +250,7 @@ fn output(
             "code": "SCOPE_VIOLATION",
             "message": message,
             "intent_id": intent_id,
-            "paths": out_of_scope,
+            "paths": crate::changes::listed(out_of_scope.clone()),
             "owned_scope": owned_scope,
         }, "result": content})
         .to_string();
