@@ -266,9 +266,16 @@ fn a_nested_repository_moved_away_is_never_deleted_and_comes_back_where_it_can()
     let before = Snapshot::take(root);
     let images = BeforeImages::capture_with(&before, false);
 
-    // `.git` of `w` renamed to a name the intent owns; `x` renamed whole and a repository
-    // whose configuration runs the payload planted in its place.
+    // `.git` of `w` renamed to a name the intent owns and a `.git` file pointing at a
+    // repository that runs the payload put in its place; `x` renamed whole and such a
+    // repository planted where it was.
+    let evil = evil_gitdir(&payload);
     std::fs::rename(w.join(".git"), root.join("vendor/stash")).expect("mv");
+    write(
+        root,
+        "vendor/w/.git",
+        &format!("gitdir: {}\n", evil.path().join("evil.git").display()),
+    );
     std::fs::rename(&x, root.join("vendor/x2")).expect("mv");
     write(root, "vendor/x/lib.rs", "pub fn x() {}\n");
     git(&x, &["init", "-q"]);
@@ -281,6 +288,7 @@ fn a_nested_repository_moved_away_is_never_deleted_and_comes_back_where_it_can()
         ],
     );
     assert!(payload.fires_in(&x), "the payload is real");
+    assert!(payload.fires_in(&w), "the payload is real");
 
     let mut after = Snapshot::take(root);
     let changes = diff(&before, &mut after);
@@ -301,6 +309,7 @@ fn a_nested_repository_moved_away_is_never_deleted_and_comes_back_where_it_can()
     // `w`'s database is back, whole; nothing is left under the name it was given.
     assert!(!root.join("vendor/stash").exists(), "{outcomes:#?}");
     assert_eq!(git(&w, &["rev-parse", "HEAD"]), head_w);
+    assert!(!payload.fires_in(&w), "the payload ran: {outcomes:#?}");
     // `x`'s database still exists, whole (where the process put it), and nothing at its old
     // place runs the payload.
     assert_eq!(git(&root.join("vendor/x2"), &["rev-parse", "HEAD"]), head_x);

@@ -168,11 +168,17 @@ fn move_back(root: &Path, m: Move<'_>) -> Result<(), String> {
     if Some(std::os::unix::fs::MetadataExt::ino(&now)) != expected || !now.is_dir() {
         return Err("it changed again after the process".into());
     }
-    if std::fs::symlink_metadata(&from).is_ok() {
-        return Err(format!(
-            "something else now stands at `{}`",
-            shown(&m.from.path)
-        ));
+    match std::fs::symlink_metadata(&from) {
+        // A file or link the process put in its place (a `gitdir:` pointer): it was not
+        // there before (its place was a directory), so it goes.
+        Ok(meta) if !meta.is_dir() => std::fs::remove_file(&from).map_err(|e| e.to_string())?,
+        Ok(_) => {
+            return Err(format!(
+                "something else now stands at `{}`",
+                shown(&m.from.path)
+            ))
+        }
+        Err(_) => {}
     }
     if let Some(parent) = from.parent() {
         std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
