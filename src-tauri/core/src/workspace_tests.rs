@@ -115,7 +115,10 @@ fn the_mandate_itself_and_every_repository_database_are_protected() {
     assert!(protected_reason("vendor/lib/.git/config").is_some());
     assert!(protected_reason("sub/.git").is_some());
     // A nested one says what it is: git configuration git runs with the person's rights.
-    assert_eq!(protected_reason("vendor/lib/.git/hooks/x"), Some(NESTED_GIT));
+    assert_eq!(
+        protected_reason("vendor/lib/.git/hooks/x"),
+        Some(NESTED_GIT)
+    );
     assert_eq!(protected_reason("sub/.GIT"), Some(NESTED_GIT));
     assert_ne!(protected_reason(".git/config"), Some(NESTED_GIT));
     assert!(protected_reason("docs/.intentignore").is_none());
