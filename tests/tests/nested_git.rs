@@ -484,3 +484,84 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
         assert_valid(&record);
     }
 }
+
+/// The person's own pre-commit hook runs a script the intent owns; the agent rewrites that
+/// script to plant a hook and `core.fsmonitor` in the workspace's own `.git`, then runs a
+/// commit the person approves (which may write `.git/`). The commit stays; what no git command
+/// writes does not.
+#[tokio::test]
+async fn an_approved_commit_cannot_carry_a_hook_or_git_configuration_into_the_repository() {
+    let ws = workspace(
+        Some(EVERYTHING),
+        &[
+            ("src/main.rs", "fn main() {}\n"),
+            ("lint.sh", "#!/bin/sh\nexit 0\n"),
+        ],
+    );
+    let root = ws.path();
+    std::fs::set_permissions(root.join("lint.sh"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "init"]);
+    std::fs::write(
+        root.join(".git/hooks/pre-commit"),
+        "#!/bin/sh\nexec ./lint.sh\n",
+    )
+    .expect("hook");
+    std::fs::set_permissions(
+        root.join(".git/hooks/pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    let config_before = std::fs::read_to_string(root.join(".git/config")).expect("config");
+    let payload = Payload::new();
+    let p = payload.path();
+    let lint = format!(
+        "#!/bin/sh\nprintf '#!/bin/sh\\\\n%s\\\\n' '{p}' > .git/hooks/post-checkout\nchmod +x .git/hooks/post-checkout\ngit config core.fsmonitor '{p}'\nexit 0\n"
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        select(),
+        call("r", "read_file", json!({"path": "lint.sh"})),
+        call(
+            "w",
+            "write_to_file",
+            json!({"path": "lint.sh", "content": lint, "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"}),
+        ),
+        command(
+            "c",
+            "git add -A && git -c user.name=a -c user.email=a@b -c commit.gpgsign=false commit -qm 'by the agent'",
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai(
+        root,
+        &server.base_url(),
+        &["--approve", "allow", "--grant", "git"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let c = server.tool_result("c").expect("c");
+    let error = error_of(&c);
+    assert_eq!(error["error"]["code"], "SCOPE_VIOLATION", "{c}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    for path in [".git/hooks/post-checkout", ".git/config"] {
+        assert!(
+            message.contains(&format!("{path} (undone)")),
+            "{path}: {message}"
+        );
+    }
+    assert!(message.contains("core.fsmonitor"), "{message}");
+    // The commit itself stays.
+    assert!(git(root, &["log", "--oneline"]).contains("by the agent"));
+    assert!(!root.join(".git/hooks/post-checkout").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).expect("config"),
+        config_before
+    );
+    assert!(!payload.fires_in(root), "the payload ran");
+}
