@@ -110,6 +110,71 @@ pub fn named_paths(root: &Path) -> GitNamed {
     found
 }
 
+/// The settings (`section.key`, subsections shown as `*`) that differ between two versions of
+/// a repository's configuration and that no git command a person approves writes: all but
+/// what `init`, `submodule`, `branch --track`/`--set-upstream-to`, `worktree` and `clone`
+/// set. What is left are the settings that can name programs git runs (`core.fsmonitor`,
+/// `core.hooksPath`, `include.path`, `alias.*`, `*.command`, `remote.*.uploadpack`, …) or
+/// change what it trusts; an allow-list, so one nobody thought of counts too.
+pub fn unexpected_changes(before: &str, after: &str) -> Vec<String> {
+    let entries = |text: &str| -> Vec<(String, Option<String>, String, Option<String>)> {
+        parse(text)
+            .into_iter()
+            .map(|e| (e.section, e.subsection, e.key, e.value))
+            .collect()
+    };
+    let (was, now) = (entries(before), entries(after));
+    let mut keys: Vec<String> = now
+        .iter()
+        .filter(|e| !was.contains(e))
+        .chain(was.iter().filter(|e| !now.contains(e)))
+        .filter(|(section, sub, key, value)| !written_by_git(section, sub.is_some(), key, value))
+        .map(|(section, sub, key, _)| match sub {
+            Some(_) => format!("{section}.*.{key}"),
+            None => format!("{section}.{key}"),
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Whether git commands write this setting themselves (and it names no program).
+fn written_by_git(section: &str, has_sub: bool, key: &str, value: &Option<String>) -> bool {
+    let command = value
+        .as_deref()
+        .is_some_and(|v| v.trim_start().starts_with('!'));
+    match (section, has_sub) {
+        ("core", false) => matches!(
+            key,
+            "repositoryformatversion"
+                | "filemode"
+                | "bare"
+                | "logallrefupdates"
+                | "ignorecase"
+                | "precomposeunicode"
+                | "symlinks"
+        ),
+        ("extensions", false) => matches!(key, "worktreeconfig" | "objectformat"),
+        ("submodule", true) => {
+            !command
+                && matches!(
+                    key,
+                    "url" | "active" | "update" | "branch" | "fetchrecursesubmodules" | "ignore"
+                )
+        }
+        ("branch", true) => matches!(
+            key,
+            "remote" | "merge" | "rebase" | "pushremote" | "description"
+        ),
+        ("remote", true) => matches!(
+            key,
+            "url" | "pushurl" | "fetch" | "tagopt" | "prune" | "mirror" | "promisor"
+        ),
+        _ => false,
+    }
+}
+
 /// The repository directory `.git` stands for: itself, or where its `gitdir:` line points.
 fn repository_dir(dot_git: &Path) -> Option<PathBuf> {
     let meta = std::fs::symlink_metadata(dot_git).ok()?;
@@ -440,5 +505,27 @@ mod tests {
         let found = named_paths(&base.join("wt"));
         let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
         assert_eq!(rels, ["hooks"]);
+    }
+
+    #[test]
+    fn only_what_git_commands_write_may_change_in_the_configuration() {
+        let before = "[core]\n\tbare = false\n\tfilemode = true\n";
+        let legit = "[core]\n\tbare = false\n\tfilemode = true\n[submodule \"lib\"]\n\turl = ../lib\n\tactive = true\n[branch \"f\"]\n\tremote = .\n\tmerge = refs/heads/main\n";
+        assert!(unexpected_changes(before, legit).is_empty());
+        let hostile = "[core]\n\tbare = false\n\tfilemode = true\n\tfsmonitor = /x\n[alias]\n\tst = !sh\n[submodule \"lib\"]\n\tupdate = !sh -c x\n[remote \"o\"]\n\tuploadpack = /x\n";
+        assert_eq!(
+            unexpected_changes(before, hostile),
+            [
+                "alias.st",
+                "core.fsmonitor",
+                "remote.*.uploadpack",
+                "submodule.*.update"
+            ]
+        );
+        // Taking a setting away counts too (a hooks path gone makes `.git/hooks` run again).
+        assert_eq!(
+            unexpected_changes("[core]\n\thooksPath = h\n", ""),
+            ["core.hookspath"]
+        );
     }
 }

@@ -68,6 +68,9 @@ pub fn class_of(
     if let Some(reason) = protected_reason(path) {
         let own_git = path == ".git" || path.starts_with(".git/");
         if write_git && own_git {
+            if is_hook(change) {
+                return ChangeClass::OutOfScope(OWN_HOOK.into());
+            }
             return ChangeClass::Permitted("the command was allowed to write `.git/`".into());
         }
         return ChangeClass::OutOfScope(reason.to_string());
@@ -103,6 +106,23 @@ pub fn class_of(
         return ChangeClass::InScope;
     }
     ChangeClass::OutOfScope("the selected intent does not own it".into())
+}
+
+/// Why a hook of the workspace's own repository is out of scope even for a command allowed to
+/// write `.git/`.
+pub const OWN_HOOK: &str = "a hook of the repository: git runs it with the person's rights when they commit, check out or push, and no git command writes one, so only the person does";
+
+/// Whether the change is to a hook the workspace's own repository runs (not a `.sample`,
+/// which git never runs).
+fn is_hook(change: &Change) -> bool {
+    let Some(name) = change.path.strip_prefix(".git/hooks/") else {
+        return false;
+    };
+    let directory = change
+        .after
+        .or(change.before)
+        .is_some_and(|s| s.kind == super::EntryKind::Directory);
+    !directory && !name.ends_with(".sample")
 }
 
 /// Sorts `changes` with [`class_of`]. A file only touched (same content) is in scope

@@ -81,6 +81,11 @@ pub(super) fn in_nested_git(rel: &str) -> bool {
 }
 
 impl BeforeImages {
+    /// The copy kept of `rel`, if one was.
+    pub fn copy_of(&self, rel: &str) -> Option<&[u8]> {
+        self.copies.get(rel).map(Vec::as_slice)
+    }
+
     /// How many bytes are kept as copies.
     pub fn kept_bytes(&self) -> u64 {
         self.copies.values().map(|c| c.len() as u64).sum()

@@ -62,18 +62,24 @@ fn nested(payload: &Payload) -> Nested {
 }
 
 async fn governed(n: &Nested, level: &Confinement, line: &str) -> GovernedRun {
-    governed_with(n, level, line, &["vendor/**"]).await
+    governed_with(n, level, line, &["vendor/**"], CommandNeeds::default()).await
 }
 
 /// Runs `line` for an intent owning `scope` (globs), with the workspace's `.intentignore` and
 /// repository configuration as Mandate loads them.
-async fn governed_with(n: &Nested, level: &Confinement, line: &str, scope: &[&str]) -> GovernedRun {
+async fn governed_with(
+    n: &Nested,
+    level: &Confinement,
+    line: &str,
+    scope: &[&str],
+    granted: CommandNeeds,
+) -> GovernedRun {
     let ws = crate::workspace::Workspace::new(&n.root).expect("ws");
     let action = crate::hooks::CommandAction {
         command: line.into(),
         cwd: ws.resolve(".").expect("root"),
         timeout: std::time::Duration::from_secs(60),
-        granted: CommandNeeds::default(),
+        granted,
     };
     let scope: Vec<String> = scope.iter().map(|g| g.to_string()).collect();
     let globs = scope.clone();
@@ -92,7 +98,7 @@ async fn governed_with(n: &Nested, level: &Confinement, line: &str, scope: &[&st
         policy: &policy,
         confinement: level,
         temp_dir: &n.temp,
-        granted: CommandNeeds::default(),
+        granted,
         app_dirs: &[],
         redactor: &Redactor::new(),
     };
@@ -222,7 +228,7 @@ async fn a_command_cannot_change_what_the_repositorys_configuration_runs_or_incl
              echo changed > src/main.rs
              true"
         );
-        let run = governed_with(&n, &level, &line, &["**"]).await;
+        let run = governed_with(&n, &level, &line, &["**"], CommandNeeds::default()).await;
         let out = &run.run.output;
         let undone = crate::changes::not_undone(&run.restored);
         assert!(undone.is_empty(), "{name}: not undone {undone:?}: {out}");
@@ -295,5 +301,64 @@ async fn a_command_cannot_plant_or_change_a_repository_database_not_named_git() 
             "{name}"
         );
         assert!(!payload.fires_in(&fixture), "{name}: the payload ran");
+    }
+}
+
+/// A command allowed to write `.git/` (an approved commit) keeps what git commands write, and
+/// loses a hook or a setting that names a program.
+#[tokio::test]
+async fn a_command_allowed_to_write_git_keeps_what_git_writes_and_nothing_else() {
+    let write_git = CommandNeeds {
+        network: false,
+        write_git: true,
+    };
+    for level in levels() {
+        let name = level.summary();
+        let payload = Payload::new();
+        let n = nested(&payload);
+        git(&n.root, &["add", "src"]);
+        git(&n.root, &["commit", "-qm", "init"]);
+        let commit = "git -c user.name=a -c user.email=a@b -c commit.gpgsign=false commit -q --allow-empty -m agent";
+        let run = governed_with(
+            &n,
+            &level,
+            &format!("{commit} && git branch -q --track feature main"),
+            &["src/**"],
+            write_git,
+        )
+        .await;
+        let out = &run.run.output;
+        assert_eq!(run.run.exit_code, Some(0), "{name}: {out}");
+        assert!(
+            run.changes.out_of_scope.is_empty(),
+            "{name}: {:#?}",
+            run.changes.out_of_scope
+        );
+        assert!(git(&n.root, &["config", "branch.feature.merge"]).contains("refs/heads/main"));
+
+        let config_before = std::fs::read(n.root.join(".git/config")).expect("config");
+        let script = payload.script.display().to_string();
+        let line = format!(
+            "{commit} && git config core.fsmonitor '{script}' && printf '#!/bin/sh\\n%s\\n' '{script}' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout"
+        );
+        let run = governed_with(&n, &level, &line, &["src/**"], write_git).await;
+        let out = &run.run.output;
+        assert_eq!(run.run.exit_code, Some(0), "{name}: {out}");
+        let undone = crate::changes::not_undone(&run.restored);
+        assert!(undone.is_empty(), "{name}: {undone:?}");
+        let why = reason(&run, ".git/config").unwrap_or_else(|| panic!("{name}: {out}"));
+        assert!(why.contains("core.fsmonitor"), "{name}: {why}");
+        assert!(reason(&run, ".git/hooks/post-checkout").is_some(), "{name}");
+        assert_eq!(
+            std::fs::read(n.root.join(".git/config")).expect("config"),
+            config_before,
+            "{name}"
+        );
+        assert!(!n.root.join(".git/hooks/post-checkout").exists(), "{name}");
+        assert!(
+            git(&n.root, &["log", "--oneline"]).matches("agent").count() == 2,
+            "{name}"
+        );
+        assert!(!payload.fires_in(&n.root), "{name}: the payload ran");
     }
 }

@@ -219,7 +219,12 @@ pub async fn run_governed(
         redactor: cx.redactor,
     }
     .build()?;
-    let named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
+    let mut named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
+    if cx.granted.write_git {
+        // What a command allowed to write `.git/` must still not change (see
+        // `own_configuration`), kept to be compared and undone.
+        named.extend([".git/config", ".git/config.worktree", ".git/hooks"].map(String::from));
+    }
     // What bubblewrap binds read-only cannot change: nothing of it needs keeping.
     let fixed: Vec<String> = if cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap {
         sandbox
@@ -427,6 +432,9 @@ impl Watch {
         let mut databases = changes::repository_dirs(&before);
         databases.extend(changes::repository_dirs(&after));
         changes::out_of_scope_in(&mut changes, &databases);
+        if rules.write_git {
+            own_configuration(&mut changes, &sandbox.workspace, &images);
+        }
         let out_of_scope: Vec<changes::Change> = changes
             .out_of_scope
             .iter()
@@ -466,6 +474,44 @@ impl Watch {
             reopened: after.reopened().to_vec(),
             after,
         })
+    }
+}
+
+/// A command allowed to write `.git/` (an approved `git commit`) may change the repository's
+/// configuration only as git commands do ([`crate::git_config::unexpected_changes`]): a
+/// hook it runs may have written `core.fsmonitor` there. Otherwise the change is out of scope
+/// (and comes back from the copy kept before); so it is when there is no copy to compare.
+fn own_configuration(changes: &mut ClassifiedChanges, root: &Path, images: &BeforeImages) {
+    for rel in [".git/config", ".git/config.worktree"] {
+        let Some(at) = changes.permitted.iter().position(|(c, _)| c.path == rel) else {
+            continue;
+        };
+        let change = &changes.permitted[at].0;
+        let before = match (change.before, images.copy_of(rel)) {
+            (None, _) => Some(String::new()),
+            (Some(_), Some(copy)) => Some(String::from_utf8_lossy(copy).into_owned()),
+            (Some(_), None) => None,
+        };
+        let now = std::fs::read(root.join(rel))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let why = match before {
+            Some(before) => {
+                let unexpected = crate::git_config::unexpected_changes(&before, &now);
+                (!unexpected.is_empty()).then(|| format!(
+                    "the repository's configuration, changed beyond what git commands write ({}): git runs what such settings name with the person's rights",
+                    unexpected.join(", ")
+                ))
+            }
+            None => {
+                Some("the repository's configuration, changed with no copy of it to compare".into())
+            }
+        };
+        if let Some(why) = why {
+            let (change, _) = changes.permitted.remove(at);
+            changes.out_of_scope.push((change, why));
+            changes.out_of_scope.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        }
     }
 }
 
