@@ -197,10 +197,11 @@ fn read_config(
     sources: &mut Vec<PathBuf>,
     on: &mut dyn FnMut(&Entry, &Path),
 ) {
-    sources.push(path.to_path_buf());
-    if depth > MAX_DEPTH {
+    // Each file once: what it names is the same the second time (and a cycle ends).
+    if depth > MAX_DEPTH || sources.iter().any(|s| s == path) {
         return;
     }
+    sources.push(path.to_path_buf());
     let Ok(meta) = std::fs::metadata(path) else {
         return;
     };
@@ -461,6 +462,13 @@ mod tests {
         std::fs::write(
             root.join(".gitconfig"),
             "[includeIf \"onbranch:main\"]\n\tpath = config/more.cfg\n",
+        )
+        .expect("write");
+        // A cycle ends.
+        std::fs::create_dir_all(root.join("config")).expect("mkdir");
+        std::fs::write(
+            root.join("config/more.cfg"),
+            "[include]\n\tpath = ../.gitconfig\n",
         )
         .expect("write");
         let found = named_paths(&root);
