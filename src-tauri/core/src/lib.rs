@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod diff;
 pub mod fsutil;
+pub mod git_config;
 pub mod hooks;
 pub mod host;
 pub mod journal;

@@ -188,12 +188,19 @@ pub fn protected_reason(rel: &str) -> Option<&'static str> {
         }
         _ => {}
     }
-    // Any repository's database: the workspace's own, a submodule's or a nested clone's.
-    if rel.split('/').any(|p| p.eq_ignore_ascii_case(".git")) {
+    if first == ".git" {
         return Some("`.git/` is the repository's own database");
+    }
+    // A submodule's or a nested clone's database (or its `.git` file pointing at one): git
+    // runs the hooks and commands it names when the person works there.
+    if rel.split('/').any(|p| p.eq_ignore_ascii_case(".git")) {
+        return Some(NESTED_GIT);
     }
     None
 }
+
+/// Why nothing below the workspace's own `.git` may be named `.git`, whatever an intent owns.
+pub const NESTED_GIT: &str = "git configuration in a nested repository: git runs the hooks and commands a `.git` names (`core.fsmonitor`, a hook, a `gitdir:` pointer) with the person's rights when they use git there, so only the person creates or changes one";
 
 fn check_characters(input: &str) -> Result<(), PathError> {
     if input.is_empty() {

@@ -114,6 +114,13 @@ fn the_mandate_itself_and_every_repository_database_are_protected() {
     assert!(protected_reason("./.orchestration/agent_trace.jsonl").is_some());
     assert!(protected_reason("vendor/lib/.git/config").is_some());
     assert!(protected_reason("sub/.git").is_some());
+    // A nested one says what it is: git configuration git runs with the person's rights.
+    assert_eq!(
+        protected_reason("vendor/lib/.git/hooks/x"),
+        Some(NESTED_GIT)
+    );
+    assert_eq!(protected_reason("sub/.GIT"), Some(NESTED_GIT));
+    assert_ne!(protected_reason(".git/config"), Some(NESTED_GIT));
     assert!(protected_reason("docs/.intentignore").is_none());
     // The person's hooks.
     assert!(protected_reason(".mandate/hooks.json").is_some());

@@ -611,6 +611,7 @@ fn main() {
     if wanted("confine") {
         rows.extend(confine::setup(&root));
         rows.extend(confine::detection(&root));
+        rows.extend(confine::nested_images(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

@@ -28,17 +28,21 @@ pub enum GovernanceError {
     Ignore(#[from] IgnoreError),
 }
 
-/// A file-backed value, reloaded when the file's size or modification time changes.
+/// A file-backed value, reloaded when the file's size or modification time changes (or that
+/// of another file the value says it was made from).
 /// `None` until first loaded; then the last load's outcome.
 struct Reloading<T> {
-    stamp: Option<(u64, Option<SystemTime>)>,
+    stamp: Vec<Option<(u64, Option<SystemTime>)>>,
+    /// The other files the loaded value was made from.
+    sources: Vec<PathBuf>,
     loaded: Option<Result<Arc<T>, GovernanceError>>,
 }
 
 impl<T> Reloading<T> {
     fn new() -> Mutex<Self> {
         Mutex::new(Self {
-            stamp: None,
+            stamp: Vec::new(),
+            sources: Vec::new(),
             loaded: None,
         })
     }
@@ -47,15 +51,27 @@ impl<T> Reloading<T> {
 fn current<T>(
     cell: &Mutex<Reloading<T>>,
     path: &Path,
+    sources: impl FnOnce(&T) -> Vec<PathBuf>,
     load: impl FnOnce() -> Result<T, GovernanceError>,
 ) -> Result<Arc<T>, GovernanceError> {
     let mut state = cell.lock().unwrap_or_else(|p| p.into_inner());
-    let now = stamp(path);
+    let stamps = |others: &[PathBuf]| -> Vec<_> {
+        std::iter::once(path)
+            .chain(others.iter().map(PathBuf::as_path))
+            .map(stamp)
+            .collect()
+    };
+    let now = stamps(&state.sources);
     match &state.loaded {
         Some(loaded) if now == state.stamp => loaded.clone(),
         _ => {
             let loaded = load().map(Arc::new);
-            state.stamp = now;
+            state.sources = loaded.as_ref().map(|v| sources(v)).unwrap_or_default();
+            // The main file as it was before loading (a change during the load is seen next
+            // time); the others as they are now.
+            let mut stamp = stamps(&state.sources);
+            stamp[0] = now[0];
+            state.stamp = stamp;
             state.loaded = Some(loaded.clone());
             loaded
         }
@@ -130,16 +146,24 @@ impl Governance {
     /// is an error: commands are then refused rather than judged by rules nobody wrote.
     pub fn policy(&self) -> Result<Arc<CommandPolicy>, GovernanceError> {
         let path = crate::orchestration::dir(self.root()).join(CommandPolicy::FILE_NAME);
-        current(&self.policy, &path, || {
-            CommandPolicy::load(self.root()).map_err(|e| GovernanceError::Policy(Arc::new(e)))
-        })
+        current(
+            &self.policy,
+            &path,
+            |_| Vec::new(),
+            || CommandPolicy::load(self.root()).map_err(|e| GovernanceError::Policy(Arc::new(e))),
+        )
     }
 
-    /// The `.intentignore` list now; an unreadable list is an error (writes are then refused).
+    /// The `.intentignore` list now, with what the repository's git configuration names; an
+    /// unreadable list is an error (writes are then refused).
     pub fn ignore(&self) -> Result<Arc<IntentIgnore>, GovernanceError> {
-        current(&self.ignore, &self.root().join(INTENTIGNORE_FILE), || {
-            Ok(IntentIgnore::load(self.root())?)
-        })
+        let sources = |list: &IntentIgnore| list.sources().to_vec();
+        current(
+            &self.ignore,
+            &self.root().join(INTENTIGNORE_FILE),
+            sources,
+            || Ok(IntentIgnore::load(self.root())?),
+        )
     }
 
     /// Regenerates intent_map.md if a recorded change made it out of date.

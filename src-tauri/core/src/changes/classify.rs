@@ -68,12 +68,15 @@ pub fn class_of(
     if let Some(reason) = protected_reason(path) {
         let own_git = path == ".git" || path.starts_with(".git/");
         if write_git && own_git {
+            if is_hook(change) {
+                return ChangeClass::OutOfScope(OWN_HOOK.into());
+            }
             return ChangeClass::Permitted("the command was allowed to write `.git/`".into());
         }
         return ChangeClass::OutOfScope(reason.to_string());
     }
-    if let Some(rule) = ignore.matched(path) {
-        return ChangeClass::OutOfScope(format!("`.intentignore` lists it (`{rule}`)"));
+    if let Some(why) = ignore.why(path) {
+        return ChangeClass::OutOfScope(why);
     }
     let parts: Vec<&str> = path.split('/').collect();
     let inside_output = parts[..parts.len().saturating_sub(1)]
@@ -105,6 +108,23 @@ pub fn class_of(
     ChangeClass::OutOfScope("the selected intent does not own it".into())
 }
 
+/// Why a hook of the workspace's own repository is out of scope even for a command allowed to
+/// write `.git/`.
+pub const OWN_HOOK: &str = "a hook of the repository: git runs it with the person's rights when they commit, check out or push, and no git command writes one, so only the person does";
+
+/// Whether the change is to a hook the workspace's own repository runs (not a `.sample`,
+/// which git never runs).
+fn is_hook(change: &Change) -> bool {
+    let Some(name) = change.path.strip_prefix(".git/hooks/") else {
+        return false;
+    };
+    let directory = change
+        .after
+        .or(change.before)
+        .is_some_and(|s| s.kind == super::EntryKind::Directory);
+    !directory && !name.ends_with(".sample")
+}
+
 /// Sorts `changes` with [`class_of`]. A file only touched (same content) is in scope
 /// wherever the intent owns it, and permitted elsewhere: nothing changed.
 pub fn classify(
@@ -125,5 +145,37 @@ pub fn classify(
             ChangeClass::OutOfScope(why) => out.out_of_scope.push((change, why)),
         }
     }
+    out_of_scope_where_moved(&mut out);
     out
+}
+
+/// What a process moved out of an out-of-scope place (a nested repository's `.git` renamed to
+/// a name the intent owns, or carried along with its directory) is out of scope where it
+/// landed too: it is still what it was.
+fn out_of_scope_where_moved(out: &mut ClassifiedChanges) {
+    let created: Vec<&Change> = out
+        .in_scope
+        .iter()
+        .chain(out.permitted.iter().map(|(c, _)| c))
+        .filter(|c| c.kind == ChangeKind::Created)
+        .collect();
+    let moved = super::moves::reclassify(&out.out_of_scope, &created);
+    if moved.is_empty() {
+        return;
+    }
+    let in_scope = std::mem::take(&mut out.in_scope);
+    for change in in_scope {
+        match moved.get(&change.path) {
+            Some(why) => out.out_of_scope.push((change, why.clone())),
+            None => out.in_scope.push(change),
+        }
+    }
+    let permitted = std::mem::take(&mut out.permitted);
+    for (change, was) in permitted {
+        match moved.get(&change.path) {
+            Some(why) => out.out_of_scope.push((change, why.clone())),
+            None => out.permitted.push((change, was)),
+        }
+    }
+    out.out_of_scope.sort_by(|a, b| a.0.path.cmp(&b.0.path));
 }

@@ -191,17 +191,17 @@ fn made_unreadable(root: &Path) {
         .map(|(p, m)| (p.to_string(), m))
     );
 
-    undo_out_of_scope(root, changes);
+    undo_out_of_scope(root, &before, changes);
     chmod(root, "src/kept", 0o755);
 }
 
 /// Out of scope (the intent owns `src/auth/`): the mode changes count, and are undone.
-fn undo_out_of_scope(root: &Path, changes: Vec<Change>) {
+fn undo_out_of_scope(root: &Path, before: &Snapshot, changes: Vec<Change>) {
     let owns = |p: &str| p.starts_with("src/auth/");
     let ignore = IntentIgnore::load(root).expect("ignore");
     let sorted = classify(changes, &owns, &ignore, &[], false);
     let out: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
-    let outcomes = restore(root, &out, &BeforeImages::none(), &|_| false);
+    let outcomes = restore(root, before, &out, &BeforeImages::none(), &|_| false);
     let result = |p: &str| {
         outcomes
             .iter()

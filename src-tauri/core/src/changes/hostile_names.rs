@@ -118,7 +118,9 @@ fn names_that_are_not_utf8_neither_collide_nor_hide_a_change() {
         .all(|(_, why)| why.contains("not valid UTF-8")));
 
     let out_of_scope: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
-    let outcomes = restore(root, &out_of_scope, &BeforeImages::none(), &|_| false);
+    let outcomes = restore(root, &before, &out_of_scope, &BeforeImages::none(), &|_| {
+        false
+    });
     let results: Vec<(String, Result<Restored, String>)> = outcomes
         .iter()
         .map(|o| (shown(&o.path).into_owned(), o.result.clone()))
@@ -171,7 +173,9 @@ fn a_directory_whose_name_is_not_utf8_goes_with_everything_in_it() {
         ]
     );
     let out_of_scope: Vec<Change> = sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
-    let outcomes = restore(root, &out_of_scope, &BeforeImages::none(), &|_| false);
+    let outcomes = restore(root, &before, &out_of_scope, &BeforeImages::none(), &|_| {
+        false
+    });
     assert!(
         outcomes.iter().all(|o| o.result == Ok(Restored::Removed)),
         "{outcomes:?}"

@@ -9,11 +9,17 @@
 //! (possible at all only when confinement is absent or partial) and says which it could not.
 
 mod classify;
+mod databases;
+mod describe;
 mod git_index;
+#[cfg(test)]
+pub(crate) mod hostile_git;
 #[cfg(test)]
 mod hostile_modes;
 #[cfg(test)]
 mod hostile_names;
+mod images;
+mod moves;
 mod names;
 mod reopen;
 mod restore;
@@ -28,9 +34,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use classify::{classify, ChangeClass, ClassifiedChanges};
+pub use databases::{out_of_scope_in, repository_dirs, BARE_REPOSITORY};
+pub use describe::{described, listed, Described};
+pub use images::BeforeImages;
 pub use names::{is_utf8, key_of, real_path, shown};
 pub use reopen::Reopened;
-pub use restore::{not_undone, restore, BeforeImages, RestoreOutcome, Restored};
+pub use restore::{not_undone, restore, RestoreOutcome, Restored};
 
 /// What kind of entry a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

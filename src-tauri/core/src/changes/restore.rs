@@ -5,9 +5,13 @@
 //! - a created file, link or directory is removed;
 //! - a changed mode is set back (the snapshot holds it);
 //! - a file of `.orchestration/`, `.intentignore` or `.git/` (config, hooks, refs, `HEAD`,
-//!   `packed-refs`, `info/`) comes back from the copy [`BeforeImages::capture`] took; a file
-//!   too large to copy (the ledger) comes back only if it was appended to (cut back to its
-//!   length after checking that the start is unchanged);
+//!   `packed-refs`, `info/`), or of a nested repository's `.git` but its objects, comes back
+//!   from the copy [`BeforeImages::capture`] took; a file too large to copy (the ledger) comes
+//!   back only if it was appended to (cut back to its length after checking that the start is
+//!   unchanged);
+//! - what a process moved out of a protected place (a nested repository's `.git`, renamed or
+//!   carried along with the directory holding it) is moved back when its place is free, and
+//!   is never removed (see `moves`);
 //! - a tracked file that was clean comes back from git's index (see `git_index`);
 //! - anything else (an untracked or already modified file that was changed or deleted) cannot
 //!   be restored: the outcome says so, and the caller reports it.
@@ -18,129 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{git_index, real_path, Change, ChangeKind, EntryKind, Snapshot};
-
-/// Files up to this size are copied whole; all copies together stay under `MAX_COPIED`.
-const MAX_COPY: u64 = 4 * 1024 * 1024;
-const MAX_COPIED: u64 = 64 * 1024 * 1024;
-
-/// What is known of the workspace before a command, beyond its metadata.
-#[derive(Debug, Clone, Default)]
-pub struct BeforeImages {
-    copies: HashMap<String, Vec<u8>>,
-    /// Larger protected files: their length and the hash of their content.
-    prefixes: HashMap<String, (u64, String)>,
-    /// What could not be kept, to say when it is needed.
-    not_kept: Vec<String>,
-    /// Files kept in the checkpoint store before (by hash): what a process that may write
-    /// more than its intent owns (an MCP server allowed to write in the workspace) could
-    /// change out of scope comes back from there.
-    stored: HashMap<String, String>,
-    store: Option<Store>,
-}
-
-/// The checkpoint store, shown by name only.
-#[derive(Clone)]
-struct Store(std::sync::Arc<crate::checkpoint::CheckpointStore>);
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CheckpointStore")
-    }
-}
-
-#[cfg(test)]
-impl BeforeImages {
-    pub(super) fn capture_for_test(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
-        BeforeImages::copies_of_protected(snapshot, max_copy)
-    }
-}
-
-/// The protected files worth a copy before an unconfined command.
-fn worth_copying(rel: &str) -> bool {
-    if rel == ".intentignore" || rel.starts_with(".orchestration/") {
-        return true;
-    }
-    let Some(git) = rel.strip_prefix(".git/") else {
-        return false;
-    };
-    matches!(git, "config" | "HEAD" | "packed-refs" | "index")
-        || ["hooks/", "refs/", "info/"]
-            .iter()
-            .any(|dir| git.starts_with(dir))
-}
-
-impl BeforeImages {
-    /// Files that should have been kept but could not be read.
-    pub fn not_kept(&self) -> &[String] {
-        &self.not_kept
-    }
-
-    /// Adds the files kept in `store` (path → hash, as `ScopeCache::capture` keeps them).
-    pub fn with_stored(
-        mut self,
-        kept: impl IntoIterator<Item = (String, String)>,
-        store: std::sync::Arc<crate::checkpoint::CheckpointStore>,
-    ) -> BeforeImages {
-        self.stored.extend(kept);
-        self.store = Some(Store(store));
-        self
-    }
-
-    /// Nothing kept: with full confinement no out-of-scope change can be made.
-    pub fn none() -> BeforeImages {
-        BeforeImages::default()
-    }
-
-    /// Keeps what an unconfined command could destroy and Mandate must get back (see the
-    /// module's documentation). `snapshot` is the one taken before the same command.
-    pub fn capture(snapshot: &Snapshot) -> BeforeImages {
-        BeforeImages::capture_with(snapshot, true)
-    }
-
-    /// As [`BeforeImages::capture`], choosing whether to copy the protected files (needed
-    /// when confinement is partial or absent). Clean tracked files need nothing here: they
-    /// come back from git's index, read at restore time ([`super::git_index`]).
-    pub fn capture_with(snapshot: &Snapshot, protected_copies: bool) -> BeforeImages {
-        if protected_copies {
-            BeforeImages::copies_of_protected(snapshot, MAX_COPY)
-        } else {
-            BeforeImages::default()
-        }
-    }
-
-    fn copies_of_protected(snapshot: &Snapshot, max_copy: u64) -> BeforeImages {
-        let root = snapshot.root();
-        let mut images = BeforeImages::default();
-        let mut copied = 0u64;
-        let mut paths: Vec<(&String, &super::Stamp)> = snapshot
-            .entries
-            .iter()
-            .filter(|(rel, s)| s.kind == EntryKind::File && worth_copying(rel))
-            .collect();
-        paths.sort_by_key(|(rel, _)| rel.as_str());
-        for (rel, stamp) in paths {
-            let path = root.join(real_path(rel));
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                Err(e) => {
-                    images.not_kept.push(format!("{}: {e}", super::shown(rel)));
-                    continue;
-                }
-            };
-            if stamp.size <= max_copy && copied + stamp.size <= MAX_COPIED {
-                copied += bytes.len() as u64;
-                images.copies.insert(rel.clone(), bytes);
-            } else {
-                let hash = crate::fsutil::sha256_hex(&bytes);
-                images
-                    .prefixes
-                    .insert(rel.clone(), (bytes.len() as u64, hash));
-            }
-        }
-        images
-    }
-}
+use super::{git_index, moves, real_path, BeforeImages, Change, ChangeKind, EntryKind, Snapshot};
 
 /// What became of one out-of-scope change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -178,16 +60,70 @@ pub enum Restored {
     Unchanged,
     /// Confinement kept its content from changing; its permissions and time are set back.
     MetadataRestored,
+    /// It had been moved away, and is back where it was.
+    MovedBack,
 }
 
 /// Undoes `changes` (the out-of-scope ones) in `root` where the earlier state is known.
-/// Deepest paths first, so a created directory is emptied before it is removed.
+/// Deepest paths first, so a created directory is emptied before it is removed. What was moved
+/// out of its place is moved back or kept, never removed (see `moves`); `before` is the
+/// snapshot the changes were found against.
 ///
 /// `content_fixed(path)` says whether confinement kept the path's content from changing (it
 /// is outside the writable directories): a change there can only be to its permissions or
 /// times (Landlock does not cover `chmod` and `utime`), which are set back from the
 /// snapshot. Without confinement pass `&|_| false`.
 pub fn restore(
+    root: &Path,
+    before: &Snapshot,
+    changes: &[Change],
+    images: &BeforeImages,
+    content_fixed: &dyn Fn(&str) -> bool,
+) -> Vec<RestoreOutcome> {
+    let moved = moves::restore_moves(root, changes);
+    let moved_files: HashMap<&str, &str> = moved
+        .files
+        .iter()
+        .map(|(to, from)| (to.as_str(), from.as_str()))
+        .collect();
+    let rest: Vec<Change> = changes
+        .iter()
+        .filter(|c| {
+            !moved.outcomes.contains_key(&c.path) && !moved_files.contains_key(c.path.as_str())
+        })
+        .cloned()
+        .collect();
+    let mut outcomes = restore_in_place(root, &rest, images, content_fixed);
+    for (path, result) in &moved.outcomes {
+        let kind = changes
+            .iter()
+            .find(|c| &c.path == path)
+            .map_or(ChangeKind::Modified, |c| c.kind);
+        outcomes.push(RestoreOutcome {
+            path: path.clone(),
+            kind,
+            result: result.clone(),
+        });
+    }
+    // What came back may differ from before (changed or added while it was away).
+    let differences = moves::differences(root, before, &moved.places);
+    for outcome in restore_in_place(root, &differences, images, content_fixed) {
+        outcomes.retain(|o| o.path != outcome.path);
+        outcomes.push(outcome);
+    }
+    for (to, from) in &moved.files {
+        let ok = outcomes
+            .iter()
+            .find(|o| &o.path == from)
+            .is_some_and(|o| o.result.is_ok());
+        outcomes.push(moves::file_outcome(root, to, from, ok));
+    }
+    outcomes.sort_by(|a, b| a.path.cmp(&b.path));
+    outcomes
+}
+
+/// [`restore`] for changes that are not moves: each undone where it is.
+fn restore_in_place(
     root: &Path,
     changes: &[Change],
     images: &BeforeImages,
@@ -346,7 +282,7 @@ fn earlier_content(
 }
 
 /// Refuses to write through a symlink the command may have put in the way.
-fn no_symlink_on_the_way(root: &Path, rel: &str) -> Result<(), String> {
+pub(super) fn no_symlink_on_the_way(root: &Path, rel: &str) -> Result<(), String> {
     let mut at = PathBuf::from(root);
     let rel = real_path(rel);
     let parts: Vec<_> = rel.components().collect();

@@ -220,7 +220,7 @@ fn out_of_scope_changes_are_undone_where_their_earlier_state_is_known() {
     .expect("chmod");
     let mut after = Snapshot::take(root);
     let changes = diff(&before, &mut after);
-    let outcomes = restore(root, &changes, &images, &|_| false);
+    let outcomes = restore(root, &before, &changes, &images, &|_| false);
     let result = |p: &str| {
         outcomes
             .iter()
@@ -286,7 +286,7 @@ fn restore_does_not_write_through_a_symlink_put_in_the_way() {
     std::os::unix::fs::symlink(outside.path(), root.join(".orchestration")).expect("link");
     let mut after = Snapshot::take(root);
     let changes = diff(&before, &mut after);
-    let outcomes = restore(root, &changes, &images, &|_| false);
+    let outcomes = restore(root, &before, &changes, &images, &|_| false);
     assert!(
         std::fs::read_dir(outside.path())
             .expect("read")

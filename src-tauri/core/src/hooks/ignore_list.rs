@@ -1,6 +1,10 @@
-//! `.intentignore` in the workspace root: gitignore syntax, a deny-list no intent can override.
+//! `.intentignore` in the workspace root: gitignore syntax, a deny-list no intent can override;
+//! beside it, the paths the repository's git configuration names (its hooks directory, files it
+//! includes: see [`crate::git_config`]), which no intent may change either.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::git_config::{named_paths, NamedPath};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
@@ -20,21 +24,60 @@ pub enum IgnoreError {
 #[derive(Debug, Clone)]
 pub struct IntentIgnore {
     matcher: Option<Gitignore>,
+    /// The paths the repository's git configuration names.
+    git_named: Vec<NamedPath>,
+    /// The files read to find them (they change what is named).
+    sources: Vec<PathBuf>,
 }
 
 impl IntentIgnore {
     pub fn empty() -> Self {
-        Self { matcher: None }
+        Self {
+            matcher: None,
+            git_named: Vec::new(),
+            sources: Vec::new(),
+        }
     }
 
-    /// Loads the file; a line that does not parse is an error naming it (the caller fails closed).
+    /// Loads the file, and what the repository's git configuration names; a line that does
+    /// not parse is an error naming it (the caller fails closed).
     pub fn load(root: &Path) -> Result<Self, IgnoreError> {
-        let text = match std::fs::read_to_string(root.join(INTENTIGNORE_FILE)) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::empty()),
+        let found = named_paths(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()));
+        let mut list = match std::fs::read_to_string(root.join(INTENTIGNORE_FILE)) {
+            Ok(text) => Self::parse(root, &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::empty(),
             Err(e) => return Err(IgnoreError::Read(e.to_string())),
         };
-        Self::parse(root, &text)
+        list.git_named = found.paths;
+        list.sources = found.sources;
+        Ok(list)
+    }
+
+    /// Why no intent may change `rel`: `.intentignore` lists it (or a parent), or the
+    /// repository's git configuration names it (or a parent).
+    pub fn why(&self, rel: &str) -> Option<String> {
+        if let Some(rule) = self.matched(rel) {
+            return Some(format!("`.intentignore` lists it (`{rule}`)"));
+        }
+        self.git_named
+            .iter()
+            .find(|n| {
+                rel == n.rel
+                    || rel
+                        .strip_prefix(n.rel.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+            .map(|n| n.why.clone())
+    }
+
+    /// The paths the repository's git configuration names (workspace-relative).
+    pub fn git_named(&self) -> impl Iterator<Item = &str> {
+        self.git_named.iter().map(|n| n.rel.as_str())
+    }
+
+    /// The files besides `.intentignore` whose change can change this list.
+    pub fn sources(&self) -> &[PathBuf] {
+        &self.sources
     }
 
     pub fn parse(root: &Path, text: &str) -> Result<Self, IgnoreError> {
@@ -52,10 +95,12 @@ impl IntentIgnore {
             .map_err(|e| IgnoreError::Build(e.to_string()))?;
         Ok(Self {
             matcher: Some(matcher),
+            ..Self::empty()
         })
     }
 
-    /// The rule that excludes `rel` (or one of its parent directories), if any.
+    /// The `.intentignore` rule that excludes `rel` (or one of its parent directories), if any
+    /// (see [`IntentIgnore::why`] for everything that does).
     pub fn matched(&self, rel: &str) -> Option<String> {
         let matcher = self.matcher.as_ref()?;
         match matcher.matched_path_or_any_parents(rel, false) {

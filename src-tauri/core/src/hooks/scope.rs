@@ -48,6 +48,16 @@ impl PreHook for ScopeGuard {
                         .with_path(rel),
                     ));
                 }
+                if let Some(reason) = cx.ignore.why(rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ProtectedPath,
+                            format!("{rel} is protected: {reason}."),
+                        )
+                        .with_intent(intent_id)
+                        .with_path(rel),
+                    ));
+                }
                 let Some(id) = intent_id else {
                     return Err(HookError(
                         "no intent selected (the gate should have denied)".into(),

@@ -288,7 +288,7 @@ async fn connect_stdio(
         .map_err(|e| ConnectError::Config(e.to_string()))??;
     let watch = if place.writes_workspace {
         Some(
-            Watch::start(&place.root, &place.confinement)
+            Watch::start(&place.root, &place.confinement, Vec::new())
                 .await
                 .map_err(|e| ConnectError::Config(e.to_string()))?,
         )

@@ -159,8 +159,12 @@ pub fn prepare(
     };
     let temp = sandbox::private_temp_dir().map_err(|e| problem(&e))?;
     let (grants, read_only_inside) = if place.writes_workspace {
-        let grants = scope_grants(&place.root, &["**".to_string()]);
         let ignore = IntentIgnore::load(&place.root).map_err(|e| problem(&e))?;
+        let grants = sandbox::without_listed(
+            &place.root,
+            scope_grants(&place.root, &["**".to_string()]),
+            &ignore,
+        );
         let before = crate::changes::Snapshot::take(&place.root);
         let inside = sandbox::protected_inside(&place.root, &before, &grants, &ignore);
         (grants, inside)

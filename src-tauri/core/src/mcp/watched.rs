@@ -53,7 +53,8 @@ pub(super) async fn run(
         .iter()
         .map(|(path, k)| (path.clone(), k.hash.clone()))
         .collect();
-    let watch = Watch::start(&root, &server.confinement())
+    let named: Vec<String> = ignore.git_named().map(str::to_string).collect();
+    let watch = Watch::start(&root, &server.confinement(), named)
         .await
         .map_err(|e| failed("change detection", e))?
         .with_stored(kept, cx.gov.journal.checkpoints.clone());
@@ -287,17 +288,7 @@ fn answer(
     if out_of_scope.is_empty() {
         return Ok(out);
     }
-    let described: Vec<String> = found
-        .restored
-        .iter()
-        .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", crate::changes::shown(&r.path)),
-            Err(why) => format!(
-                "{} (could not be undone: {why})",
-                crate::changes::shown(&r.path)
-            ),
-        })
-        .collect();
+    let described = crate::changes::described(&found.changes.out_of_scope, &found.restored);
     let why = if scope.read_only {
         "a tool the server declares read-only changed files, so every change it made is out of scope".to_string()
     } else {
@@ -316,15 +307,17 @@ fn answer(
         )
     };
     let message = format!(
-        "Scope Violation: MCP tool `{target}`: {why}: {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
-        described.join(", ")
+        "Scope Violation: MCP tool `{target}`: {why}: {}.{}{} They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+        described.list,
+        if described.reasons.is_empty() { "" } else { " " },
+        described.reasons,
     );
     notice(cx, message.clone());
     out.content = json!({"error": {
         "code": "SCOPE_VIOLATION",
         "message": message,
         "intent_id": scope.intent_id,
-        "paths": out_of_scope,
+        "paths": crate::changes::listed(out_of_scope),
         "owned_scope": scope.owned_scope,
     }, "result": out.content})
     .to_string();

@@ -103,6 +103,12 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     if sandbox.write_git && git.is_dir() {
         bind(&mut a, "--bind", &git);
     }
+    // Each directory between a writable grant and a protected path in it becomes a mount of
+    // its own: a mount point cannot be renamed or removed, so the protected path cannot be
+    // carried away with the directory that holds it (and a planted one put in its place).
+    for dir in pinned(sandbox) {
+        bind(&mut a, "--bind", &dir);
+    }
     for path in &sandbox.read_only_inside {
         if path.exists() {
             bind(&mut a, "--ro-bind", path);
@@ -125,4 +131,34 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
     a.push("--chdir".into());
     a.push(sandbox.cwd.as_os_str().into());
     a
+}
+
+/// At most this many directories are pinned (beyond, a move is found and undone afterwards).
+const MAX_PINNED: usize = 1024;
+
+/// The directories strictly between a writable directory and each protected path inside it
+/// (read-only again), parents first.
+fn pinned(sandbox: &CommandSandbox) -> Vec<PathBuf> {
+    let grants: Vec<&Path> = sandbox
+        .writable
+        .iter()
+        .filter(|g| g.kind == super::GrantKind::Directory)
+        .map(|g| g.path.as_path())
+        .collect();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for path in &sandbox.read_only_inside {
+        let Some(grant) = grants.iter().find(|g| path.starts_with(g)) else {
+            continue;
+        };
+        let mut at = path.parent();
+        while let Some(dir) = at.filter(|d| d != grant && d.starts_with(grant)) {
+            dirs.push(dir.to_path_buf());
+            at = dir.parent();
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs.retain(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()));
+    dirs.truncate(MAX_PINNED);
+    dirs
 }

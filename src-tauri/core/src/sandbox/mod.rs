@@ -12,10 +12,12 @@
 //!   sockets by path refused (ABI ≥ 9);
 //! - **bubblewrap** where it works (optional, [`Confinement::detect`]): the file system is a
 //!   read-only view of `/` with the writable paths bound read-write and the protected paths
-//!   inside them bound read-only again (what Landlock alone cannot say), a PID namespace (so
-//!   `/proc/$PPID` is not Mandate), a network namespace without interfaces unless the network
-//!   is granted, and `/run`, the person's secrets and Mandate's own directories hidden. Landlock then filters the
-//!   network and scopes signals (its file rules would forbid bubblewrap's mounts);
+//!   inside them bound read-only again (what Landlock alone cannot say) and the directories
+//!   between pinned as mount points (so a protected path cannot be renamed away with its
+//!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), a network namespace without
+//!   interfaces unless the network is granted, and `/run`, the person's secrets and Mandate's
+//!   own directories hidden. Landlock then filters the network and scopes signals (its file
+//!   rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session it cannot leave (`setsid` and `setpgid` refused by a seccomp filter), descriptors
 //!   above 2 closed, death with Mandate (`PR_SET_PDEATHSIG`, forked from one long-lived thread:
@@ -33,6 +35,8 @@ mod death_tests;
 pub mod env;
 mod freeze;
 mod landlock_rules;
+#[cfg(test)]
+mod nested_git_tests;
 mod plan;
 mod reaper;
 mod run;
@@ -54,7 +58,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use freeze::{freeze_group, thaw_group, FreezeError};
-pub use plan::{protected_inside, SandboxRequest};
+pub use plan::{protected_inside, without_listed, SandboxRequest};
 pub(crate) use run::kill_group;
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
@@ -113,7 +117,7 @@ impl Confinement {
                     .to_string(),
             ),
             ConfinementLevel::LandlockOnly => {
-                gaps.push("protected paths inside a writable directory (a nested `.git/`, a path `.intentignore` lists) are found and reported after the command, not refused".into());
+                gaps.push("protected paths inside a writable directory (a nested `.git`, a path `.intentignore` lists) are not refused: changes there are found after the command, reported and undone (a nested `.git` is kept before each command, all but its objects)".into());
                 gaps.push("root-level files can only be changed in place, not created".into());
                 if abi < 9 {
                     gaps.push("with the network granted, Unix sockets by path (the session bus, Docker) can be reached, and through them programs started outside the confinement".into());

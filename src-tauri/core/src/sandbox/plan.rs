@@ -45,7 +45,11 @@ impl SandboxRequest<'_> {
     /// the working directory (`target/` beside `Cargo.toml`) are created first, so that a
     /// first build can write them.
     pub fn build(&self) -> Result<CommandSandbox, SandboxError> {
-        let mut grants = scope_grants(self.workspace, self.owned_scope);
+        let mut grants = without_listed(
+            self.workspace,
+            scope_grants(self.workspace, self.owned_scope),
+            self.ignore,
+        );
         for dir in self.build_outputs() {
             grants.push(Grant::directory(dir));
         }
@@ -71,7 +75,7 @@ impl SandboxRequest<'_> {
     }
 
     fn allowed_here(&self, rel: &str) -> bool {
-        protected_reason(rel).is_none() && self.ignore.matched(rel).is_none()
+        protected_reason(rel).is_none() && self.ignore.why(rel).is_none()
     }
 
     fn build_outputs(&self) -> Vec<PathBuf> {
@@ -115,8 +119,9 @@ impl SandboxRequest<'_> {
 }
 
 /// Protected entries below the writable directories `grants` of `workspace`, found in the
-/// snapshot `before`: nested repositories' `.git` and paths `.intentignore` lists (the
-/// top-most of each). bubblewrap binds them read-only again.
+/// snapshot `before`: nested repositories' `.git` (and databases not named so), paths
+/// `.intentignore` lists and the repository's git configuration names (the top-most of
+/// each). bubblewrap binds them read-only again.
 pub fn protected_inside(
     workspace: &Path,
     before: &Snapshot,
@@ -128,10 +133,13 @@ pub fn protected_inside(
         .filter_map(|g| g.path.strip_prefix(workspace).ok())
         .map(|rel| format!("{}/", crate::changes::key_of(rel.as_os_str())))
         .collect();
+    let databases = crate::changes::repository_dirs(before);
     let mut found = before.find(|rel, stamp| {
         under.iter().any(|u| rel.starts_with(u.as_str()))
             && stamp.kind != EntryKind::Symlink
-            && (protected_reason(rel).is_some() || ignore.matched(rel).is_some())
+            && (protected_reason(rel).is_some()
+                || ignore.why(rel).is_some()
+                || databases.iter().any(|d| d == rel))
     });
     // Only the top-most: a bind of a directory covers what is inside it.
     found.sort();
@@ -143,4 +151,20 @@ pub fn protected_inside(
     }
     top.truncate(MAX_READ_ONLY_INSIDE);
     top
+}
+
+/// `grants` without those `.intentignore` or the repository's git configuration covers (a
+/// top-level `.husky/` of `core.hooksPath`, a root-level `.gitconfig` it includes): what is
+/// beneath a grant is bound read-only again ([`protected_inside`]), a grant itself is dropped.
+pub fn without_listed(workspace: &Path, grants: Vec<Grant>, ignore: &IntentIgnore) -> Vec<Grant> {
+    grants
+        .into_iter()
+        .filter(|g| {
+            g.path.strip_prefix(workspace).is_ok_and(|rel| {
+                ignore
+                    .why(&crate::changes::key_of(rel.as_os_str()))
+                    .is_none()
+            })
+        })
+        .collect()
 }

@@ -234,7 +234,24 @@ pub async fn run_governed(
         redactor: cx.redactor,
     }
     .build()?;
-    let watch = Watch::from_snapshot(before, cx.confinement).await?;
+    let mut named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
+    if cx.granted.write_git {
+        // What a command allowed to write `.git/` must still not change (see
+        // `own_configuration`), kept to be compared and undone.
+        named.extend([".git/config", ".git/config.worktree", ".git/hooks"].map(String::from));
+    }
+    // What bubblewrap binds read-only cannot change: nothing of it needs keeping.
+    let fixed: Vec<String> = if cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap {
+        sandbox
+            .read_only_inside
+            .iter()
+            .filter_map(|p| p.strip_prefix(cx.workspace).ok())
+            .map(|rel| changes::key_of(rel.as_os_str()).into_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let watch = Watch::from_snapshot(before, cx.confinement, named, fixed).await?;
     let run = run_confined(
         action,
         &sandbox,
@@ -321,23 +338,41 @@ fn snapshot_after(
 }
 
 impl Watch {
-    /// Snapshots the workspace `root` (canonical) now.
-    pub async fn start(root: &Path, confinement: &Confinement) -> Result<Watch, SandboxError> {
+    /// Snapshots the workspace `root` (canonical) now. `keep`: what the repository's git
+    /// configuration names ([`IntentIgnore::git_named`]), kept to be undone.
+    pub async fn start(
+        root: &Path,
+        confinement: &Confinement,
+        keep: Vec<String>,
+    ) -> Result<Watch, SandboxError> {
         let root = root.to_path_buf();
         let before = blocking(move || snapshot_before(&root)).await?;
-        Watch::from_snapshot(before, confinement).await
+        Watch::from_snapshot(before, confinement, keep, Vec::new()).await
     }
 
+    /// `fixed`: nested `.git` bound read-only for the run (not kept).
     async fn from_snapshot(
         before: Snapshot,
         confinement: &Confinement,
+        keep: Vec<String>,
+        fixed: Vec<String>,
     ) -> Result<Watch, SandboxError> {
         // The earlier state of what a process could change out of scope: protected files when
         // confinement is partial or absent, and clean tracked files, since writable
         // directories are wider than the intent's globs.
         let protected_copies = confinement.level != super::ConfinementLevel::LandlockAndBwrap;
         blocking(move || {
-            let images = BeforeImages::capture_with(&before, protected_copies);
+            let mut keep = keep;
+            keep.extend(changes::repository_dirs(&before));
+            keep.retain(|k| {
+                !fixed.iter().any(|f| {
+                    k == f
+                        || k.strip_prefix(f.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                })
+            });
+            let images = BeforeImages::capture_except(&before, protected_copies, &fixed)
+                .keeping(&before, &keep);
             Watch { before, images }
         })
         .await
@@ -401,13 +436,20 @@ impl Watch {
             (before, after, changes)
         })
         .await?;
-        let changes = changes::classify(
+        let mut changes = changes::classify(
             changes,
             rules.owns,
             rules.ignore,
             &rules.build_outputs,
             rules.write_git,
         );
+        // Repository databases not named `.git`, there before or made by the process.
+        let mut databases = changes::repository_dirs(&before);
+        databases.extend(changes::repository_dirs(&after));
+        changes::out_of_scope_in(&mut changes, &databases);
+        if rules.write_git {
+            own_configuration(&mut changes, &sandbox.workspace, &images);
+        }
         let out_of_scope: Vec<changes::Change> = changes
             .out_of_scope
             .iter()
@@ -423,13 +465,14 @@ impl Watch {
             })
             .map(|c| c.path.clone())
             .collect();
-        let restored = if out_of_scope.is_empty() {
-            Vec::new()
+        let (before, restored) = if out_of_scope.is_empty() {
+            (before, Vec::new())
         } else {
             blocking(move || {
-                changes::restore(&root, &out_of_scope, &images, &|p| {
+                let restored = changes::restore(&root, &before, &out_of_scope, &images, &|p| {
                     content_fixed.contains(p)
-                })
+                });
+                (before, restored)
             })
             .await?
         };
@@ -446,6 +489,44 @@ impl Watch {
             reopened: after.reopened().to_vec(),
             after,
         })
+    }
+}
+
+/// A command allowed to write `.git/` (an approved `git commit`) may change the repository's
+/// configuration only as git commands do ([`crate::git_config::unexpected_changes`]): a
+/// hook it runs may have written `core.fsmonitor` there. Otherwise the change is out of scope
+/// (and comes back from the copy kept before); so it is when there is no copy to compare.
+fn own_configuration(changes: &mut ClassifiedChanges, root: &Path, images: &BeforeImages) {
+    for rel in [".git/config", ".git/config.worktree"] {
+        let Some(at) = changes.permitted.iter().position(|(c, _)| c.path == rel) else {
+            continue;
+        };
+        let change = &changes.permitted[at].0;
+        let before = match (change.before, images.copy_of(rel)) {
+            (None, _) => Some(String::new()),
+            (Some(_), Some(copy)) => Some(String::from_utf8_lossy(copy).into_owned()),
+            (Some(_), None) => None,
+        };
+        let now = std::fs::read(root.join(rel))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let why = match before {
+            Some(before) => {
+                let unexpected = crate::git_config::unexpected_changes(&before, &now);
+                (!unexpected.is_empty()).then(|| format!(
+                    "the repository's configuration, changed beyond what git commands write ({}): git runs what such settings name with the person's rights",
+                    unexpected.join(", ")
+                ))
+            }
+            None => {
+                Some("the repository's configuration, changed with no copy of it to compare".into())
+            }
+        };
+        if let Some(why) = why {
+            let (change, _) = changes.permitted.remove(at);
+            changes.out_of_scope.push((change, why));
+            changes.out_of_scope.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        }
     }
 }
 

@@ -250,7 +250,7 @@ fn output(
             "code": "SCOPE_VIOLATION",
             "message": message,
             "intent_id": intent_id,
-            "paths": out_of_scope,
+            "paths": crate::changes::listed(out_of_scope.clone()),
             "owned_scope": owned_scope,
         }, "result": content})
         .to_string();
@@ -352,40 +352,36 @@ fn unseen(shown_command: &str, status: &str, governed: &GovernedRun) -> String {
         "Changes unseen: `{shown_command}` {status}, but Mandate cannot read {} (another user's, so it cannot open them), where the command could have changed files; what it changed there is unknown, so nothing it changed was recorded in the trace ledger. Make them readable to Mandate's user, or move them out of the workspace, and look at the workspace before going on.",
         unseen.join(", ")
     );
-    let described = described_restores(governed);
-    if !described.is_empty() {
+    if !governed.restored.is_empty() {
+        let described =
+            crate::changes::described(&governed.changes.out_of_scope, &governed.restored);
         message.push_str(&format!(
             " Changes found outside the owned scope: {}.",
-            described.join(", ")
+            described.list
         ));
+        if !described.reasons.is_empty() {
+            message.push(' ');
+            message.push_str(&described.reasons);
+        }
     }
     message
 }
 
-/// Each out-of-scope change with whether it was undone.
-fn described_restores(governed: &GovernedRun) -> Vec<String> {
-    governed
-        .restored
-        .iter()
-        .map(|r| match &r.result {
-            Ok(_) => format!("{} (undone)", shown(&r.path)),
-            Err(why) => format!("{} (could not be undone: {why})", shown(&r.path)),
-        })
-        .collect()
-}
-
-/// The files changed outside the owned scope, each with whether it was undone.
+/// The files changed outside the owned scope, each with whether it was undone, and why those
+/// no intent may change are out of scope.
 fn scope_violation(
     shown_command: &str,
     governed: &GovernedRun,
     intent_id: &str,
     owned_scope: &[String],
 ) -> String {
-    let described = described_restores(governed);
+    let described = crate::changes::described(&governed.changes.out_of_scope, &governed.restored);
     format!(
-        "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}. They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
+        "Scope Violation: `{shown_command}` changed files outside the owned scope of {intent_id} ({}): {}.{}{} They were reported to the user. To change them, request scope expansion with request_scope_expansion (intent_id, globs, reason).",
         if owned_scope.is_empty() { "nothing".to_string() } else { owned_scope.join(", ") },
-        described.join(", ")
+        described.list,
+        if described.reasons.is_empty() { "" } else { " " },
+        described.reasons,
     )
 }
 

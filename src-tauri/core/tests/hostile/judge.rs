@@ -404,7 +404,7 @@ impl Template {
         let out_of_scope: Vec<changes::Change> =
             sorted.out_of_scope.iter().map(|(c, _)| c.clone()).collect();
         let fixed = |p: &str| !sandbox.may_write(&ws.join(p));
-        for outcome in changes::restore(&ws, &out_of_scope, &images, &fixed) {
+        for outcome in changes::restore(&ws, &before, &out_of_scope, &images, &fixed) {
             if let Err(why) = outcome.result {
                 return Outcome::Failed(format!(
                     "could not undo {} ({:?}): {why}",
