@@ -257,7 +257,9 @@ impl CommandSandbox {
             .into_iter()
             .filter_map(|g| scope::checked_grant(&workspace, g))
             .collect();
-        let protected = secrets::protected_paths(secrets::home().as_deref(), &hidden);
+        let mut own = hidden;
+        own.extend(secrets::named_by_environment(|name| std::env::var_os(name)));
+        let protected = secrets::protected_paths(secrets::home().as_deref(), &own);
         let mut sandbox = CommandSandbox {
             cwd: cwd.to_path_buf(),
             writable,

@@ -52,6 +52,40 @@ pub const HOME_SECRETS: &[&str] = &[
     "snap/chromium",
 ];
 
+/// Variables that move a secret out of the home directory (the tool then reads it there):
+/// each names a file or directory, `KUBECONFIG` a `:`-separated list.
+pub const ENV_SECRETS: &[&str] = &[
+    "GNUPGHOME",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AZURE_CONFIG_DIR",
+    "CLOUDSDK_CONFIG",
+    "KUBECONFIG",
+    "DOCKER_CONFIG",
+    "GH_CONFIG_DIR",
+    "PASSWORD_STORE_DIR",
+    "VAULT_CONFIG_PATH",
+    "NETRC",
+];
+
+/// The secrets the environment `var` names ([`ENV_SECRETS`]), absolute paths only (a relative
+/// one depends on where a tool runs, and could name anything).
+pub fn named_by_environment(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for name in ENV_SECRETS {
+        let Some(value) = var(name) else {
+            continue;
+        };
+        let paths: Vec<PathBuf> = if *name == "KUBECONFIG" {
+            std::env::split_paths(&value).collect()
+        } else {
+            vec![PathBuf::from(value)]
+        };
+        out.extend(paths.into_iter().filter(|p| p.is_absolute()));
+    }
+    out
+}
+
 /// The person's home directory (`HOME`), when it is absolute.
 pub fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")

@@ -304,3 +304,58 @@ fn which(tool: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+#[test]
+fn secrets_the_environment_moves_elsewhere_are_hidden_too() {
+    let h = fake_home();
+    let elsewhere = h.home.parent().expect("base").join("elsewhere");
+    write(
+        &elsewhere.join("gnupg/private-keys-v1.d/k.key"),
+        "SECRET-gpg\n",
+    );
+    write(&elsewhere.join("kube/a.yaml"), "SECRET-kube-a\n");
+    write(&elsewhere.join("kube/b.yaml"), "SECRET-kube-b\n");
+    write(&elsewhere.join("open.txt"), "OPEN-elsewhere\n");
+    let var = |name: &str| -> Option<std::ffi::OsString> {
+        match name {
+            "GNUPGHOME" => Some(elsewhere.join("gnupg").into()),
+            "KUBECONFIG" => Some(
+                format!(
+                    "{}:{}:relative/kube.yaml",
+                    elsewhere.join("kube/a.yaml").display(),
+                    elsewhere.join("kube/b.yaml").display()
+                )
+                .into(),
+            ),
+            // Relative: it depends on where a tool runs, so it names nothing.
+            "DOCKER_CONFIG" => Some("docker".into()),
+            _ => None,
+        }
+    };
+    let named = secrets::named_by_environment(var);
+    assert_eq!(
+        named,
+        [
+            elsewhere.join("gnupg"),
+            elsewhere.join("kube/a.yaml"),
+            elsewhere.join("kube/b.yaml")
+        ]
+    );
+    for level in levels() {
+        let name = level.summary();
+        let ws = h.home.join("project");
+        let mut sb = sandbox_in(&h, &ws, &["src/**"]);
+        let mut own = own_dirs(&h);
+        own.extend(named.iter().cloned());
+        sb.protect(secrets::protected_paths(Some(&h.home), &own))
+            .expect("protect");
+        let e = elsewhere.display();
+        let (_, out) = run(
+            &sb,
+            &level,
+            &format!("cat {e}/gnupg/private-keys-v1.d/k.key {e}/kube/a.yaml {e}/kube/b.yaml; cat {e}/open.txt"),
+        );
+        assert!(!out.contains("SECRET-"), "{name}: {out}");
+        assert!(out.contains("OPEN-elsewhere"), "{name}: {out}");
+    }
+}
