@@ -10,14 +10,14 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{give_to_nobody, ledger, run_openai, run_openai_as_nobody, Output};
-use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::cli::{give_to_nobody, ledger, run_openai, run_openai_as_nobody};
+use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
     consent_and_write_grant, stdio_entry, write_project_file, write_user_file,
 };
-use mandate_tests::sse::openai;
+use mandate_tests::script::{call, command, done, error_of, notices, select};
 use mandate_tests::trace_schema::assert_valid;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const INTENTS: &str = r#"active_intents:
   - id: INT-001
@@ -29,41 +29,6 @@ const INTENTS: &str = r#"active_intents:
 "#;
 
 const REPLACEMENT: &str = "src/greet/a\u{FFFD}";
-
-fn select() -> Reply {
-    openai::turn()
-        .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
-        .reply()
-}
-
-fn command(id: &str, line: &str) -> Reply {
-    openai::turn()
-        .tool_call(id, "execute_command", json!({"command": line}))
-        .reply()
-}
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    openai::turn().tool_call(id, tool, args).reply()
-}
-
-fn done() -> Reply {
-    openai::turn()
-        .tool_call("end", "attempt_completion", json!({"result": "done"}))
-        .reply()
-}
-
-fn notices(out: &Output) -> Vec<String> {
-    out.events_of("notice")
-        .iter()
-        .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .collect()
-}
-
-/// The JSON error the model read for a call, with the command's own report under `result`.
-fn error_of(result: &str) -> Value {
-    let start = result.find('{').unwrap_or(0);
-    serde_json::from_str(&result[start..]).unwrap_or_else(|e| panic!("{e}: {result}"))
-}
 
 fn git(root: &Path, args: &[&str]) {
     let out = std::process::Command::new("git")

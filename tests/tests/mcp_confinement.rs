@@ -11,35 +11,12 @@ use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::mcp::{
     consent, consent_and_write_grant, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
-use mandate_tests::sse::openai;
+use mandate_tests::script::{call, done, notices, select};
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
 
 const NOTES: &str = "line one\nline two\nline three\n";
 const MAIN: &str = "fn main() {}\n";
-
-fn select() -> Reply {
-    openai::turn()
-        .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
-        .reply()
-}
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    openai::turn().tool_call(id, tool, args).reply()
-}
-
-fn done() -> Reply {
-    openai::turn()
-        .tool_call("end", "attempt_completion", json!({"result": "done"}))
-        .reply()
-}
-
-fn notices(out: &Output) -> Vec<String> {
-    out.events_of("notice")
-        .iter()
-        .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .collect()
-}
 
 /// A workspace with notes the intent owns, a source file it does not, a git hooks directory,
 /// and the test server `srv` in `.mcp.json`; the person consented (and, with `grant`,

@@ -5,39 +5,16 @@
 //! by the kernel, the workspace unchanged, and the person told why.
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{mandate, run_openai, Output};
+use mandate_tests::cli::{mandate, run_openai};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::mcp::{
     consent, consent_and_write_grant, project_def, server_bin, write_project_file, write_user_file,
     INTENTS,
 };
-use mandate_tests::sse::openai;
+use mandate_tests::script::{call, done, notices, select};
 use serde_json::{json, Value};
 
 const NOTES: &str = "line one\nline two\nline three\n";
-
-fn select() -> Reply {
-    openai::turn()
-        .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
-        .reply()
-}
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    openai::turn().tool_call(id, tool, args).reply()
-}
-
-fn done() -> Reply {
-    openai::turn()
-        .tool_call("end", "attempt_completion", json!({"result": "done"}))
-        .reply()
-}
-
-fn notices(out: &Output) -> Vec<String> {
-    out.events_of("notice")
-        .iter()
-        .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .collect()
-}
 
 fn refused_by_the_kernel(result: &str) -> bool {
     result.starts_with("cannot write")

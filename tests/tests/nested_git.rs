@@ -11,50 +11,18 @@ use std::path::{Path, PathBuf};
 
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, run_openai, Output};
-use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
     consent_and_write_grant, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
-use mandate_tests::sse::openai;
+use mandate_tests::script::{self, call, command, done, error_of, select};
 use mandate_tests::trace_schema::assert_valid;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const WHY: &str = "git configuration in a nested repository";
 
-fn select() -> Reply {
-    openai::turn()
-        .tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"}))
-        .reply()
-}
-
-fn command(id: &str, line: &str) -> Reply {
-    openai::turn()
-        .tool_call(id, "execute_command", json!({"command": line}))
-        .reply()
-}
-
-fn call(id: &str, tool: &str, args: Value) -> Reply {
-    openai::turn().tool_call(id, tool, args).reply()
-}
-
-fn done() -> Reply {
-    openai::turn()
-        .tool_call("end", "attempt_completion", json!({"result": "done"}))
-        .reply()
-}
-
 fn notices(out: &Output) -> String {
-    out.events_of("notice")
-        .iter()
-        .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The JSON error the model read for a call, with the command's own report under `result`.
-fn error_of(result: &str) -> Value {
-    let start = result.find('{').unwrap_or(0);
-    serde_json::from_str(&result[start..]).unwrap_or_else(|e| panic!("{e}: {result}"))
+    script::notices(out).join("\n")
 }
 
 fn git_out(dir: &Path, args: &[&str]) -> std::process::Output {

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::run_openai_with_env;
-use mandate_tests::llm_server::{Reply, ScriptedServer};
+use mandate_tests::llm_server::ScriptedServer;
+use mandate_tests::script::command;
 use mandate_tests::sse::openai;
 use serde_json::json;
 
@@ -32,12 +33,6 @@ const SECRETS: &[&str] = &[
     "mandate-data/planted.json",
     "mandate-config/planted.json",
 ];
-
-fn command(id: &str, line: &str) -> Reply {
-    openai::turn()
-        .tool_call(id, "execute_command", json!({"command": line}))
-        .reply()
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
