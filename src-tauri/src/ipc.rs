@@ -69,6 +69,15 @@ impl IpcTrace {
         self.record("navigation_refused", &url);
     }
 
+    /// How many read-only file mappings a process of the window (`window`, `web`) gave back
+    /// (`lean::give_back_idle_pages`).
+    pub fn pages_given_back(&self, process: &str, mappings: u32) {
+        self.record(
+            "pages_given_back",
+            &serde_json::json!({"process": process, "mappings": mappings}),
+        );
+    }
+
     fn record<T: serde::Serialize>(&self, direction: &str, payload: &T) {
         let line = serde_json::json!({"direction": direction, "payload": payload});
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
@@ -78,15 +87,19 @@ impl IpcTrace {
 
 /// With `MANDATE_STARTUP_TRACE=FILE`, the wall-clock time (ns since the epoch) at which the page
 /// first subscribes — right after its first frame — is written to FILE, for the start-up benchmark.
-fn mark_first_paint() {
+fn mark_first_paint(window: tauri::WebviewWindow, trace: Option<Arc<IpcTrace>>) {
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     // Once the page has settled, what start-up alone used goes back to the kernel.
-    std::thread::spawn(|| {
+    std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(3));
-        crate::lean::give_back_idle_pages();
+        crate::lean::give_back_idle_pages(&window, move |process, mappings| {
+            if let Some(trace) = &trace {
+                trace.pages_given_back(process, mappings);
+            }
+        });
     });
     if let Some(path) = std::env::var_os("MANDATE_STARTUP_TRACE") {
         let now = std::time::SystemTime::now()
@@ -127,8 +140,12 @@ pub async fn request(
 }
 
 #[tauri::command]
-pub fn subscribe(state: State<'_, Shell>, channel: Channel<Event>) -> Result<(), IpcError> {
-    mark_first_paint();
+pub fn subscribe(
+    window: tauri::WebviewWindow,
+    state: State<'_, Shell>,
+    channel: Channel<Event>,
+) -> Result<(), IpcError> {
+    mark_first_paint(window, state.sink.trace.clone());
     state.sink.replace(channel);
     state.host.start_watching();
     Ok(())

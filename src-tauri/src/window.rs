@@ -4,6 +4,7 @@
 mod desktop;
 mod ipc;
 mod lean;
+mod pageout;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,14 +72,17 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
         .setup(move |app| {
             let trace = ipc::IpcTrace::from_env().map(Arc::new);
             let sink = Arc::new(ipc::ChannelSink::new(trace.clone()));
+            let focus_trace = trace.clone();
             let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
                 tauri::async_runtime::handle();
             let desktop = Arc::new(desktop::WindowDesktop {
                 app: app.handle().clone(),
             });
+            let dirs = AppDirs::from_env();
+            let web_extension = lean::web_extension_dir(&dirs.data);
             let host = Host::new(
                 &root,
-                AppDirs::from_env(),
+                dirs,
                 Arc::new(KeyringStore),
                 sink.clone(),
                 desktop,
@@ -86,24 +90,35 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             )?;
             app.manage(ipc::Shell { host, sink });
             lean::before_first_webview();
-            let window =
-                WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
-                    .title(desktop::title(&root))
-                    .inner_size(1280.0, 820.0)
-                    .min_inner_size(720.0, 480.0)
-                    .on_navigation(move |url| {
-                        let allowed = is_app_url(url);
-                        if let (false, Some(trace)) = (allowed, &trace) {
-                            trace.refused_navigation(url.as_str());
-                        }
-                        allowed
-                    })
-                    .build()?;
+            let mut builder =
+                WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()));
+            if let Some(dir) = web_extension {
+                builder = builder.extensions_path(dir);
+            }
+            let window = builder
+                .title(desktop::title(&root))
+                .inner_size(1280.0, 820.0)
+                .min_inner_size(720.0, 480.0)
+                .on_navigation(move |url| {
+                    let allowed = is_app_url(url);
+                    if let (false, Some(trace)) = (allowed, &trace) {
+                        trace.refused_navigation(url.as_str());
+                    }
+                    allowed
+                })
+                .build()?;
             #[cfg(target_os = "linux")]
             window.with_webview(|webview| lean::tune(&webview.inner()))?;
-            window.on_window_event(|event| {
+            let focus = window.clone();
+            let trace = focus_trace;
+            window.on_window_event(move |event| {
                 if let tauri::WindowEvent::Focused(false) = event {
-                    lean::give_back_idle_pages();
+                    let trace = trace.clone();
+                    lean::give_back_idle_pages(&focus, move |process, mappings| {
+                        if let Some(trace) = &trace {
+                            trace.pages_given_back(process, mappings);
+                        }
+                    });
                 }
             });
             Ok(())

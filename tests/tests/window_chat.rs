@@ -475,3 +475,34 @@ async fn the_theme_follows_the_system() {
         "dark and light look different"
     );
 }
+
+/// Once the page has settled, the window and WebKit's web process give back the pages of code
+/// that only start-up used (the web process through Mandate's web process extension, which the
+/// window writes next to its data), and everything runs on: the code comes back when used.
+#[tokio::test]
+async fn once_settled_the_window_and_its_web_process_give_back_start_up_pages() {
+    let server = ScriptedServer::start(vec![openai::turn().text("Still here.").reply()]).await;
+    let (app, _ws, dirs) = launch("pages-given-back", &server).await;
+    let trace = until_file_contains(&app.ipc_trace, "\"process\":\"web\"")
+        .await
+        .expect("the web process extension answered");
+    for process in ["window", "web"] {
+        let mappings = trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["direction"] == "pages_given_back" && v["payload"]["process"] == process)
+            .map(|v| v["payload"]["mappings"].as_u64().unwrap_or(0))
+            .next();
+        assert!(
+            mappings.is_some_and(|n| n > 10),
+            "{process}: {mappings:?} mappings given back\n{trace}"
+        );
+    }
+    assert!(dirs
+        .data()
+        .join("webkit-extension/libmandate_pages.so")
+        .is_file());
+    app.send("Are you there?").await.expect("send");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Still here.')").await.expect("answer after the pages went back");
+    app.close().await.expect("close");
+}
