@@ -23,6 +23,12 @@ const SECRET_FILES: &[&str] = &[
     ".config/google-chrome/Default/Cookies",
     ".local/share/keyrings/login.keyring",
     ".cargo/credentials.toml",
+    ".npmrc",
+    ".pgpass",
+    ".config/sops/age/keys.txt",
+    ".cache/huggingface/token",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
     "mandate-data/tasks/t1.json",
     "mandate-config/settings.json",
 ];
@@ -37,6 +43,8 @@ const OPEN_FILES: &[&str] = &[
     ".local/bin/tool",
     ".local/share/other/x",
     ".gitconfig",
+    ".cache/huggingface/hub/model.txt",
+    ".claude/settings.json",
     "project/src/main.rs",
 ];
 
