@@ -37,17 +37,14 @@ pub const HOME_SECRETS: &[&str] = &[
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".terraform.d/credentials.tfrc.json",
-    ".terraformrc",
-    // Package registries' tokens.
-    ".npmrc",
-    ".yarnrc.yml",
+    // Package registries' tokens, where they have a file of their own. Files that also say
+    // where packages come from (`~/.npmrc`, `~/.yarnrc.yml`, Maven's `settings.xml`, Gradle's
+    // `gradle.properties`, `NuGet.Config`, `~/.terraformrc`) are not hidden: without them a
+    // command would fetch a private package's name from the public registry instead.
     ".gem/credentials",
-    ".m2/settings.xml",
     ".m2/settings-security.xml",
-    ".gradle/gradle.properties",
     ".composer/auth.json",
     ".config/composer/auth.json",
-    ".nuget/NuGet/NuGet.Config",
     // Databases, object stores, container registries, other clouds and keys.
     ".pgpass",
     ".my.cnf",
@@ -61,7 +58,6 @@ pub const HOME_SECRETS: &[&str] = &[
     ".oci",
     ".fly",
     ".wrangler",
-    ".config/configstore",
     ".databrickscfg",
     ".config/op",
     ".config/sops",
@@ -104,7 +100,6 @@ pub const ENV_SECRETS: &[&str] = &[
     "PASSWORD_STORE_DIR",
     "VAULT_CONFIG_PATH",
     "NETRC",
-    "NPM_CONFIG_USERCONFIG",
     "PGPASSFILE",
     "REGISTRY_AUTH_FILE",
     "BOTO_CONFIG",
