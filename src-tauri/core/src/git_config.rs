@@ -1,9 +1,12 @@
 //! Paths inside the workspace that the repository's own git configuration names as more
 //! configuration or as programs to run: the hooks directory of `core.hooksPath` (husky sets
 //! `.husky/_`), a file `include.path` or `includeIf.*.path` reads (`../.gitconfig`), the
-//! program `core.fsmonitor` runs. Git runs what they say with the person's rights on their next
-//! `git status` or `git commit`, so no intent may change them, whatever its globs
-//! ([`crate::hooks::ignore_list::IntentIgnore`] holds them beside `.intentignore`).
+//! program `core.fsmonitor` runs, and every path named in a setting whose value is a command
+//! git runs ([`names_a_program`]: clean and smudge filters, diff text conversion, merge drivers,
+//! the pager, the editor, credential helpers, `!` aliases, …). Git runs what they say with the
+//! person's rights on their next `git status`, `git diff` or `git commit`, so no intent may
+//! change them, whatever its globs ([`crate::hooks::ignore_list::IntentIgnore`] holds them
+//! beside `.intentignore`).
 //!
 //! The configuration itself (`.git/config`) is protected already; this reads it, and the files
 //! it includes, without running git (whose own reading could run what the configuration
@@ -58,6 +61,7 @@ pub fn named_paths(root: &Path) -> GitNamed {
     }
     let (mut hooks, mut fsmonitor) = (None, None);
     let mut included: Vec<PathBuf> = Vec::new();
+    let mut programs: Vec<(String, String)> = Vec::new();
     for config in configs {
         read_config(
             &config,
@@ -75,7 +79,11 @@ pub fn named_paths(root: &Path) -> GitNamed {
                         included.push(resolve(path, file_dir));
                     }
                 }
-                _ => {}
+                _ => {
+                    if let (Some(value), Some(setting)) = (&entry.value, names_a_program(entry)) {
+                        programs.push((setting, value.clone()));
+                    }
+                }
             },
         );
     }
@@ -104,6 +112,14 @@ pub fn named_paths(root: &Path) -> GitNamed {
             file,
             "git reads it as the repository's configuration (`include.path` or `includeIf`), which can name programs git runs with the person's rights; only the person changes it",
         );
+    }
+    for (setting, command) in programs {
+        for word in path_words(&command) {
+            add(
+                resolve(word, root),
+                &format!("git runs it (the repository's `{setting}`) with the person's rights; only the person changes it"),
+            );
+        }
     }
     found.paths.sort_by(|a, b| a.rel.cmp(&b.rel));
     found.paths.dedup_by(|a, b| a.rel == b.rel);
@@ -219,6 +235,73 @@ fn read_config(
             read_config(&resolve(value, dir), depth + 1, sources, on);
         }
     }
+}
+
+/// The setting's name (`filter.*.clean`) when its value is a command git runs, through the
+/// shell or directly: filters and diff text conversions run on `git status`, `git diff` and
+/// `git add` without anyone asking for a program, the pager on every `git log`, the editor
+/// and signing program on `git commit`, credential helpers and SSH commands on `git fetch`.
+fn names_a_program(entry: &Entry) -> Option<String> {
+    let (section, sub, key) = (
+        entry.section.as_str(),
+        entry.subsection.is_some(),
+        entry.key.as_str(),
+    );
+    let program = match (section, sub) {
+        ("core", false) => matches!(
+            key,
+            "pager" | "editor" | "sshcommand" | "askpass" | "gitproxy"
+        ),
+        ("sequence", false) => key == "editor",
+        ("gpg", _) => key == "program",
+        ("filter", true) => matches!(key, "clean" | "smudge" | "process"),
+        ("diff", true) => matches!(key, "textconv" | "command"),
+        ("diff", false) => key == "external",
+        ("merge", true) => key == "driver",
+        ("credential", _) => key == "helper",
+        ("pager", false) => true,
+        ("interactive", false) => key == "difffilter",
+        ("difftool" | "mergetool", true) => key == "cmd",
+        ("remote", true) => matches!(key, "uploadpack" | "receivepack"),
+        ("alias", false) => entry
+            .value
+            .as_deref()
+            .is_some_and(|v| v.trim_start().starts_with('!')),
+        _ => false,
+    };
+    program.then(|| match &entry.subsection {
+        Some(_) => format!("{section}.*.{key}"),
+        None => format!("{section}.{key}"),
+    })
+}
+
+/// The words of a command that can name a file: split at whitespace, quotes and the shell's
+/// operators, those with a `/` in them (a bare name is looked up in `PATH`, not the
+/// workspace). Generous on purpose: a word that names no file of the workspace protects
+/// nothing that exists.
+fn path_words(command: &str) -> impl Iterator<Item = &str> {
+    command
+        .split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | ';'
+                        | '|'
+                        | '&'
+                        | '('
+                        | ')'
+                        | '<'
+                        | '>'
+                        | '='
+                        | '!'
+                        | '$'
+                        | '{'
+                        | '}'
+                )
+        })
+        .filter(|word| word.contains('/'))
 }
 
 fn is_boolean(value: &str) -> bool {
@@ -484,6 +567,48 @@ mod tests {
         );
         assert!(found.sources.contains(&root.join(".git/config")));
         assert!(found.sources.contains(&root.join(".gitconfig")));
+    }
+
+    #[test]
+    fn programs_the_configuration_runs_are_named_wherever_a_command_names_them() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("canonical");
+        git(&root, &["init", "-q"]);
+        for (key, value) in [
+            ("filter.strip.clean", "./tools/clean.sh %f"),
+            ("filter.strip.smudge", "cat"),
+            ("filter.lfs.process", "git-lfs filter-process"),
+            ("diff.nb.textconv", "python3 scripts/nb2txt.py"),
+            ("merge.lock.driver", "bin/merge-lock %O %A %B"),
+            ("core.pager", "node_modules/.bin/delta --dark"),
+            ("core.editor", "vim"),
+            ("credential.helper", "!f() { ./tools/cred.sh \"$@\"; }; f"),
+            ("alias.ship", "!sh -c 'scripts/ship.sh --now'"),
+            ("alias.st", "status --short"),
+            ("pager.log", "../outside/pager"),
+            ("gpg.ssh.program", "tools/sign"),
+            ("core.sshCommand", "ssh -i ~/.ssh/key -F config/ssh_config"),
+        ] {
+            git(&root, &["config", key, value]);
+        }
+        let found = named_paths(&root);
+        let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            [
+                "bin/merge-lock",
+                "config/ssh_config",
+                "node_modules/.bin/delta",
+                "scripts/nb2txt.py",
+                "scripts/ship.sh",
+                "tools/clean.sh",
+                "tools/cred.sh",
+                "tools/sign",
+            ]
+        );
+        let why = |rel: &str| &found.paths.iter().find(|p| p.rel == rel).expect(rel).why;
+        assert!(why("tools/clean.sh").contains("`filter.*.clean`"));
+        assert!(why("scripts/ship.sh").contains("`alias.ship`"));
     }
 
     /// A linked worktree: `.git` is a file, the configuration the main repository's.
