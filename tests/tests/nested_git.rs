@@ -354,8 +354,8 @@ const EVERYTHING: &str = r#"active_intents:
 "#;
 
 /// The repository's own configuration names files in the workspace: husky's hooks directory
-/// (`core.hooksPath`) and a tracked `.gitconfig` it includes. An intent owning everything still
-/// cannot change them, by a command or by its file tool.
+/// (`core.hooksPath`), a tracked `.gitconfig` it includes and a clean filter's script. An
+/// intent owning everything still cannot change them, by a command or by its file tool.
 #[tokio::test]
 async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
     let ws = workspace(
@@ -364,12 +364,17 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
             ("src/main.rs", "fn main() {}\n"),
             (".husky/_/pre-commit", "#!/bin/sh\nexit 0\n"),
             (".gitconfig", "[user]\n\tname = Project\n"),
+            ("tools/clean.sh", "#!/bin/sh\ncat\n"),
         ],
     );
     let root = ws.path();
     git(root, &["init", "-q"]);
     git(root, &["config", "core.hooksPath", ".husky/_"]);
     git(root, &["config", "include.path", "../.gitconfig"]);
+    git(
+        root,
+        &["config", "filter.strip.clean", "sh ./tools/clean.sh %f"],
+    );
     git(root, &["add", "."]);
     git(root, &["commit", "-qm", "init"]);
     let payload = Payload::new();
@@ -382,6 +387,7 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
             &format!(
                 "printf '[core]\\n\\tfsmonitor = %s\\n' '{p}' >> .gitconfig || echo 'include refused'; \
                  printf '#!/bin/sh\\n%s\\n' '{p}' > .husky/_/post-checkout && chmod +x .husky/_/post-checkout || echo 'hook refused'; \
+                 printf '#!/bin/sh\\n%s\\ncat\\n' '{p}' > tools/clean.sh || echo 'filter refused'; \
                  echo changed > src/main.rs"
             ),
         ),
@@ -394,6 +400,11 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
             "w2",
             "write_to_file",
             json!({"path": ".husky/_/pre-commit", "content": format!("#!/bin/sh\n{p}\n"), "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"}),
+        ),
+        call(
+            "w3",
+            "write_to_file",
+            json!({"path": "tools/clean.sh", "content": format!("#!/bin/sh\n{p}\ncat\n"), "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"}),
         ),
         done(),
     ])
@@ -412,6 +423,7 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
     for (path, what, refused) in [
         (".gitconfig", "include.path", "include refused"),
         (".husky/_/post-checkout", "core.hooksPath", "hook refused"),
+        ("tools/clean.sh", "filter.*.clean", "filter refused"),
     ] {
         if c1.contains(refused) {
             continue;
@@ -430,7 +442,11 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
         c1.contains("recorded in the trace ledger under INT-001"),
         "{c1}"
     );
-    for (id, what) in [("w1", "include.path"), ("w2", "core.hooksPath")] {
+    for (id, what) in [
+        ("w1", "include.path"),
+        ("w2", "core.hooksPath"),
+        ("w3", "filter.*.clean"),
+    ] {
         let result = server.tool_result(id).expect("result");
         assert!(
             result.contains("protected") && result.contains(what),
@@ -447,6 +463,10 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
         "#!/bin/sh\nexit 0\n"
     );
     assert!(!root.join(".husky/_/post-checkout").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("tools/clean.sh")).expect("read"),
+        "#!/bin/sh\ncat\n"
+    );
     assert!(!payload.fires_in(root), "the payload ran");
     for record in ledger(root) {
         assert_valid(&record);
