@@ -5,6 +5,8 @@ mod desktop;
 mod ipc;
 mod lean;
 mod pageout;
+#[cfg(target_os = "linux")]
+mod web_sandbox;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +21,8 @@ fn main() {
     // Before any thread: see `mandate`'s main.
     mandate_core::secrets::take_from_environment(&[mandate_core::secrets::API_KEY_ENV]);
     lean::environment();
+    #[cfg(target_os = "linux")]
+    web_sandbox::request();
     mandate_core::sandbox::protect_this_process();
     let _logs = match mandate_core::logging::init(
         &AppDirs::from_env().data,
@@ -93,6 +97,8 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             let mut builder =
                 WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()));
             if let Some(dir) = web_extension {
+                #[cfg(target_os = "linux")]
+                web_sandbox::show_directory(&dir);
                 builder = builder.extensions_path(dir);
             }
             let window = builder

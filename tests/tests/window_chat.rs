@@ -506,3 +506,89 @@ async fn once_settled_the_window_and_its_web_process_give_back_start_up_pages() 
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Still here.')").await.expect("answer after the pages went back");
     app.close().await.expect("close");
 }
+
+/// The page runs in WebKit's bubblewrap sandbox: its web process has a mount namespace of its
+/// own in which neither the workspace nor the person's home directory is there to read (only
+/// what WebKit itself needs), and the page still works.
+#[tokio::test]
+async fn the_page_runs_in_webkits_sandbox_without_the_workspace_or_the_home_directory() {
+    let server = ScriptedServer::start(vec![openai::turn().text("Sandboxed.").reply()]).await;
+    let (app, ws, _dirs) = launch("web-sandbox", &server).await;
+    let (window, web) = web_process_of(&app).expect("the app's web process");
+    let namespace = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).expect("ns");
+    assert_ne!(
+        namespace(window),
+        namespace(web),
+        "the web process is not sandboxed"
+    );
+    let seen = |path: &std::path::Path| {
+        std::path::Path::new(&format!("/proc/{web}/root"))
+            .join(path.strip_prefix("/").expect("absolute"))
+            .exists()
+    };
+    assert!(ws.path().join("docs/a.md").exists());
+    assert!(
+        !seen(&ws.path().join("docs/a.md")),
+        "the web process sees the workspace"
+    );
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME"));
+    let private = std::fs::read_dir(&home)
+        .expect("home")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            !matches!(
+                p.file_name().and_then(|n| n.to_str()),
+                Some(".cache" | ".config" | ".local")
+            )
+        })
+        .expect("an entry of the home directory");
+    assert!(
+        !seen(&private),
+        "the web process sees {}",
+        private.display()
+    );
+    app.send("Still working?").await.expect("send");
+    app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Sandboxed.')").await.expect("answer");
+    app.close().await.expect("close");
+}
+
+/// The pids of the app's window process and of its WebKit web process (found through their
+/// parents, the window being the one whose IPC trace is this app's).
+fn web_process_of(app: &App) -> Option<(u32, u32)> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let trace = format!("MANDATE_IPC_TRACE={}", app.ipc_trace.display());
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if comm(pid).trim() != "WebKitWebProces" {
+            continue;
+        }
+        let mut up = pid;
+        while let Some(p) = parent(up).filter(|p| *p > 1) {
+            if comm(p).trim() == "mandate-window" {
+                let environ = std::fs::read(format!("/proc/{p}/environ")).unwrap_or_default();
+                if environ.split(|b| *b == 0).any(|v| v == trace.as_bytes()) {
+                    return Some((p, pid));
+                }
+                break;
+            }
+            up = p;
+        }
+    }
+    None
+}
