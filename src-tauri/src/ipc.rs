@@ -92,6 +92,8 @@ fn mark_first_paint(window: tauri::WebviewWindow, trace: Option<Arc<IpcTrace>>) 
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
+    #[cfg(target_os = "linux")]
+    crate::web_sandbox::started(&mandate_core::settings::AppDirs::from_env().data);
     // Once the page has settled, what start-up alone used goes back to the kernel.
     std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(3));

@@ -17,21 +17,58 @@ use std::sync::OnceLock;
 const BWRAP: &str = "/usr/bin/bwrap";
 const DBUS_PROXY: &str = "/usr/bin/xdg-dbus-proxy";
 
+/// Set in the data directory while a sandboxed window starts, removed at its first paint.
+const STARTING: &str = "web-sandbox-starting";
+/// What a start that never painted leaves: the window then runs without the sandbox.
+const FAILED: &str = "web-sandbox-failed";
+
 /// Asks WebKit for its sandbox (`WEBKIT_FORCE_SANDBOX=1`) when bubblewrap works here and both
 /// programs WebKit needs exist. Before any thread: it sets an environment variable. Returns
 /// whether the page runs sandboxed. `WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS=1` (WebKit's own
 /// way out) is respected.
-pub fn request() -> bool {
+///
+/// WebKit aborts the whole window when its sandbox cannot start (an unusual layout of the
+/// file system can make bubblewrap refuse WebKit's mounts), so a window that asked for it and
+/// never painted leaves `DATA/web-sandbox-starting` behind; the next start turns that into
+/// `DATA/web-sandbox-failed`, runs without the sandbox and says so on standard error and in the
+/// log, until the person deletes that file.
+pub fn request(data: &Path) -> bool {
     if std::env::var_os("WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS").is_some_and(|v| v == "1") {
         return false;
     }
+    if let Some(failed) = failed_before(data) {
+        eprintln!(
+            "mandate: the page runs without WebKit's sandbox: the window did not start with it \
+             before; delete {} to try again",
+            failed.display()
+        );
+        return false;
+    }
+    let starting = data.join(STARTING);
     let works = mandate_core::sandbox::Confinement::detect().bwrap.is_some()
         && Path::new(BWRAP).is_file()
         && Path::new(DBUS_PROXY).is_file();
     if works {
+        let _ = std::fs::create_dir_all(data);
+        let _ = std::fs::write(&starting, b"");
         std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
     }
     works
+}
+
+/// `DATA/web-sandbox-failed` when a window started with the sandbox before and never painted
+/// (what it left, `DATA/web-sandbox-starting`, is renamed to it) or did so earlier.
+fn failed_before(data: &Path) -> Option<std::path::PathBuf> {
+    let (starting, failed) = (data.join(STARTING), data.join(FAILED));
+    if starting.exists() {
+        let _ = std::fs::rename(&starting, &failed);
+    }
+    failed.exists().then_some(failed)
+}
+
+/// The page has painted: the sandbox started (see [`request`]).
+pub fn started(data: &Path) {
+    let _ = std::fs::remove_file(data.join(STARTING));
 }
 
 /// Shows `dir` (read-only) to the sandboxed web process: added to each web context when WebKit
@@ -90,5 +127,29 @@ pub fn show_directory(dir: &Path) {
             webkit2gtk::ffi::webkit_web_context_add_path_to_sandbox(context, dir.as_ptr(), 1)
         };
         1 // keep the hook: another context would need it too
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sandboxed_start_that_never_painted_turns_the_sandbox_off_until_the_person_says() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let data = tmp.path();
+        assert_eq!(failed_before(data), None, "a first start");
+        // Asked for, then painted: nothing left.
+        std::fs::write(data.join(STARTING), b"").expect("write");
+        started(data);
+        assert_eq!(failed_before(data), None);
+        // Asked for, never painted (WebKit aborted the window).
+        std::fs::write(data.join(STARTING), b"").expect("write");
+        assert_eq!(failed_before(data), Some(data.join(FAILED)));
+        assert!(!data.join(STARTING).exists());
+        // And on every start after, until the file goes.
+        assert_eq!(failed_before(data), Some(data.join(FAILED)));
+        std::fs::remove_file(data.join(FAILED)).expect("rm");
+        assert_eq!(failed_before(data), None);
     }
 }

@@ -22,7 +22,7 @@ fn main() {
     mandate_core::secrets::take_from_environment(&[mandate_core::secrets::API_KEY_ENV]);
     lean::environment();
     #[cfg(target_os = "linux")]
-    web_sandbox::request();
+    web_sandbox::request(&AppDirs::from_env().data);
     mandate_core::sandbox::protect_this_process();
     let _logs = match mandate_core::logging::init(
         &AppDirs::from_env().data,
