@@ -44,16 +44,54 @@ pub fn request(data: &Path) -> bool {
         );
         return false;
     }
-    let starting = data.join(STARTING);
-    let works = mandate_core::sandbox::Confinement::detect().bwrap.is_some()
-        && Path::new(BWRAP).is_file()
-        && Path::new(DBUS_PROXY).is_file();
-    if works {
-        let _ = std::fs::create_dir_all(data);
-        let _ = std::fs::write(&starting, b"");
-        std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS").ok();
+    let missing = if mandate_core::sandbox::Confinement::detect().bwrap.is_none() {
+        Some("bubblewrap does not work here".to_string())
+    } else if !Path::new(BWRAP).is_file() || !Path::new(DBUS_PROXY).is_file() {
+        Some(format!("WebKit needs {BWRAP} and {DBUS_PROXY}"))
+    } else if !session_bus_answers(bus.as_deref()) {
+        Some(format!(
+            "the session bus ({}) does not answer",
+            bus.unwrap_or_default()
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        eprintln!("mandate: the page runs without WebKit's sandbox: {why}");
+        return false;
     }
-    works
+    let _ = std::fs::create_dir_all(data);
+    let _ = std::fs::write(data.join(STARTING), b"");
+    std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
+    true
+}
+
+/// Whether the session bus `address` names can be reached. WebKit's sandbox passes the bus to
+/// the page through a proxy, and aborts the window when the proxy cannot start; a bus that is
+/// named but gone (a stale address) would do that. Without an address GLib finds the bus its
+/// own way, which is left to it.
+fn session_bus_answers(address: Option<&str>) -> bool {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+    let Some(address) = address.filter(|a| !a.trim().is_empty()) else {
+        return true;
+    };
+    address.split(';').any(|entry| {
+        let Some((transport, params)) = entry.split_once(':') else {
+            return false;
+        };
+        if transport != "unix" {
+            return true; // tcp and others: not checked here
+        }
+        params.split(',').any(|param| match param.split_once('=') {
+            Some(("path", path)) => UnixStream::connect(path).is_ok(),
+            Some(("abstract", name)) => SocketAddr::from_abstract_name(name.as_bytes())
+                .is_ok_and(|addr| UnixStream::connect_addr(&addr).is_ok()),
+            Some(("dir" | "tmpdir", _)) => true, // a server's address, not a client's
+            _ => false,
+        })
+    })
 }
 
 /// `DATA/web-sandbox-failed` when a window started with the sandbox before and never painted
@@ -133,6 +171,26 @@ pub fn show_directory(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_bus_that_is_named_but_gone_is_seen_before_webkit_aborts_on_it() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let path = tmp.path().join("bus");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let live = format!("unix:path={}", path.display());
+        assert!(session_bus_answers(Some(&live)));
+        assert!(session_bus_answers(None));
+        assert!(!session_bus_answers(Some("unix:path=/nonexistent/bus")));
+        assert!(session_bus_answers(Some(&format!(
+            "unix:path=/nonexistent/bus;{live}"
+        ))));
+        assert!(!session_bus_answers(Some(
+            "unix:abstract=/mandate/no-such-bus"
+        )));
+        drop(listener);
+        std::fs::remove_file(&path).expect("rm");
+        assert!(!session_bus_answers(Some(&live)));
+    }
 
     #[test]
     fn a_sandboxed_start_that_never_painted_turns_the_sandbox_off_until_the_person_says() {

@@ -308,9 +308,20 @@ impl App {
         self.session.wait_for(css, Duration::from_secs(15)).await
     }
 
+    /// Clicks the element `css` finds. A view that renders again between finding and clicking
+    /// (a status pushed by the host) replaces the element: it is found again, as a person's
+    /// click lands on what is shown.
     pub async fn click(&self, css: &str) -> anyhow::Result<()> {
-        let el = self.find(css).await?;
-        self.session.click(&el).await
+        let mut tries = 0;
+        loop {
+            let el = self.find(css).await?;
+            match self.session.click(&el).await {
+                Err(e) if tries < 5 && e.to_string().contains("stale element reference") => {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     pub async fn type_into(&self, css: &str, text: &str) -> anyhow::Result<()> {
