@@ -63,8 +63,35 @@ pub fn request(data: &Path) -> bool {
     }
     let _ = std::fs::create_dir_all(data);
     let _ = std::fs::write(data.join(STARTING), b"");
+    keep_webkit_out_of_the_cache_directory(&data.join("webkit").join("cache"));
     std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
     true
+}
+
+/// WebKit lets the sandboxed page write GLib's user cache directory, all of it (for its font,
+/// shader and media caches): by default `~/.cache`, where pre-commit, pip, Mandate's own MCP
+/// servers and others keep code they run later. GLib reads `XDG_CACHE_HOME` once per process
+/// and keeps the answer, so this process's GLib is given `dir` and the variable is then put
+/// back as it was: WebKit binds `dir`, while Mandate's own code and every process it starts
+/// (the web process included, which then finds no cache and makes do) see the person's.
+fn keep_webkit_out_of_the_cache_directory(dir: &Path) {
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let original = std::env::var_os("XDG_CACHE_HOME");
+    std::env::set_var("XDG_CACHE_HOME", dir);
+    let seen = webkit2gtk::glib::user_cache_dir();
+    match original {
+        Some(value) => std::env::set_var("XDG_CACHE_HOME", value),
+        None => std::env::remove_var("XDG_CACHE_HOME"),
+    }
+    if seen != dir {
+        eprintln!(
+            "mandate: GLib had read its cache directory already ({}); WebKit's sandbox lets the \
+             page write there",
+            seen.display()
+        );
+    }
 }
 
 /// Whether the session bus `address` names can be reached. WebKit's sandbox passes the bus to

@@ -84,6 +84,10 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             });
             let dirs = AppDirs::from_env();
             let web_extension = lean::web_extension_dir(&dirs.data);
+            // WebKit's own caches and data, in a directory of their own: WebKit's sandbox lets
+            // the page write there (`web_sandbox.rs`), and by default that would be all of
+            // `~/.cache`, where other programs keep code they run.
+            let webkit_data = dirs.data.join("webkit");
             let host = Host::new(
                 &root,
                 dirs,
@@ -102,6 +106,7 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                 builder = builder.extensions_path(dir);
             }
             let window = builder
+                .data_directory(webkit_data)
                 .title(desktop::title(&root))
                 .inner_size(1280.0, 820.0)
                 .min_inner_size(720.0, 480.0)

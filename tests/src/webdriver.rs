@@ -18,9 +18,27 @@ pub struct TauriDriver {
     port: u16,
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
+/// What WebKitWebDriver says when its port was taken meanwhile.
+const PORT_TAKEN: &str = "Unable to listen for HTTP server";
+
+/// What `path` gained after its first `start` bytes (at most 64 KB of it).
+fn log_since(path: &Path, start: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = Vec::new();
+    if let Ok(mut file) = std::fs::File::open(path) {
+        if file.seek(SeekFrom::Start(start)).is_ok() {
+            let _ = file.take(64 * 1024).read_to_end(&mut text);
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// Two free ports, distinct: both are held until both are chosen (one after the other, the
+/// kernel could hand out the same port twice).
+fn free_ports() -> anyhow::Result<(u16, u16)> {
+    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
 }
 
 /// `$TAURI_DRIVER` if set, else `tauri-driver` from `PATH`, else Cargo's bin dir
@@ -58,8 +76,23 @@ impl TauriDriver {
     /// Spawns `tauri-driver --port P --native-port Q` on free ports with `env`
     /// added (the app inherits it through WebKitWebDriver), appending its
     /// output to `log_path`, and waits up to 20 s for `GET /status` to answer.
+    ///
+    /// A port taken by another process between choosing and listening (the native driver then
+    /// says it cannot listen) is not the app's failure: up to three tries, on new ports.
     pub async fn start(env: &[(String, String)], log_path: &Path) -> anyhow::Result<TauriDriver> {
-        let (port, native_port) = (free_port()?, free_port()?);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::start_once(env, log_path).await {
+                Err(e) if tries < 3 && e.to_string().contains(PORT_TAKEN) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    async fn start_once(env: &[(String, String)], log_path: &Path) -> anyhow::Result<TauriDriver> {
+        let (port, native_port) = free_ports()?;
+        let log_start = std::fs::metadata(log_path).map(|m| m.len()).unwrap_or(0);
         if let Some(dir) = log_path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -93,6 +126,9 @@ impl TauriDriver {
                 if resp.status().is_success() {
                     return Ok(driver);
                 }
+            }
+            if log_since(log_path, log_start).contains(PORT_TAKEN) {
+                bail!("{PORT_TAKEN} (port {native_port})");
             }
             if let Some(status) = driver.child.try_wait()? {
                 bail!(

@@ -508,8 +508,8 @@ async fn once_settled_the_window_and_its_web_process_give_back_start_up_pages() 
 }
 
 /// The page runs in WebKit's bubblewrap sandbox: its web process has a mount namespace of its
-/// own in which neither the workspace nor the person's home directory is there to read (only
-/// what WebKit itself needs), and the page still works.
+/// own in which neither the workspace, nor the person's home directory, nor their cache
+/// directory is there (only what WebKit itself needs), and the page still works.
 #[tokio::test]
 async fn the_page_runs_in_webkits_sandbox_without_the_workspace_or_the_home_directory() {
     let server = ScriptedServer::start(vec![openai::turn().text("Sandboxed.").reply()]).await;
@@ -547,6 +547,21 @@ async fn the_page_runs_in_webkits_sandbox_without_the_workspace_or_the_home_dire
         !seen(&private),
         "the web process sees {}",
         private.display()
+    );
+    // Nor the person's cache directory, where other programs keep code they run (WebKit
+    // would let the page write all of it, were its own caches not elsewhere).
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"));
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    let probe = tempfile::Builder::new()
+        .prefix("mandate-sandbox-probe-")
+        .tempfile_in(&cache)
+        .expect("probe");
+    assert!(
+        !seen(probe.path()),
+        "the web process sees {}",
+        probe.path().display()
     );
     app.send("Still working?").await.expect("send");
     app.wait_until("document.querySelector('.message[data-role=\"assistant\"] .content')?.textContent.includes('Sandboxed.')").await.expect("answer");
