@@ -1,7 +1,7 @@
 //! The page runs in WebKit's web process, the layer Mandate trusts least: it renders what the
 //! model wrote (sanitized, under a strict CSP, but a renderer bug is a way in). WebKitGTK can
-//! confine that process with bubblewrap: no home directory, no network namespace of its own to
-//! reach the person's services, a private `/tmp`, read-only system directories. The GTK 3 API
+//! confine that process with bubblewrap: no home directory, no network (the network process
+//! fetches for it), a private `/tmp`, read-only system directories. The GTK 3 API
 //! Tauri uses leaves it off by default; it is turned on here wherever bubblewrap works and
 //! WebKit finds the programs it runs for it.
 //!
@@ -30,8 +30,8 @@ const FAILED: &str = "web-sandbox-failed";
 /// WebKit aborts the whole window when its sandbox cannot start (an unusual layout of the
 /// file system can make bubblewrap refuse WebKit's mounts), so a window that asked for it and
 /// never painted leaves `DATA/web-sandbox-starting` behind; the next start turns that into
-/// `DATA/web-sandbox-failed`, runs without the sandbox and says so on standard error and in the
-/// log, until the person deletes that file.
+/// `DATA/web-sandbox-failed`, runs without the sandbox and says so on standard error, until the
+/// person deletes that file.
 pub fn request(data: &Path) -> bool {
     if std::env::var_os("WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS").is_some_and(|v| v == "1") {
         return false;
