@@ -87,25 +87,36 @@ pub fn named_paths(root: &Path) -> GitNamed {
             },
         );
     }
+    // Each path is held as named (a symlink there could be pointed elsewhere) and where it
+    // really leads.
     let mut add = |path: PathBuf, why: &str| {
-        if let Some(rel) = inside(root, &path) {
-            found.paths.push(NamedPath {
-                rel,
-                why: why.to_string(),
-            });
+        let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+        for path in [path, real] {
+            if let Some(rel) = inside(root, &path) {
+                found.paths.push(NamedPath {
+                    rel,
+                    why: why.to_string(),
+                });
+            }
         }
     };
     if let Some(dir) = hooks {
-        add(
-            resolve(&dir, root),
-            "git runs the hooks in it (the repository's `core.hooksPath`) with the person's rights when they commit, check out or push; only the person changes them",
-        );
+        let why = "git runs the hooks in it (the repository's `core.hooksPath`) with the person's rights when they commit, check out or push; only the person changes them";
+        let dir = literal(&dir, root);
+        // Husky's `.husky/_` holds stubs that run the hooks one level up (`.husky/pre-commit`).
+        if dir.file_name().is_some_and(|n| n == "_") {
+            if let Some(parent) = dir.parent() {
+                add(parent.to_path_buf(), why);
+            }
+        }
+        add(dir, why);
     }
     if let Some(program) = fsmonitor {
-        add(
-            resolve(&program, root),
-            "git runs it on every `git status` (the repository's `core.fsmonitor`) with the person's rights; only the person changes it",
-        );
+        let why = "git runs it on every `git status` (the repository's `core.fsmonitor`) with the person's rights; only the person changes it";
+        add(literal(&program, root), why);
+        for path in command_paths(&program, root) {
+            add(path, why);
+        }
     }
     for file in included {
         add(
@@ -114,9 +125,9 @@ pub fn named_paths(root: &Path) -> GitNamed {
         );
     }
     for (setting, command) in programs {
-        for word in path_words(&command) {
+        for path in command_paths(&command, root) {
             add(
-                resolve(word, root),
+                path,
                 &format!("git runs it (the repository's `{setting}`) with the person's rights; only the person changes it"),
             );
         }
@@ -247,13 +258,29 @@ fn names_a_program(entry: &Entry) -> Option<String> {
         entry.subsection.is_some(),
         entry.key.as_str(),
     );
+    let starts_with_bang = entry
+        .value
+        .as_deref()
+        .is_some_and(|v| v.trim_start().starts_with('!'));
     let program = match (section, sub) {
         ("core", false) => matches!(
             key,
-            "pager" | "editor" | "sshcommand" | "askpass" | "gitproxy"
+            "pager" | "editor" | "sshcommand" | "askpass" | "gitproxy" | "alternaterefscommand"
         ),
         ("sequence", false) => key == "editor",
-        ("gpg", _) => key == "program",
+        ("gpg", _) => matches!(key, "program" | "defaultkeycommand"),
+        ("sendemail", _) => matches!(
+            key,
+            "sendmailcmd" | "smtpserver" | "tocmd" | "cccmd" | "headercmd"
+        ),
+        ("trailer", true) => matches!(key, "command" | "cmd"),
+        ("tar", true) => key == "command",
+        ("imap", false) => key == "tunnel",
+        ("browser" | "man" | "difftool" | "mergetool", true) => matches!(key, "cmd" | "path"),
+        ("guitool", true) => key == "cmd",
+        ("hook", true) => key == "command",
+        ("lfs", true) => matches!(key, "path" | "clean" | "smudge"),
+        ("submodule", true) => key == "update" && starts_with_bang,
         ("filter", true) => matches!(key, "clean" | "smudge" | "process"),
         ("diff", true) => matches!(key, "textconv" | "command"),
         ("diff", false) => key == "external",
@@ -261,12 +288,11 @@ fn names_a_program(entry: &Entry) -> Option<String> {
         ("credential", _) => key == "helper",
         ("pager", false) => true,
         ("interactive", false) => key == "difffilter",
-        ("difftool" | "mergetool", true) => key == "cmd",
         ("remote", true) => matches!(key, "uploadpack" | "receivepack"),
-        ("alias", false) => entry
-            .value
-            .as_deref()
-            .is_some_and(|v| v.trim_start().starts_with('!')),
+        // An alias without `!` can still name a program: `-c core.pager=… log`.
+        ("alias", false) => {
+            starts_with_bang || entry.value.as_deref().is_some_and(|v| v.contains("-c"))
+        }
         _ => false,
     };
     program.then(|| match &entry.subsection {
@@ -275,33 +301,56 @@ fn names_a_program(entry: &Entry) -> Option<String> {
     })
 }
 
-/// The words of a command that can name a file: split at whitespace, quotes and the shell's
-/// operators, those with a `/` in them (a bare name is looked up in `PATH`, not the
-/// workspace). Generous on purpose: a word that names no file of the workspace protects
-/// nothing that exists.
-fn path_words(command: &str) -> impl Iterator<Item = &str> {
-    command
-        .split(|c: char| {
-            c.is_whitespace()
-                || matches!(
-                    c,
-                    '"' | '\''
-                        | '`'
-                        | ';'
-                        | '|'
-                        | '&'
-                        | '('
-                        | ')'
-                        | '<'
-                        | '>'
-                        | '='
-                        | '!'
-                        | '$'
-                        | '{'
-                        | '}'
-                )
-        })
-        .filter(|word| word.contains('/'))
+/// The paths a command can name inside `root`, generously (a path that names no file of the
+/// workspace protects nothing that exists): split at whitespace, quotes, the shell's operators,
+/// `:` and `,`, every word with a `/` (relative to the root, where git runs these; with its
+/// leading `/` dropped too, for `$(git rev-parse --show-toplevel)/x`; and an option's value,
+/// `-Fconfig/x` or `--file=x/y`), and every bare word that names a file in the root (`sh
+/// clean.sh`). A bare name that is no file there is looked up in `PATH`, not the workspace.
+fn command_paths(command: &str, root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let words = command.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | ';'
+                    | '|'
+                    | '&'
+                    | '('
+                    | ')'
+                    | '<'
+                    | '>'
+                    | '!'
+                    | '$'
+                    | '{'
+                    | '}'
+                    | ':'
+                    | ','
+            )
+    });
+    for word in words.filter(|w| !w.is_empty()) {
+        // An option's value, or a setting's (`name=value`), else the word itself.
+        let mut forms: Vec<&str> = Vec::new();
+        match word.split_once('=') {
+            Some((_, value)) => forms.push(value),
+            None if word.starts_with("--") => {}
+            None if word.starts_with('-') => forms.extend(word.get(2..)),
+            None => forms.push(word),
+        }
+        for form in forms {
+            if form.contains('/') {
+                out.push(literal(form, root));
+                if let Some(relative) = form.strip_prefix('/') {
+                    out.push(literal(relative.trim_start_matches('/'), root));
+                }
+            } else if !form.is_empty() && !form.starts_with('-') && root.join(form).is_file() {
+                out.push(root.join(form));
+            }
+        }
+    }
+    out
 }
 
 fn is_boolean(value: &str) -> bool {
@@ -311,9 +360,9 @@ fn is_boolean(value: &str) -> bool {
     )
 }
 
-/// `value` as a path: `~/` is the home directory, a relative path is relative to `base`;
-/// `.` and `..` are resolved without the file system, then symlinks where it exists.
-fn resolve(value: &str, base: &Path) -> PathBuf {
+/// `value` as a path, as written: `~/` is the home directory, a relative path is relative to
+/// `base`; `.` and `..` are resolved without the file system, symlinks are not followed.
+fn literal(value: &str, base: &Path) -> PathBuf {
     let joined = match value.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -331,6 +380,12 @@ fn resolve(value: &str, base: &Path) -> PathBuf {
             other => clean.push(other),
         }
     }
+    clean
+}
+
+/// [`literal`], then symlinks followed where it exists.
+fn resolve(value: &str, base: &Path) -> PathBuf {
+    let clean = literal(value, base);
     clean.canonicalize().unwrap_or(clean)
 }
 
@@ -560,6 +615,7 @@ mod tests {
             rels,
             [
                 ".gitconfig",
+                ".husky",
                 ".husky/_",
                 "config/more.cfg",
                 "tools/fsmon.sh"
@@ -609,6 +665,53 @@ mod tests {
         let why = |rel: &str| &found.paths.iter().find(|p| p.rel == rel).expect(rel).why;
         assert!(why("tools/clean.sh").contains("`filter.*.clean`"));
         assert!(why("scripts/ship.sh").contains("`alias.ship`"));
+    }
+
+    /// The ways a command names a file that a word with a `/` alone misses: a symlink (held
+    /// as named and where it leads), a bare name of a file in the root, the top level spelled
+    /// by git itself, an option's value, a program `core.fsmonitor` hands a script to.
+    #[test]
+    fn symlinks_bare_names_options_and_the_top_level_are_followed() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path().canonicalize().expect("canonical");
+        git(&root, &["init", "-q"]);
+        for dir in ["tools", "bin"] {
+            std::fs::create_dir_all(root.join(dir)).expect("mkdir");
+        }
+        std::fs::write(root.join("tools/real.sh"), "#!/bin/sh\n").expect("write");
+        std::fs::write(root.join("clean.sh"), "#!/bin/sh\n").expect("write");
+        std::os::unix::fs::symlink("../tools/real.sh", root.join("bin/lint")).expect("link");
+        for (key, value) in [
+            ("core.pager", "bin/lint"),
+            ("filter.x.clean", "sh clean.sh"),
+            (
+                "diff.y.textconv",
+                "\"$(git rev-parse --show-toplevel)/tools/top.sh\"",
+            ),
+            ("core.sshCommand", "ssh -Fconfig/ssh_config"),
+            ("sendemail.sendmailCmd", "scripts/send --file=mail/tpl"),
+            ("core.fsmonitor", "sh tools/fsm.sh"),
+            ("alias.lg", "-c core.pager=tools/pager log"),
+        ] {
+            git(&root, &["config", key, value]);
+        }
+        let found = named_paths(&root);
+        let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            [
+                "bin/lint",
+                "clean.sh",
+                "config/ssh_config",
+                "mail/tpl",
+                "scripts/send",
+                "sh tools/fsm.sh",
+                "tools/fsm.sh",
+                "tools/pager",
+                "tools/real.sh",
+                "tools/top.sh",
+            ]
+        );
     }
 
     /// A linked worktree: `.git` is a file, the configuration the main repository's.

@@ -62,6 +62,38 @@ pub const HOME_SECRETS: &[&str] = &[
     ".config/op",
     ".config/sops",
     ".config/age",
+    ".config/glab-cli",
+    ".config/ngrok",
+    ".ngrok2",
+    ".pulumi/credentials.json",
+    ".kaggle",
+    ".sentryclirc",
+    ".cloudflared",
+    ".minikube",
+    ".docker/machine",
+    ".sbt/.credentials",
+    ".ivy2/.credentials",
+    ".config/pypoetry/auth.toml",
+    ".local/share/python_keyring",
+    ".config/solana/id.json",
+    ".ethereum/keystore",
+    // Shell and client histories: tokens typed on a command line stay in them.
+    ".bash_history",
+    ".zsh_history",
+    ".histfile",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    // Messengers.
+    ".local/share/TelegramDesktop",
+    ".config/Signal",
+    ".config/Slack",
+    ".config/discord",
+    ".config/Element",
     // Other AI tools' keys and sessions.
     ".cache/huggingface/token",
     ".claude.json",
@@ -112,10 +144,31 @@ pub const ENV_SECRETS: &[&str] = &[
     "CODEX_HOME",
 ];
 
-/// The secrets the environment `var` names ([`ENV_SECRETS`]), absolute paths only (a relative
-/// one depends on where a tool runs, and could name anything).
+/// Variables that move a whole tree of [`HOME_SECRETS`] elsewhere: the entries under the
+/// home-relative prefix are then also looked for under the variable's directory.
+const MOVED_TREES: &[(&str, &str)] = &[
+    ("XDG_CONFIG_HOME", ".config/"),
+    ("XDG_DATA_HOME", ".local/share/"),
+    ("XDG_CACHE_HOME", ".cache/"),
+    ("CARGO_HOME", ".cargo/"),
+];
+
+/// The secrets the environment `var` names ([`ENV_SECRETS`]), and those of [`HOME_SECRETS`]
+/// in trees it moves out of the home directory ([`MOVED_TREES`]); absolute paths only (a
+/// relative one depends on where a tool runs, and could name anything).
 pub fn named_by_environment(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    for (name, prefix) in MOVED_TREES {
+        let Some(base) = var(name).map(PathBuf::from).filter(|p| p.is_absolute()) else {
+            continue;
+        };
+        out.extend(
+            HOME_SECRETS
+                .iter()
+                .filter_map(|rel| rel.strip_prefix(prefix))
+                .map(|rest| base.join(rest)),
+        );
+    }
     for name in ENV_SECRETS {
         let Some(value) = var(name) else {
             continue;

@@ -368,3 +368,30 @@ fn secrets_the_environment_moves_elsewhere_are_hidden_too() {
         assert!(out.contains("OPEN-elsewhere"), "{name}: {out}");
     }
 }
+
+#[test]
+fn secrets_in_trees_the_environment_moves_are_looked_for_there() {
+    let var = |name: &str| -> Option<std::ffi::OsString> {
+        match name {
+            "XDG_CONFIG_HOME" => Some("/cfg".into()),
+            "CARGO_HOME" => Some("/opt/cargo".into()),
+            "XDG_DATA_HOME" => Some("relative/data".into()),
+            _ => None,
+        }
+    };
+    let named = secrets::named_by_environment(var);
+    for path in [
+        "/cfg/gh",
+        "/cfg/gcloud",
+        "/cfg/google-chrome",
+        "/opt/cargo/credentials",
+        "/opt/cargo/credentials.toml",
+    ] {
+        assert!(named.contains(&PathBuf::from(path)), "{path}: {named:?}");
+    }
+    assert!(
+        !named.iter().any(|p| p.starts_with("relative")),
+        "a relative tree names nothing: {named:?}"
+    );
+    assert!(!named.contains(&PathBuf::from("/opt/cargo/bin")));
+}
