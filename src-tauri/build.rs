@@ -23,7 +23,15 @@ fn web_extension() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let target = std::env::var("TARGET").expect("cargo sets TARGET");
-    let status = Command::new(rustc)
+    let mut command = Command::new(rustc);
+    // The linker Cargo was told to use for this target, if any.
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        let mut arg = std::ffi::OsString::from("linker=");
+        arg.push(linker);
+        command.arg("-C").arg(arg);
+    }
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let status = command
         .args([
             "--crate-name",
             "mandate_pages",

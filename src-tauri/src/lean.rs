@@ -89,7 +89,8 @@ const WEB_EXTENSION: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmandat
 /// (`sandbox/secrets.rs`). `None` (the window runs without it) when it cannot be written.
 #[cfg(target_os = "linux")]
 pub fn web_extension_dir(data: &std::path::Path) -> Option<std::path::PathBuf> {
-    let dir = data.join("webkit-extension");
+    // WebKit takes only an absolute directory (`MANDATE_DATA_DIR` may be relative).
+    let dir = std::path::absolute(data).ok()?.join("webkit-extension");
     let file = dir.join("libmandate_pages.so");
     if std::fs::read(&file).is_ok_and(|bytes| bytes == WEB_EXTENSION) {
         return Some(dir);

@@ -1,7 +1,10 @@
 //! Gives the kernel back the pages of code and read-only data that a process mapped from files
-//! and does not use while idle. They are clean copies of files, so nothing is written anywhere;
-//! what runs again later is mapped again from the page cache on its first use. Writable mappings
-//! are left alone (their pages are private copies, which this would push to swap).
+//! and does not use while idle. Almost all are clean copies of files, dropped without writing
+//! anything; what runs again later is mapped again from the page cache on its first use. The
+//! exception is a library's relocated data, made read-only after the loader wrote it (RELRO, a
+//! few pages per library): where there is swap, those go there. Writable and shared mappings
+//! are left alone (their pages are private copies or shared memory, which this would push to
+//! swap).
 //!
 //! Written with `core` alone and the C library's calls, because the same file is built into the
 //! window (`lean.rs`) and into the web process extension (`webkit-extension/lib.rs`, a `no_std`
@@ -70,6 +73,7 @@ pub struct MapsLine {
     end: usize,
     after_dash: bool,
     read_only: bool,
+    shared: bool,
     file: bool,
     bad: bool,
 }
@@ -84,6 +88,7 @@ impl MapsLine {
                 && done.field >= 5
                 && done.file
                 && done.read_only
+                && !done.shared
                 && done.after_dash
                 && done.end > done.start;
             return wanted.then_some((done.start, done.end));
@@ -125,8 +130,10 @@ impl MapsLine {
                     None => self.bad = true,
                 },
             },
-            // "r-xp": the second letter says whether the mapping can be written.
+            // "r-xp": the second letter says whether the mapping can be written, the fourth
+            // whether it is shared.
             1 if self.at == 1 => self.read_only = byte == b'-',
+            1 if self.at == 3 => self.shared = byte == b's',
             _ => {}
         }
         self.at = self.at.saturating_add(1);

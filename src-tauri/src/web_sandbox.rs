@@ -17,10 +17,17 @@ use std::sync::OnceLock;
 const BWRAP: &str = "/usr/bin/bwrap";
 const DBUS_PROXY: &str = "/usr/bin/xdg-dbus-proxy";
 
-/// Set in the data directory while a sandboxed window starts, removed at its first paint.
-const STARTING: &str = "web-sandbox-starting";
-/// What a start that never painted leaves: the window then runs without the sandbox.
+/// `DATA/web-sandbox-starting-PID`: written by a sandboxed window just before WebKit starts its
+/// web process, removed at the first paint or when the window ends normally.
+const STARTING: &str = "web-sandbox-starting-";
+/// What a start that ended otherwise leaves (`webkit=VERSION time=SECONDS`): the window then
+/// runs without the sandbox, for that WebKit and for a week at most.
 const FAILED: &str = "web-sandbox-failed";
+/// How long a failure is believed when WebKit stays the same.
+const FAILURE_KEPT_SECS: u64 = 7 * 24 * 3600;
+
+/// Whether this process asked WebKit for its sandbox.
+static REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Asks WebKit for its sandbox (`WEBKIT_FORCE_SANDBOX=1`) when bubblewrap works here and both
 /// programs WebKit needs exist. Before any thread: it sets an environment variable. Returns
@@ -28,17 +35,25 @@ const FAILED: &str = "web-sandbox-failed";
 /// way out) is respected.
 ///
 /// WebKit aborts the whole window when its sandbox cannot start (an unusual layout of the
-/// file system can make bubblewrap refuse WebKit's mounts), so a window that asked for it and
-/// never painted leaves `DATA/web-sandbox-starting` behind; the next start turns that into
-/// `DATA/web-sandbox-failed`, runs without the sandbox and says so on standard error, until the
-/// person deletes that file.
+/// file system can make bubblewrap refuse WebKit's mounts). So a sandboxed window marks the
+/// moment WebKit starts its web process ([`arm`]) and unmarks its first paint ([`started`]); a
+/// mark whose window is gone without painting means WebKit aborted it. The next start then
+/// runs without the sandbox and says so on standard error, while WebKit stays the same version,
+/// for a week at most (then it tries again), or until the person deletes
+/// `DATA/web-sandbox-failed`. A window still starting meanwhile is not taken for a failure.
 pub fn request(data: &Path) -> bool {
     if std::env::var_os("WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS").is_some_and(|v| v == "1") {
         return false;
     }
-    if let Some(failed) = failed_before(data) {
+    // WebKit and GLib take only absolute paths (`MANDATE_DATA_DIR` may be relative).
+    let data = &std::path::absolute(data).unwrap_or_else(|_| data.to_path_buf());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if let Some(failed) = failed_before(data, &webkit_version(), now, pid_is_a_window) {
         eprintln!(
-            "mandate: the page runs without WebKit's sandbox: the window did not start with it \
+            "mandate: the page runs without WebKit's sandbox: a window could not start with it \
              before; delete {} to try again",
             failed.display()
         );
@@ -61,11 +76,42 @@ pub fn request(data: &Path) -> bool {
         eprintln!("mandate: the page runs without WebKit's sandbox: {why}");
         return false;
     }
-    let _ = std::fs::create_dir_all(data);
-    let _ = std::fs::write(data.join(STARTING), b"");
-    keep_webkit_out_of_the_cache_directory(&data.join("webkit").join("cache"));
+    if !keep_webkit_out_of_the_cache_directory(&data.join("webkit").join("cache")) {
+        return false;
+    }
     std::env::set_var("WEBKIT_FORCE_SANDBOX", "1");
+    REQUESTED.store(true, std::sync::atomic::Ordering::SeqCst);
     true
+}
+
+/// WebKit's version, as `MAJOR.MINOR.MICRO`.
+fn webkit_version() -> String {
+    // SAFETY: plain getters of constants compiled into the library.
+    unsafe {
+        format!(
+            "{}.{}.{}",
+            webkit2gtk::ffi::webkit_get_major_version(),
+            webkit2gtk::ffi::webkit_get_minor_version(),
+            webkit2gtk::ffi::webkit_get_micro_version()
+        )
+    }
+}
+
+/// Whether `pid` is a running Mandate window.
+fn pid_is_a_window(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "mandate-window")
+}
+
+/// Marks that WebKit is about to start this sandboxed window's web process (see [`request`]).
+pub fn arm(data: &Path) {
+    if REQUESTED.load(std::sync::atomic::Ordering::SeqCst) {
+        let _ = std::fs::create_dir_all(data);
+        let _ = std::fs::write(starting_mark(data, std::process::id()), b"");
+    }
+}
+
+fn starting_mark(data: &Path, pid: u32) -> std::path::PathBuf {
+    data.join(format!("{STARTING}{pid}"))
 }
 
 /// WebKit lets the sandboxed page write GLib's user cache directory, all of it (for its font,
@@ -74,9 +120,17 @@ pub fn request(data: &Path) -> bool {
 /// and keeps the answer, so this process's GLib is given `dir` and the variable is then put
 /// back as it was: WebKit binds `dir`, while Mandate's own code and every process it starts
 /// (the web process included, which then finds no cache and makes do) see the person's.
-fn keep_webkit_out_of_the_cache_directory(dir: &Path) {
+///
+/// The directory is emptied first: what a page wrote there in an earlier run is not read.
+/// Returns false when GLib cannot be given it (the sandbox is then not asked for).
+fn keep_webkit_out_of_the_cache_directory(dir: &Path) -> bool {
+    let _ = std::fs::remove_dir_all(dir);
     if std::fs::create_dir_all(dir).is_err() {
-        return;
+        eprintln!(
+            "mandate: the page runs without WebKit's sandbox: {} cannot be made",
+            dir.display()
+        );
+        return false;
     }
     let original = std::env::var_os("XDG_CACHE_HOME");
     std::env::set_var("XDG_CACHE_HOME", dir);
@@ -87,11 +141,13 @@ fn keep_webkit_out_of_the_cache_directory(dir: &Path) {
     }
     if seen != dir {
         eprintln!(
-            "mandate: GLib had read its cache directory already ({}); WebKit's sandbox lets the \
-             page write there",
+            "mandate: the page runs without WebKit's sandbox: GLib had read its cache directory \
+             already ({}), which the sandbox would let the page write",
             seen.display()
         );
+        return false;
     }
+    true
 }
 
 /// Whether the session bus `address` names can be reached. WebKit's sandbox passes the bus to
@@ -100,6 +156,7 @@ fn keep_webkit_out_of_the_cache_directory(dir: &Path) {
 /// own way, which is left to it.
 fn session_bus_answers(address: Option<&str>) -> bool {
     use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::net::{SocketAddr, UnixStream};
     let Some(address) = address.filter(|a| !a.trim().is_empty()) else {
         return true;
@@ -112,8 +169,10 @@ fn session_bus_answers(address: Option<&str>) -> bool {
             return true; // tcp and others: not checked here
         }
         params.split(',').any(|param| match param.split_once('=') {
-            Some(("path", path)) => UnixStream::connect(path).is_ok(),
-            Some(("abstract", name)) => SocketAddr::from_abstract_name(name.as_bytes())
+            Some(("path", path)) => {
+                UnixStream::connect(std::ffi::OsStr::from_bytes(&unescape(path))).is_ok()
+            }
+            Some(("abstract", name)) => SocketAddr::from_abstract_name(unescape(name))
                 .is_ok_and(|addr| UnixStream::connect_addr(&addr).is_ok()),
             Some(("dir" | "tmpdir", _)) => true, // a server's address, not a client's
             _ => false,
@@ -121,19 +180,76 @@ fn session_bus_answers(address: Option<&str>) -> bool {
     })
 }
 
-/// `DATA/web-sandbox-failed` when a window started with the sandbox before and never painted
-/// (what it left, `DATA/web-sandbox-starting`, is renamed to it) or did so earlier.
-fn failed_before(data: &Path) -> Option<std::path::PathBuf> {
-    let (starting, failed) = (data.join(STARTING), data.join(FAILED));
-    if starting.exists() {
-        let _ = std::fs::rename(&starting, &failed);
+/// A D-Bus address value with its `%XX` escapes undone.
+fn unescape(value: &str) -> Vec<u8> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
     }
-    failed.exists().then_some(failed)
+    out
 }
 
-/// The page has painted: the sandbox started (see [`request`]).
+/// `DATA/web-sandbox-failed` when a sandboxed window ended before its first paint (its mark is
+/// left and its process is gone: `window_alive` says which are running), now or before, with
+/// this WebKit `version` and less than a week before `now`. A failure that no longer holds is
+/// removed.
+fn failed_before(
+    data: &Path,
+    version: &str,
+    now: u64,
+    window_alive: impl Fn(u32) -> bool,
+) -> Option<std::path::PathBuf> {
+    let failed = data.join(FAILED);
+    let marks = std::fs::read_dir(data).into_iter().flatten().flatten();
+    for entry in marks {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(STARTING))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || window_alive(pid) {
+            continue; // still starting
+        }
+        let _ = std::fs::remove_file(entry.path());
+        let _ = std::fs::write(&failed, format!("webkit={version} time={now}\n"));
+    }
+    let text = std::fs::read_to_string(&failed).ok()?;
+    let field = |key: &str| {
+        text.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    let when: u64 = field("time").and_then(|t| t.parse().ok()).unwrap_or(0);
+    let holds =
+        field("webkit").as_deref() == Some(version) && now.saturating_sub(when) < FAILURE_KEPT_SECS;
+    if !holds {
+        let _ = std::fs::remove_file(&failed);
+        return None;
+    }
+    Some(failed)
+}
+
+/// The page has painted, or the window ends normally: the sandbox did not fail it.
 pub fn started(data: &Path) {
-    let _ = std::fs::remove_file(data.join(STARTING));
+    let _ = std::fs::remove_file(starting_mark(data, std::process::id()));
 }
 
 /// Shows `dir` (read-only) to the sandboxed web process: added to each web context when WebKit
@@ -214,27 +330,54 @@ mod tests {
         assert!(!session_bus_answers(Some(
             "unix:abstract=/mandate/no-such-bus"
         )));
+        let escaped = format!(
+            "unix:path={}",
+            path.display().to_string().replace('/', "%2f")
+        );
+        assert!(session_bus_answers(Some(&escaped)));
         drop(listener);
         std::fs::remove_file(&path).expect("rm");
         assert!(!session_bus_answers(Some(&live)));
     }
 
     #[test]
-    fn a_sandboxed_start_that_never_painted_turns_the_sandbox_off_until_the_person_says() {
+    fn a_window_gone_before_painting_turns_the_sandbox_off_for_that_webkit_and_a_week() {
         let tmp = tempfile::tempdir().expect("tmp");
         let data = tmp.path();
-        assert_eq!(failed_before(data), None, "a first start");
-        // Asked for, then painted: nothing left.
-        std::fs::write(data.join(STARTING), b"").expect("write");
+        let none = |_: u32| false;
+        let day = 24 * 3600;
+        assert_eq!(
+            failed_before(data, "2.50.6", 1000, none),
+            None,
+            "a first start"
+        );
+        // Another window, still starting: not a failure.
+        std::fs::write(starting_mark(data, 4242), b"").expect("write");
+        assert_eq!(failed_before(data, "2.50.6", 1000, |p| p == 4242), None);
+        // Gone without painting: a failure, believed for this WebKit, for a week.
+        assert_eq!(
+            failed_before(data, "2.50.6", 1000, none),
+            Some(data.join(FAILED))
+        );
+        assert!(!starting_mark(data, 4242).exists());
+        assert!(failed_before(data, "2.50.6", 1000 + 6 * day, none).is_some());
+        assert_eq!(
+            failed_before(data, "2.52.0", 1000 + day, none),
+            None,
+            "a new WebKit"
+        );
+        assert!(!data.join(FAILED).exists());
+        std::fs::write(starting_mark(data, 4243), b"").expect("write");
+        assert!(failed_before(data, "2.50.6", 2000, none).is_some());
+        assert_eq!(
+            failed_before(data, "2.50.6", 2000 + 8 * day, none),
+            None,
+            "a week on"
+        );
+        // Painted (or ended normally): nothing left behind.
+        std::fs::write(starting_mark(data, std::process::id()), b"").expect("write");
         started(data);
-        assert_eq!(failed_before(data), None);
-        // Asked for, never painted (WebKit aborted the window).
-        std::fs::write(data.join(STARTING), b"").expect("write");
-        assert_eq!(failed_before(data), Some(data.join(FAILED)));
-        assert!(!data.join(STARTING).exists());
-        // And on every start after, until the file goes.
-        assert_eq!(failed_before(data), Some(data.join(FAILED)));
-        std::fs::remove_file(data.join(FAILED)).expect("rm");
-        assert_eq!(failed_before(data), None);
+        assert!(!starting_mark(data, std::process::id()).exists());
+        assert_eq!(failed_before(data, "2.50.6", 3000, none), None);
     }
 }

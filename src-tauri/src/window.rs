@@ -88,6 +88,8 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             // the page write there (`web_sandbox.rs`), and by default that would be all of
             // `~/.cache`, where other programs keep code they run.
             let webkit_data = dirs.data.join("webkit");
+            #[cfg(target_os = "linux")]
+            let data = dirs.data.clone();
             let host = Host::new(
                 &root,
                 dirs,
@@ -105,6 +107,8 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                 web_sandbox::show_directory(&dir);
                 builder = builder.extensions_path(dir);
             }
+            #[cfg(target_os = "linux")]
+            web_sandbox::arm(&data);
             let window = builder
                 .data_directory(webkit_data)
                 .title(desktop::title(&root))
@@ -134,6 +138,15 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             });
             Ok(())
         })
-        .run(tauri::generate_context!())?;
+        .build(tauri::generate_context!())?
+        .run(|_, event| {
+            // A window closed before its first paint did not fail in WebKit's sandbox.
+            #[cfg(target_os = "linux")]
+            if let tauri::RunEvent::Exit = event {
+                web_sandbox::started(&AppDirs::from_env().data);
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = event;
+        });
     Ok(())
 }
