@@ -8,9 +8,11 @@
 //! change them, whatever its globs ([`crate::hooks::ignore_list::IntentIgnore`] holds them
 //! beside `.intentignore`).
 //!
-//! The configuration itself (`.git/config`) is protected already; this reads it, and the files
-//! it includes, without running git (whose own reading could run what the configuration
-//! names). Conditions of `includeIf` are not evaluated: every file it could include counts.
+//! The configuration itself (`.git/config`) is protected already; this reads it, the person's
+//! own (system and global: a relative path there names a path in every repository), and the
+//! files they include, without running git (whose own reading could run what the
+//! configuration names). Conditions of `includeIf` are not evaluated: every file it could
+//! include counts.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -44,19 +46,51 @@ struct Entry {
 }
 
 /// The paths inside `root` (canonical) that the configuration of the repository at `root`
-/// names (see the module's documentation).
+/// names, the person's own configuration included (see the module's documentation).
 pub fn named_paths(root: &Path) -> GitNamed {
+    named_paths_with(root, &person_configs())
+}
+
+/// The configuration files git reads for every repository of this person, in git's order
+/// (later settings win): the system's (unless `GIT_CONFIG_NOSYSTEM`), then the global ones
+/// (`GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`). A relative
+/// path in them (`core.hooksPath = .githooks`, a filter's `tools/clean.sh`) names a path in
+/// every repository, this workspace included.
+fn person_configs() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    let home = var("HOME").filter(|h| h.is_absolute());
+    let mut out = Vec::new();
+    if var("GIT_CONFIG_NOSYSTEM").is_none() {
+        out.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    }
+    match var("GIT_CONFIG_GLOBAL") {
+        Some(global) => out.push(global),
+        None => {
+            let xdg = var("XDG_CONFIG_HOME")
+                .filter(|x| x.is_absolute())
+                .or_else(|| home.as_ref().map(|h| h.join(".config")));
+            out.extend(xdg.map(|x| x.join("git/config")));
+            out.extend(home.map(|h| h.join(".gitconfig")));
+        }
+    }
+    out
+}
+
+/// [`named_paths`] with the person's configuration files `person` (read before the
+/// repository's own).
+fn named_paths_with(root: &Path, person: &[PathBuf]) -> GitNamed {
     let mut found = GitNamed::default();
     let dot_git = root.join(".git");
     found.sources.push(dot_git.clone());
     let Some(git_dir) = repository_dir(&dot_git) else {
         return found;
     };
-    let mut configs = vec![git_dir.join("config"), git_dir.join("config.worktree")];
+    let mut configs: Vec<PathBuf> = person.to_vec();
+    configs.extend([git_dir.join("config"), git_dir.join("config.worktree")]);
     // A linked worktree's shared configuration lives in the common directory.
     if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
         let common = git_dir.join(common.trim());
-        configs.insert(0, common.join("config"));
+        configs.insert(person.len(), common.join("config"));
         found.sources.push(git_dir.join("commondir"));
     }
     let (mut hooks, mut fsmonitor) = (None, None);
@@ -609,7 +643,7 @@ mod tests {
             "[include]\n\tpath = ../.gitconfig\n",
         )
         .expect("write");
-        let found = named_paths(&root);
+        let found = named_paths_with(&root, &[]);
         let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
         assert_eq!(
             rels,
@@ -647,7 +681,7 @@ mod tests {
         ] {
             git(&root, &["config", key, value]);
         }
-        let found = named_paths(&root);
+        let found = named_paths_with(&root, &[]);
         let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
         assert_eq!(
             rels,
@@ -695,7 +729,7 @@ mod tests {
         ] {
             git(&root, &["config", key, value]);
         }
-        let found = named_paths(&root);
+        let found = named_paths_with(&root, &[]);
         let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
         assert_eq!(
             rels,
@@ -712,6 +746,35 @@ mod tests {
                 "tools/top.sh",
             ]
         );
+    }
+
+    /// The person's own configuration names paths in every repository when they are relative:
+    /// a global `core.hooksPath = .githooks`, a global filter's script; the repository's own
+    /// setting wins where both set one.
+    #[test]
+    fn the_persons_own_configuration_names_paths_in_the_workspace_too() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let base = tmp.path().canonicalize().expect("canonical");
+        let root = base.join("repo");
+        std::fs::create_dir(&root).expect("mkdir");
+        git(&root, &["init", "-q"]);
+        let global = base.join("gitconfig");
+        std::fs::write(
+            &global,
+            "[core]\n\thooksPath = .githooks\n[filter \"g\"]\n\tclean = tools/g.sh\n",
+        )
+        .expect("write");
+        let system = base.join("system");
+        std::fs::write(&system, "[diff \"s\"]\n\ttextconv = bin/conv\n").expect("write");
+        let found = named_paths_with(&root, &[system.clone(), global.clone()]);
+        let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
+        assert_eq!(rels, [".githooks", "bin/conv", "tools/g.sh"]);
+        assert!(found.sources.contains(&global));
+        // The repository's own hooks path wins.
+        git(&root, &["config", "core.hooksPath", "hooks"]);
+        let found = named_paths_with(&root, &[system, global]);
+        let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
+        assert_eq!(rels, ["bin/conv", "hooks", "tools/g.sh"]);
     }
 
     /// A linked worktree: `.git` is a file, the configuration the main repository's.
@@ -738,7 +801,7 @@ mod tests {
         );
         git(&main, &["worktree", "add", "-q", "../wt"]);
         git(&main, &["config", "core.hooksPath", "hooks"]);
-        let found = named_paths(&base.join("wt"));
+        let found = named_paths_with(&base.join("wt"), &[]);
         let rels: Vec<&str> = found.paths.iter().map(|p| p.rel.as_str()).collect();
         assert_eq!(rels, ["hooks"]);
     }
