@@ -473,6 +473,69 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
     }
 }
 
+const SOURCES: &str = r#"active_intents:
+  - id: INT-001
+    name: Sources
+    status: IN_PROGRESS
+    owned_scope: ["src/**"]
+    constraints: []
+    acceptance_criteria: []
+"#;
+
+/// The repository's configuration runs a program from a build output (`core.pager =
+/// node_modules/.bin/pager`): what that program loads beside it is not held path by path, so a
+/// command gets no write access to that output (every command has it otherwise), while the
+/// intent's own scope stays writable.
+#[tokio::test]
+async fn a_build_output_the_git_configuration_runs_a_program_from_is_not_writable() {
+    let ws = workspace(
+        Some(SOURCES),
+        &[
+            ("src/main.rs", "fn main() {}\n"),
+            ("package.json", "{}\n"),
+            (
+                "node_modules/.bin/pager",
+                "#!/bin/sh\nexec node node_modules/pager/index.js\n",
+            ),
+            ("node_modules/pager/index.js", "// the pager\n"),
+        ],
+    );
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "core.pager", "node_modules/.bin/pager"]);
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        select(),
+        command(
+            "c1",
+            "echo 'require(\"child_process\").execSync(\"payload\")' > node_modules/pager/index.js || echo 'package refused'; \
+             echo changed > src/main.rs",
+        ),
+        done(),
+    ])
+    .await;
+    let out = run_openai(
+        root,
+        &server.base_url(),
+        &["--approve", "allow"],
+        "go",
+        &dirs,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let c1 = server.tool_result("c1").expect("c1");
+    assert_eq!(
+        std::fs::read_to_string(root.join("node_modules/pager/index.js")).expect("read"),
+        "// the pager\n",
+        "{c1}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/main.rs")).expect("read"),
+        "changed\n",
+        "{c1}"
+    );
+}
+
 /// The person's own pre-commit hook runs a script the intent owns; the agent rewrites that
 /// script to plant a hook and `core.fsmonitor` in the workspace's own `.git`, then runs a
 /// commit the person approves (which may write `.git/`). The commit stays; what no git command

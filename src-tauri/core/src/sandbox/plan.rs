@@ -78,6 +78,15 @@ impl SandboxRequest<'_> {
         protected_reason(rel).is_none() && self.ignore.why(rel).is_none()
     }
 
+    /// Whether a build output may be written: allowed here, and the repository's git
+    /// configuration runs nothing from inside it (`core.pager = node_modules/.bin/delta`):
+    /// what such a program loads from beside it (its package, a `.venv`'s site-packages) is
+    /// not held path by path, so the whole output stays as it is.
+    fn output_writable(&self, rel: &str) -> bool {
+        let inside = format!("{rel}/");
+        self.allowed_here(rel) && !self.ignore.git_named().any(|n| n.starts_with(&inside))
+    }
+
     fn build_outputs(&self) -> Vec<PathBuf> {
         let names = self.settings.build_output_names();
         let mut dirs: Vec<PathBuf> = self
@@ -86,7 +95,7 @@ impl SandboxRequest<'_> {
             .into_iter()
             .filter(|d| {
                 d.strip_prefix(self.workspace)
-                    .is_ok_and(|rel| self.allowed_here(&rel.to_string_lossy()))
+                    .is_ok_and(|rel| self.output_writable(&rel.to_string_lossy()))
             })
             .collect();
         for place in [self.workspace, self.cwd] {
@@ -101,7 +110,7 @@ impl SandboxRequest<'_> {
                     .map(|r| r.to_string_lossy().into_owned());
                 if wanted
                     && !dir.exists()
-                    && rel.is_ok_and(|r| self.allowed_here(&r))
+                    && rel.is_ok_and(|r| self.output_writable(&r))
                     && std::fs::create_dir(&dir).is_ok()
                 {
                     dirs.push(dir);
