@@ -347,6 +347,16 @@ fn acceptance_detail(line: &[u8]) -> String {
 /// Reads the files of the workspace one after the other into one buffer, opening each relative
 /// to its directory when the last file was in the same one (the path is not walked again from
 /// the root: that walk was a tenth of the file checks' time).
+/// Why a recorded file gives no text to check.
+enum Unread {
+    /// Nothing is at its path.
+    Missing,
+    /// Something is, but cannot be read (a directory, no permission).
+    Unreadable,
+    /// It is no longer UTF-8 text.
+    NotText,
+}
+
 struct Reader<'r> {
     root: &'r Path,
     buffer: Vec<u8>,
@@ -365,9 +375,24 @@ impl<'r> Reader<'r> {
 
     /// The text of the workspace file `path` (as recorded); None when it cannot be read or is
     /// not UTF-8 text.
+    #[cfg(test)]
     fn read(&mut self, path: &str) -> Option<&str> {
+        self.read_text(path).ok()
+    }
+
+    /// The file's text, or why there is none.
+    fn read_text(&mut self, path: &str) -> Result<&str, Unread> {
         use std::io::Read;
-        let mut file = self.open(path)?;
+        let Some(mut file) = self.open(path) else {
+            let gone = std::fs::symlink_metadata(self.root.join(path))
+                .err()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            return Err(if gone {
+                Unread::Missing
+            } else {
+                Unread::Unreadable
+            });
+        };
         // Read until the end without asking the size first: `read_to_end` costs a `statx`
         // and an `lseek` per file, a tenth of the file checks at 50k files.
         let mut filled = 0;
@@ -379,10 +404,10 @@ impl<'r> Reader<'r> {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
+                Err(_) => return Err(Unread::Unreadable),
             }
         }
-        std::str::from_utf8(&self.buffer[..filled]).ok()
+        std::str::from_utf8(&self.buffer[..filled]).map_err(|_| Unread::NotText)
     }
 
     fn open(&mut self, path: &str) -> Option<std::fs::File> {
@@ -424,8 +449,8 @@ fn check_file(
 ) -> ([u32; 6], Vec<VerifyFinding>) {
     let mut counts = [0u32; 6];
     let mut findings = Vec::new();
-    let text = reader.read(path);
-    let lines = TextLines::new(text.unwrap_or(""));
+    let text = reader.read_text(path);
+    let lines = TextLines::new(text.as_deref().unwrap_or(""));
     for (i, (n, start, end, hash)) in ranges.iter().enumerate() {
         counts[0] += 1;
         let range = LineRange {
@@ -442,10 +467,29 @@ fn check_file(
                 detail,
             })
         };
-        if text.is_none() {
-            counts[5] += 1;
-            push(FindingKind::Missing, format!("{path} no longer exists"));
-            continue;
+        match &text {
+            Ok(_) => {}
+            Err(Unread::Missing) => {
+                counts[5] += 1;
+                push(FindingKind::Missing, format!("{path} no longer exists"));
+                continue;
+            }
+            Err(Unread::Unreadable) => {
+                counts[5] += 1;
+                push(
+                    FindingKind::Missing,
+                    format!("{path} cannot be read (not a file, or not readable)"),
+                );
+                continue;
+            }
+            Err(Unread::NotText) => {
+                counts[4] += 1;
+                push(
+                    FindingKind::Changed,
+                    format!("{path} is no longer UTF-8 text: lines {start}-{end} cannot be found"),
+                );
+                continue;
+            }
         }
         let len = end.saturating_sub(*start) as usize + 1;
         let preferred = start.saturating_sub(1) as usize;

@@ -288,6 +288,54 @@ fn files_whose_paths_hash_alike_are_each_checked_against_their_own_ranges() {
     assert_eq!(findings[0].ledger_line, 4);
 }
 
+/// A file that is gone, one that is no longer text and one that cannot be read are each
+/// reported as what they are.
+#[test]
+fn a_file_gone_one_no_longer_text_and_one_unreadable_are_told_apart() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::write(tmp.path().join("bin.txt"), [0xff, 0xfe, b'\n']).expect("bin");
+    std::fs::create_dir(tmp.path().join("now-a-dir")).expect("dir");
+    let hash =
+        |lines: &[&str]| content_hash_bytes(&crate::orchestration::ledger::content_hash(lines));
+    let range = |line, path: &'static str| Recorded {
+        line,
+        start: 1,
+        end: 1,
+        hash: hash(&["one"]),
+        path: path.into(),
+        path_hash: line as u64,
+        dir_hash: 0,
+    };
+    let run = Run {
+        lines: Vec::new(),
+        links: Vec::new(),
+        ranges: vec![vec![
+            range(0, "gone.txt"),
+            range(1, "bin.txt"),
+            range(2, "now-a-dir"),
+        ]],
+    };
+    let (counts, findings) = check_share(tmp.path(), &[run], &[0], 0);
+    assert_eq!(counts, [3, 0, 0, 0, 1, 2], "{findings:?}");
+    let detail = |path: &str| {
+        let f = findings
+            .iter()
+            .find(|f| f.path.as_deref() == Some(path))
+            .expect(path);
+        (f.kind.clone(), f.detail.clone())
+    };
+    assert_eq!(
+        detail("gone.txt"),
+        (FindingKind::Missing, "gone.txt no longer exists".into())
+    );
+    let (kind, text) = detail("bin.txt");
+    assert_eq!(kind, FindingKind::Changed);
+    assert!(text.contains("no longer UTF-8 text"), "{text}");
+    let (kind, text) = detail("now-a-dir");
+    assert_eq!(kind, FindingKind::Missing);
+    assert!(text.contains("cannot be read"), "{text}");
+}
+
 #[test]
 fn files_are_read_relative_to_their_directory_as_the_whole_path_would_read_them() {
     let tmp = tempfile::tempdir().expect("tmp");
