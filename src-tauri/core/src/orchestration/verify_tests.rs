@@ -322,7 +322,7 @@ fn a_file_gone_one_no_longer_text_and_one_unreadable_are_told_apart() {
             .iter()
             .find(|f| f.path.as_deref() == Some(path))
             .expect(path);
-        (f.kind.clone(), f.detail.clone())
+        (f.kind, f.detail.clone())
     };
     assert_eq!(
         detail("gone.txt"),
