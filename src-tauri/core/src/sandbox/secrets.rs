@@ -119,7 +119,8 @@ pub const HOME_SECRETS: &[&str] = &[
 ];
 
 /// Variables that move a secret out of the home directory (the tool then reads it there):
-/// each names a file or directory, `KUBECONFIG` a `:`-separated list.
+/// each names a file or directory, `KUBECONFIG` a `:`-separated list; and the person's own
+/// list, `MANDATE_PROTECTED_PATHS`.
 pub const ENV_SECRETS: &[&str] = &[
     "GNUPGHOME",
     "AWS_SHARED_CREDENTIALS_FILE",
@@ -142,6 +143,9 @@ pub const ENV_SECRETS: &[&str] = &[
     "HF_TOKEN_PATH",
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
+    // The person's own additions: files and directories no command, hook or server may read,
+    // `:`-separated (set where Mandate is started: a shell profile, a desktop file).
+    "MANDATE_PROTECTED_PATHS",
 ];
 
 /// Variables that move a whole tree of [`HOME_SECRETS`] elsewhere: the entries under the
@@ -173,7 +177,7 @@ pub fn named_by_environment(var: impl Fn(&str) -> Option<std::ffi::OsString>) ->
         let Some(value) = var(name) else {
             continue;
         };
-        let paths: Vec<PathBuf> = if *name == "KUBECONFIG" {
+        let paths: Vec<PathBuf> = if matches!(*name, "KUBECONFIG" | "MANDATE_PROTECTED_PATHS") {
             std::env::split_paths(&value).collect()
         } else {
             vec![PathBuf::from(value)]

@@ -338,16 +338,22 @@ fn secrets_the_environment_moves_elsewhere_are_hidden_too() {
             ),
             // Relative: it depends on where a tool runs, so it names nothing.
             "DOCKER_CONFIG" => Some("docker".into()),
+            // The person's own list.
+            "MANDATE_PROTECTED_PATHS" => {
+                Some(format!("{}:notes/relative", elsewhere.join("mine").display()).into())
+            }
             _ => None,
         }
     };
+    write(&elsewhere.join("mine/diary.txt"), "SECRET-mine\n");
     let named = secrets::named_by_environment(var);
     assert_eq!(
         named,
         [
             elsewhere.join("gnupg"),
             elsewhere.join("kube/a.yaml"),
-            elsewhere.join("kube/b.yaml")
+            elsewhere.join("kube/b.yaml"),
+            elsewhere.join("mine"),
         ]
     );
     for level in levels() {
@@ -362,7 +368,7 @@ fn secrets_the_environment_moves_elsewhere_are_hidden_too() {
         let (_, out) = run(
             &sb,
             &level,
-            &format!("cat {e}/gnupg/private-keys-v1.d/k.key {e}/kube/a.yaml {e}/kube/b.yaml; cat {e}/open.txt"),
+            &format!("cat {e}/gnupg/private-keys-v1.d/k.key {e}/kube/a.yaml {e}/kube/b.yaml {e}/mine/diary.txt; cat {e}/open.txt"),
         );
         assert!(!out.contains("SECRET-"), "{name}: {out}");
         assert!(out.contains("OPEN-elsewhere"), "{name}: {out}");
