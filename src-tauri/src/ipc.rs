@@ -85,6 +85,15 @@ impl IpcTrace {
     }
 }
 
+/// [`crate::lean::give_back_idle_pages`], what each process gave back recorded in the trace.
+pub fn give_back_idle_pages(window: &tauri::WebviewWindow, trace: Option<Arc<IpcTrace>>) {
+    crate::lean::give_back_idle_pages(window, move |process, mappings| {
+        if let Some(trace) = &trace {
+            trace.pages_given_back(process, mappings);
+        }
+    });
+}
+
 /// With `MANDATE_STARTUP_TRACE=FILE`, the wall-clock time (ns since the epoch) at which the page
 /// first subscribes — right after its first frame — is written to FILE, for the start-up benchmark.
 fn mark_first_paint(window: tauri::WebviewWindow, trace: Option<Arc<IpcTrace>>) {
@@ -97,11 +106,7 @@ fn mark_first_paint(window: tauri::WebviewWindow, trace: Option<Arc<IpcTrace>>) 
     // Once the page has settled, what start-up alone used goes back to the kernel.
     std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(3));
-        crate::lean::give_back_idle_pages(&window, move |process, mappings| {
-            if let Some(trace) = &trace {
-                trace.pages_given_back(process, mappings);
-            }
-        });
+        give_back_idle_pages(&window, trace);
     });
     if let Some(path) = std::env::var_os("MANDATE_STARTUP_TRACE") {
         let now = std::time::SystemTime::now()

@@ -128,12 +128,7 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             let trace = focus_trace;
             window.on_window_event(move |event| {
                 if let tauri::WindowEvent::Focused(false) = event {
-                    let trace = trace.clone();
-                    lean::give_back_idle_pages(&focus, move |process, mappings| {
-                        if let Some(trace) = &trace {
-                            trace.pages_given_back(process, mappings);
-                        }
-                    });
+                    ipc::give_back_idle_pages(&focus, trace.clone());
                 }
             });
             Ok(())

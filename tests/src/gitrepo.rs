@@ -176,3 +176,33 @@ impl Person {
 }
 
 pub const LEDGER: &str = ".orchestration/agent_trace.jsonl";
+
+/// `git ARGS` in `dir` as a test's fixture makes it: a fixed author, no signing, `main` as the
+/// first branch, and none of this machine's or this user's configuration (`HOME` is `dir`).
+pub fn git_output(dir: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git")
+}
+
+/// [`git_output`], which must succeed; its standard output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} in {dir:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -1,9 +1,12 @@
 //! The scripted model's turns the black-box tests share, and what they read back from a run.
 
+use std::path::Path;
+
 use serde_json::{json, Value};
 
-use crate::cli::Output;
-use crate::llm_server::Reply;
+use crate::app::UserDirs;
+use crate::cli::{run_openai, Output};
+use crate::llm_server::{Reply, ScriptedServer};
 use crate::sse::openai;
 
 /// The model selects `INT-001`, the intent the tests' workspaces define.
@@ -30,6 +33,14 @@ pub fn done() -> Reply {
     openai::turn()
         .tool_call("end", "attempt_completion", json!({"result": "done"}))
         .reply()
+}
+
+/// `mandate run` in `ws` with the prompt "go", against the scripted `server`, with `extra`
+/// arguments; it must exit 0 (its output is shown when it does not).
+pub async fn run_go(ws: &Path, server: &ScriptedServer, extra: &[&str], dirs: &UserDirs) -> Output {
+    let out = run_openai(ws, &server.base_url(), extra, "go", dirs).await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    out
 }
 
 /// The notices a run printed, in order.

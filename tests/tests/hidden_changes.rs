@@ -10,12 +10,13 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{give_to_nobody, ledger, run_openai, run_openai_as_nobody};
+use mandate_tests::cli::{give_to_nobody, ledger, run_openai_as_nobody};
+use mandate_tests::gitrepo::git;
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
     consent_and_write_grant, stdio_entry, write_project_file, write_user_file,
 };
-use mandate_tests::script::{call, command, done, error_of, notices, select};
+use mandate_tests::script::{call, command, done, error_of, notices, run_go, select};
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::json;
 
@@ -29,21 +30,6 @@ const INTENTS: &str = r#"active_intents:
 "#;
 
 const REPLACEMENT: &str = "src/greet/a\u{FFFD}";
-
-fn git(root: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// An hour back: git's index, written later, then surely post-dates the file.
 fn age(path: &Path) {
@@ -104,15 +90,7 @@ async fn a_command_cannot_hide_a_change_behind_a_name_that_is_not_utf8() {
         done(),
     ])
     .await;
-    let out = run_openai(
-        root,
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = run_go(root, &server, &["--approve", "allow"], &dirs).await;
 
     // What the model read: the UTF-8 name recorded, the other two out of scope and undone,
     // each named once, quoted, by its real bytes.
@@ -406,15 +384,7 @@ async fn a_server_cannot_hide_a_change_behind_a_name_that_is_not_utf8() {
         done(),
     ])
     .await;
-    let out = run_openai(
-        root,
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    run_go(root, &server, &["--approve", "allow"], &dirs).await;
     let w = server.tool_result("w").expect("w");
     let error = error_of(&w);
     assert_eq!(error["error"]["code"], "SCOPE_VIOLATION", "{w}");

@@ -11,7 +11,7 @@ use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::mcp::{
     consent, consent_and_write_grant, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
-use mandate_tests::script::{call, done, notices, select};
+use mandate_tests::script::{call, done, notices, run_go, select};
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
 
@@ -42,9 +42,7 @@ fn setup(grant: bool, env: Value) -> (tempfile::TempDir, UserDirs) {
 }
 
 async fn run(ws: &std::path::Path, server: &ScriptedServer, dirs: &UserDirs) -> Output {
-    let out = run_openai(ws, &server.base_url(), &["--approve", "allow"], "go", dirs).await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    out
+    run_go(ws, server, &["--approve", "allow"], dirs).await
 }
 
 fn read(ws: &std::path::Path, rel: &str) -> String {

@@ -11,7 +11,7 @@ use mandate_tests::mcp::{
     consent, consent_and_write_grant, project_def, server_bin, write_project_file, write_user_file,
     INTENTS,
 };
-use mandate_tests::script::{call, done, notices, select};
+use mandate_tests::script::{call, done, notices, run_go, select};
 use serde_json::{json, Value};
 
 const NOTES: &str = "line one\nline two\nline three\n";
@@ -116,15 +116,7 @@ async fn a_server_whose_script_lives_in_the_workspace_is_never_granted() {
     );
 
     let server = ScriptedServer::start(vec![select(), write_notes(), done()]).await;
-    let out = run_openai(
-        ws.path(),
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = run_go(ws.path(), &server, &["--approve", "allow"], &dirs).await;
     let result = server.tool_result("w").expect("w");
     assert!(refused_by_the_kernel(&result), "{result}");
     assert_eq!(

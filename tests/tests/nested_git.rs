@@ -10,12 +10,13 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{ledger, run_openai, Output};
+use mandate_tests::cli::{ledger, Output};
+use mandate_tests::gitrepo::{git, git_output};
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
     consent_and_write_grant, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
-use mandate_tests::script::{self, call, command, done, error_of, select};
+use mandate_tests::script::{self, call, command, done, error_of, run_go, select};
 use mandate_tests::trace_schema::assert_valid;
 use serde_json::json;
 
@@ -23,33 +24,6 @@ const WHY: &str = "git configuration in a nested repository";
 
 fn notices(out: &Output) -> String {
     script::notices(out).join("\n")
-}
-
-fn git_out(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_out(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} in {dir:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A program outside the workspace that leaves a marker when git runs it.
@@ -79,8 +53,8 @@ impl Payload {
 
     /// What the person (or an editor) does in `dir`; whether the payload ran.
     fn fires_in(&self, dir: &Path) -> bool {
-        let _ = git_out(dir, &["status"]);
-        let _ = git_out(dir, &["checkout", "-q", "-B", "probe"]);
+        let _ = git_output(dir, &["status"]);
+        let _ = git_output(dir, &["checkout", "-q", "-B", "probe"]);
         let fired = self.fired.exists();
         let _ = std::fs::remove_file(&self.fired);
         fired
@@ -152,15 +126,13 @@ async fn a_command_cannot_plant_git_configuration_or_a_repository_in_a_nested_di
         done(),
     ])
     .await;
-    let out = run_openai(
+    let out = run_go(
         root,
-        &server.base_url(),
+        &server,
         &["--approve", "allow", "--grant", "git"],
-        "go",
         &dirs,
     )
     .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
 
     let c1 = server.tool_result("c1").expect("c1");
     let c2 = server.tool_result("c2").expect("c2");
@@ -285,15 +257,7 @@ async fn a_granted_server_cannot_plant_git_configuration_in_a_nested_repository(
         done(),
     ])
     .await;
-    let out = run_openai(
-        root,
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = run_go(root, &server, &["--approve", "allow"], &dirs).await;
 
     let existing = server.tool_result("existing").expect("existing");
     if existing.contains("SCOPE_VIOLATION") {
@@ -409,15 +373,7 @@ async fn what_the_repositorys_configuration_runs_or_includes_is_no_intents() {
         done(),
     ])
     .await;
-    let out = run_openai(
-        root,
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    run_go(root, &server, &["--approve", "allow"], &dirs).await;
 
     let c1 = server.tool_result("c1").expect("c1");
     for (path, what, refused) in [
@@ -514,15 +470,7 @@ async fn a_build_output_the_git_configuration_runs_a_program_from_is_not_writabl
         done(),
     ])
     .await;
-    let out = run_openai(
-        root,
-        &server.base_url(),
-        &["--approve", "allow"],
-        "go",
-        &dirs,
-    )
-    .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    run_go(root, &server, &["--approve", "allow"], &dirs).await;
     let c1 = server.tool_result("c1").expect("c1");
     assert_eq!(
         std::fs::read_to_string(root.join("node_modules/pager/index.js")).expect("read"),
@@ -587,15 +535,13 @@ async fn an_approved_commit_cannot_carry_a_hook_or_git_configuration_into_the_re
         done(),
     ])
     .await;
-    let out = run_openai(
+    run_go(
         root,
-        &server.base_url(),
+        &server,
         &["--approve", "allow", "--grant", "git"],
-        "go",
         &dirs,
     )
     .await;
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     let c = server.tool_result("c").expect("c");
     let error = error_of(&c);
     assert_eq!(error["error"]["code"], "SCOPE_VIOLATION", "{c}");

@@ -37,6 +37,8 @@ pub mod merge;
 pub mod record;
 pub mod report;
 pub(crate) mod sha_lanes;
+#[cfg(test)]
+mod test_rng;
 pub mod trace;
 pub mod validate;
 mod verify;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::orchestration::test_rng::Rng;
 
 /// What `sha2` says: the line's hash, and the hash of the line with the cut taken out.
 fn expected(c: &LineCut<'_>) -> ([u8; 32], [u8; 32]) {
@@ -56,28 +57,6 @@ fn every_length_and_cut_hashes_as_sha2_does() {
     // Also with an odd number of lines, so that some lanes idle at the end.
     cuts.push(cuts[3]);
     note_lanes(check(&cuts, "all at once"));
-}
-
-/// A small deterministic generator (SplitMix64): the same cases on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..=max`.
-    fn upto(&mut self, max: usize) -> usize {
-        (self.next() % (max as u64 + 1)) as usize
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.upto(items.len() - 1)]
-    }
 }
 
 /// Lengths where padding changes shape: the length field fits (55) or does not (56), the

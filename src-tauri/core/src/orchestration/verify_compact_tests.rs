@@ -3,6 +3,7 @@
 //! them. Whatever the compact reader accepts, serde must read the same.
 
 use super::super::scan::{both_readings, Reading};
+use crate::orchestration::test_rng::Rng;
 
 const HASH: &str = "sha256:abababababababababababababababababababababababababababababababab";
 
@@ -194,27 +195,6 @@ fn json_corners_are_read_by_hand_only_where_serde_reads_them_the_same() {
     }
 }
 
-/// A small deterministic generator (SplitMix64): the same records on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn upto(&mut self, max: usize) -> usize {
-        (self.next() % (max as u64 + 1)) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a [u8]]) -> &'a [u8] {
-        items[self.upto(items.len() - 1)]
-    }
-}
-
 /// Put into strings: escapes serde decodes or refuses, control characters, bytes not UTF-8.
 #[rustfmt::skip]
 const TEXT_CORNERS: &[&[u8]] = &[
@@ -278,7 +258,7 @@ impl Writer {
     /// Whitespace where the layout has none (serde skips it).
     fn space(&mut self) {
         if self.turn() {
-            let ws = self.rng.pick(&[b" ", b"\n", b"\t", b"\r", b"  "]);
+            let ws = self.rng.pick::<&[u8]>(&[b" ", b"\n", b"\t", b"\r", b"  "]);
             self.put(ws);
         }
     }
@@ -391,7 +371,7 @@ impl Writer {
                     if k > 0 {
                         self.token(b",", &[b"", b",,"]);
                     }
-                    let name = self.rng.pick(&[b"a", b"type", b"ranges", b"path"]);
+                    let name = self.rng.pick::<&[u8]>(&[b"a", b"type", b"ranges", b"path"]);
                     self.key(name);
                     self.value(depth + 1);
                 }
@@ -498,9 +478,9 @@ impl Writer {
                 self.key(b"path");
                 self.space();
                 self.put(b"\"");
-                let path = self
-                    .rng
-                    .pick(&[b"src/a.rs", b"b", b"dir/\xc3\xbcn\xc3\xaf.rs", b""]);
+                let path =
+                    self.rng
+                        .pick::<&[u8]>(&[b"src/a.rs", b"b", b"dir/\xc3\xbcn\xc3\xaf.rs", b""]);
                 self.text(path);
                 self.put(b"\"");
                 self.space();
