@@ -1,6 +1,6 @@
 // Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
 
 export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
 
@@ -8,7 +8,11 @@ export type IpcError = { code: IpcErrorCode, message: string, };
 
 export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
 
-export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: ApprovalOutcome, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, };
+export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: ApprovalOutcome, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, } | { "type": "condensing", task_id: string, automatic: boolean, } | { "type": "context_retry", task_id: string, attempt: number, 
+/**
+ * The window the provider's error named, where it named one.
+ */
+limit_tokens: number | null, message: string, } | { "type": "output_cut", task_id: string, max_tokens: number, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -55,7 +59,11 @@ confinement: ConfinementView,
 /**
  * The cap on what one task may spend (none when both are None).
  */
-budget: Budget, };
+budget: Budget, 
+/**
+ * Condensing and the models' windows as the person set them.
+ */
+context: ContextSettings, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
 /**
@@ -65,7 +73,11 @@ editor: string,
 /**
  * The cap on what one task may spend; absent is no cap.
  */
-budget?: Budget, };
+budget?: Budget, 
+/**
+ * Condensing and per-model windows; absent keeps what is set.
+ */
+context?: ContextSettings, };
 
 export type ConfinementView = { 
 /**
@@ -99,11 +111,27 @@ base_url: string, models: Array<string>, };
 
 export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled" | "paused";
 
-export type Usage = { input_tokens: number, output_tokens: number, 
+export type Usage = { 
 /**
- * In US dollars, when the model's price is known.
+ * Every input token sent, cached or not.
  */
-cost_usd: number | null, };
+input_tokens: number, output_tokens: number, 
+/**
+ * In US dollars, when the model's price is known (condensing calls included).
+ */
+cost_usd: number | null, 
+/**
+ * Input tokens read from the provider's prompt cache (part of `input_tokens`).
+ */
+cache_read_tokens: number, 
+/**
+ * Input tokens written to the prompt cache (part of `input_tokens`).
+ */
+cache_write_tokens: number, 
+/**
+ * What cache reads saved against the full input price, when the price is known.
+ */
+cache_saved_usd: number | null, };
 
 export type Budget = { max_cost_usd: number | null, max_tokens: number | null, };
 
@@ -111,9 +139,17 @@ export type TaskSummary = { id: string, title: string, status: TaskStatus, inten
 /**
  * The last error, in words for the user.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * How full the model's window is (known once the task has asked the model).
+ */
+context: ContextView | null, };
 
-export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, };
+export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, } | { "kind": "thinking", id: string, text: string, } | { "kind": "condensed", id: string, tokens_before: number, tokens_after: number, cost_usd: number | null, summary_safe_html: string, 
+/**
+ * True when Mandate condensed at the threshold; false when the person asked.
+ */
+automatic: boolean, };
 
 export type ToolKind = "read" | "mutate" | "command";
 

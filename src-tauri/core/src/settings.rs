@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
-use crate::protocol::{ApprovalPolicy, Budget, ProviderKind, SettingsUpdate};
+use crate::protocol::{ApprovalPolicy, Budget, ContextSettings, ProviderKind, SettingsUpdate};
 
 /// Where Mandate keeps per-user files. Overridable for tests and portable installs.
 #[derive(Debug, Clone)]
@@ -57,6 +57,8 @@ pub struct Settings {
     pub recent_workspaces: Vec<String>,
     /// What one task may spend before it pauses (no cap by default).
     pub budget: Budget,
+    /// Condensing threshold and per-model windows.
+    pub context: ContextSettings,
 }
 
 /// How many recent workspaces are remembered.
@@ -74,6 +76,7 @@ impl Default for Settings {
             editor: "auto".into(),
             recent_workspaces: Vec::new(),
             budget: Budget::default(),
+            context: ContextSettings::default(),
         }
     }
 }
@@ -179,8 +182,13 @@ impl Settings {
         }
         let budget = update.budget.unwrap_or_default();
         check_budget(&budget)?;
+        let context = match update.context {
+            Some(context) => check_context(context)?,
+            None => self.context.clone(),
+        };
         Ok(Settings {
             budget,
+            context,
             provider: update.provider,
             preset: update.preset,
             base_url,
@@ -221,6 +229,54 @@ pub fn check_budget(budget: &Budget) -> Result<(), SettingsError> {
         }
     }
     Ok(())
+}
+
+/// A threshold between 10% and 95%; a window of 1k to 10M tokens; an output limit and a
+/// thinking budget below the window; one line per model.
+pub fn check_context(mut context: ContextSettings) -> Result<ContextSettings, SettingsError> {
+    if !(10..=95).contains(&context.threshold_percent) {
+        return Err(SettingsError::Invalid(format!(
+            "the condensing threshold is 10% to 95% of the usable input, not {}%",
+            context.threshold_percent
+        )));
+    }
+    context.models.retain(|m| !m.model.trim().is_empty());
+    let mut seen = std::collections::BTreeSet::new();
+    for m in &mut context.models {
+        m.model = m.model.trim().to_string();
+        if !seen.insert(m.model.clone()) {
+            return Err(SettingsError::Invalid(format!(
+                "the model `{}` is listed twice",
+                m.model
+            )));
+        }
+        if let Some(w) = m.context_window {
+            if !(1_000..=10_000_000).contains(&w) {
+                return Err(SettingsError::Invalid(format!(
+                    "{}: a context window is 1,000 to 10,000,000 tokens, not {w}",
+                    m.model
+                )));
+            }
+        }
+        let window = m.context_window.unwrap_or(10_000_000);
+        if let Some(o) = m.max_output {
+            if o < 256 || u64::from(o) >= window {
+                return Err(SettingsError::Invalid(format!(
+                    "{}: the output limit is at least 256 tokens and below the window, not {o}",
+                    m.model
+                )));
+            }
+        }
+        if let Some(t) = m.thinking_budget {
+            if t != 0 && (t < 1024 || u64::from(t) >= window) {
+                return Err(SettingsError::Invalid(format!(
+                    "{}: a thinking budget is 0 (off) or at least 1,024 tokens and below the window, not {t}",
+                    m.model
+                )));
+            }
+        }
+    }
+    Ok(context)
 }
 
 /// A provider base URL must be http(s) with a host; anything else is refused before any request.
@@ -279,6 +335,7 @@ mod tests {
             custom_instructions: String::new(),
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
+            context: None,
             budget: None,
         };
         let old = Settings {
@@ -316,6 +373,7 @@ mod tests {
             custom_instructions: String::new(),
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
+            context: None,
             budget: Some(Budget {
                 max_cost_usd,
                 max_tokens,

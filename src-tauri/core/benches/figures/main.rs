@@ -320,7 +320,7 @@ fn governed_write(root: &Path) -> Vec<Row> {
         max_turns: None,
         interactive: false,
         render_interval: Duration::from_millis(50),
-        max_tokens: 1000,
+        context: mandate_core::context::ContextConfig::default(),
         budget: Default::default(),
     };
     let task = TaskHandle::create(store, "bench", "bench", "bench/none");

@@ -111,7 +111,7 @@ fn fixture(decision: ApprovalDecision) -> Fixture {
         max_turns: None,
         interactive: false,
         render_interval: Duration::from_millis(50),
-        max_tokens: 1000,
+        context: crate::context::ContextConfig::default(),
         budget: Default::default(),
     };
     let task = TaskHandle::create(store, "ws", "test", "test/none");

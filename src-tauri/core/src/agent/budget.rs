@@ -68,6 +68,7 @@ mod tests {
             input_tokens: 900,
             output_tokens: 200,
             cost_usd: Some(0.5),
+            ..Usage::default()
         };
         assert!(over(&usage, &Budget::default()).is_none());
         let by_tokens = Budget {

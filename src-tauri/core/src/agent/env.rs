@@ -22,7 +22,8 @@ pub struct AgentEnv {
     /// GUI: an answer without a tool call hands the turn back to the user.
     pub interactive: bool,
     pub render_interval: Duration,
-    pub max_tokens: u32,
+    /// The context window and condensing, as the person set them.
+    pub context: crate::context::ContextConfig,
     /// What one task may spend (an intent's own budget, in the intents file, applies too).
     pub budget: Budget,
 }

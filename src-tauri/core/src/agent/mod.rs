@@ -8,6 +8,7 @@
 
 mod approval;
 mod budget;
+mod context_steps;
 mod env;
 mod governance;
 mod hook_steps;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::language_of;
+pub use context_steps::condense_task;
 pub use env::AgentEnv;
 pub use governance::Governance;
 pub use orchestrator::{dispatch, CallResult};

@@ -24,6 +24,10 @@ pub struct TaskRecord {
     /// Where each of the person's messages starts, so a turn can be taken back.
     #[serde(default)]
     pub turns: Vec<TurnMark>,
+    /// Condensations and the last measure of the window (what is sent; the conversation
+    /// above stays whole).
+    #[serde(default)]
+    pub context: crate::context::ContextState,
 }
 
 /// The start of a turn: the person's message and where it sits in both lists.
@@ -63,6 +67,7 @@ impl TaskRecord {
         self.conversation.truncate(mark.conversation_at);
         self.messages.truncate(mark.messages_at);
         self.turns.truncate(n);
+        self.context.rewound_to(self.conversation.len());
         Some(mark.text)
     }
 }

@@ -61,8 +61,15 @@ fn redacted(message: ChatMessage) -> ChatMessage {
     };
     match message {
         ChatMessage::User { text } => ChatMessage::User { text: clean(text) },
-        ChatMessage::Assistant { text, tool_calls } => ChatMessage::Assistant {
+        ChatMessage::Assistant {
+            text,
+            tool_calls,
+            thinking,
+        } => ChatMessage::Assistant {
             text: clean(text),
+            // Signed reasoning must go back byte for byte; it is never shown to a person
+            // outside the task, and a changed block would be refused by the provider.
+            thinking,
             tool_calls: tool_calls
                 .into_iter()
                 .map(|mut c| {
@@ -82,6 +89,22 @@ fn redacted(message: ChatMessage) -> ChatMessage {
             content: clean(content),
             is_error,
         },
+    }
+}
+
+/// Adds one request's tokens and cost to a task's (cache reads and writes counted as input
+/// too, and what the cache saved).
+pub(crate) fn add_usage(total: &mut Usage, add: &crate::llm::TokenUsage, model_id: &str) {
+    total.input_tokens += add.input_tokens + add.cache_read_tokens + add.cache_write_tokens;
+    total.output_tokens += add.output_tokens;
+    total.cache_read_tokens += add.cache_read_tokens;
+    total.cache_write_tokens += add.cache_write_tokens;
+    if let Some(cost) = add.cost_usd {
+        total.cost_usd = Some(total.cost_usd.unwrap_or(0.0) + cost);
+    }
+    let model = model_id.split_once('/').map_or(model_id, |(_, m)| m);
+    if let Some(saved) = crate::llm::cache_savings(model, add).filter(|s| *s > 0.0) {
+        total.cache_saved_usd = Some(total.cache_saved_usd.unwrap_or(0.0) + saved);
     }
 }
 
@@ -138,6 +161,7 @@ impl TaskHandle {
                 created_at: now.clone(),
                 updated_at: now,
                 error: None,
+                context: None,
             },
             conversation: Vec::new(),
             messages: Vec::new(),
@@ -147,6 +171,7 @@ impl TaskHandle {
             },
             objective: objective.to_string(),
             turns: Vec::new(),
+            context: Default::default(),
         };
         Self::new(record, store)
     }
@@ -298,12 +323,9 @@ impl TaskHandle {
             r.conversation.push(redacted(ChatMessage::Assistant {
                 text: turn.text.clone(),
                 tool_calls: turn.tool_calls.clone(),
+                thinking: turn.thinking.clone(),
             }));
-            r.summary.usage.input_tokens += turn.usage.input_tokens;
-            r.summary.usage.output_tokens += turn.usage.output_tokens;
-            if let Some(cost) = turn.usage.cost_usd {
-                r.summary.usage.cost_usd = Some(r.summary.usage.cost_usd.unwrap_or(0.0) + cost);
-            }
+            add_usage(&mut r.summary.usage, &turn.usage, &r.summary.model);
         });
     }
 

@@ -262,7 +262,8 @@ async fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
         system,
         messages: record.conversation,
         tools: env.tools.iter().map(|t| t.spec()).collect(),
-        max_tokens: env.max_tokens,
+        max_tokens: 8192,
+        ..ModelRequest::default()
     }
 }
 

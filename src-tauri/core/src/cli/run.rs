@@ -328,7 +328,7 @@ fn agent_env(
         max_turns: args.max_turns,
         interactive: false,
         render_interval: Duration::from_millis(100),
-        max_tokens: 8192,
+        context: crate::context::ContextConfig::default(),
         budget: Budget {
             max_cost_usd: args.max_cost,
             max_tokens: args.max_tokens,

@@ -241,6 +241,7 @@ impl Host {
             | Request::SendMessage { .. }
             | Request::CancelTask { .. }
             | Request::RetryTask { .. }
+            | Request::CondenseTask { .. }
             | Request::AnswerQuestion { .. }
             | Request::DecideApproval { .. }
             | Request::ListTasks
@@ -315,7 +316,7 @@ impl Host {
             max_turns: None,
             interactive: true,
             render_interval: Duration::from_millis(100),
-            max_tokens: 8192,
+            context: crate::context::ContextConfig::default(),
             budget: settings.budget,
         }))
     }
@@ -364,6 +365,23 @@ impl Host {
         self.runtime.spawn(async move {
             let _run = run;
             run_task(env, task, text).await
+        });
+        Ok(())
+    }
+
+    /// Condenses a task's conversation now, at the person's request (not while it runs).
+    async fn spawn_condense(self: &Arc<Self>, task: Arc<TaskHandle>) -> Result<(), IpcError> {
+        if task.is_running() {
+            return Err(err(
+                IpcErrorCode::Conflict,
+                "the task is running; condense it when it waits for you",
+            ));
+        }
+        let run = self.runs.clone().read_owned().await;
+        let env = self.env(&self.opened()).await?;
+        self.runtime.spawn(async move {
+            let _run = run;
+            crate::agent::condense_task(env, task).await
         });
         Ok(())
     }

@@ -103,6 +103,11 @@ impl Host {
                 self.spawn_run(task, None).await?;
                 Ok(Reply::Ok)
             }
+            Request::CondenseTask { task_id } => {
+                let task = self.task(&task_id)?;
+                self.spawn_condense(task).await?;
+                Ok(Reply::Ok)
+            }
             Request::AnswerQuestion {
                 task_id,
                 call_id,

@@ -51,6 +51,7 @@ impl Host {
             recent_workspaces,
             confinement: confinement_view(&self.governance().confinement),
             budget: settings.budget,
+            context: settings.context.clone(),
         }
     }
 

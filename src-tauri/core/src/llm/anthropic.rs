@@ -8,7 +8,7 @@ use super::http::{
 };
 use super::{
     estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
-    ProviderConfig,
+    ProviderConfig, TokenUsage,
 };
 
 const API_VERSION: &str = "2023-06-01";
@@ -49,7 +49,9 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     for message in &request.messages {
         match message {
             ChatMessage::User { text } => push("user", json!({"type": "text", "text": text})),
-            ChatMessage::Assistant { text, tool_calls } => {
+            ChatMessage::Assistant {
+                text, tool_calls, ..
+            } => {
                 if !text.is_empty() {
                     push("assistant", json!({"type": "text", "text": text}));
                 }
@@ -187,11 +189,15 @@ impl EventDecoder {
     fn message_stop(&mut self) -> Vec<Result<ModelEvent, LlmError>> {
         self.done = true;
         vec![
-            Ok(ModelEvent::Usage {
-                input_tokens: self.input_tokens,
-                output_tokens: self.output_tokens,
-                cost_usd: estimate_cost(&self.model, self.input_tokens, self.output_tokens),
-            }),
+            Ok(ModelEvent::Usage({
+                let mut usage = TokenUsage {
+                    input_tokens: self.input_tokens,
+                    output_tokens: self.output_tokens,
+                    ..TokenUsage::default()
+                };
+                usage.cost_usd = estimate_cost(&self.model, &usage);
+                usage
+            })),
             Ok(ModelEvent::Finished {
                 stop_reason: self
                     .stop_reason
@@ -264,6 +270,10 @@ fn str_at(value: &Value, key: &str) -> String {
 impl Provider for AnthropicProvider {
     fn model_id(&self) -> String {
         format!("anthropic/{}", self.config.model)
+    }
+
+    fn base_url(&self) -> String {
+        self.config.base_url.clone()
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, LlmError> {
@@ -379,11 +389,11 @@ mod tests {
         );
         assert!(matches!(
             all[3],
-            ModelEvent::Usage {
+            ModelEvent::Usage(TokenUsage {
                 input_tokens: 12,
                 output_tokens: 30,
                 ..
-            }
+            })
         ));
     }
 
@@ -421,6 +431,7 @@ mod tests {
                             arguments: "{}".into(),
                         },
                     ],
+                    thinking: vec![],
                 },
                 ChatMessage::ToolResult {
                     call_id: "a".into(),
@@ -437,6 +448,7 @@ mod tests {
             ],
             tools: vec![],
             max_tokens: 100,
+            ..ModelRequest::default()
         };
         let body = request_body("m", &request);
         let messages = body["messages"].as_array().expect("array");

@@ -18,7 +18,7 @@ pub use anthropic::AnthropicProvider;
 pub use http::RetryPolicy;
 pub use openai::OpenAiProvider;
 
-use crate::protocol::{ProviderKind, Usage};
+use crate::protocol::ProviderKind;
 use crate::secrets::Secret;
 
 /// A tool as the model sees it: name, description and JSON schema of the arguments.
@@ -47,6 +47,10 @@ pub enum ChatMessage {
     Assistant {
         text: String,
         tool_calls: Vec<ToolCall>,
+        /// The model's reasoning before this answer (Anthropic's thinking blocks, with their
+        /// signatures, sent back unchanged inside a tool loop). Never written to the ledger.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<ThinkingBlock>,
     },
     ToolResult {
         call_id: String,
@@ -56,12 +60,67 @@ pub enum ChatMessage {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// One block of the model's reasoning, kept as the provider sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ThinkingBlock {
+    /// Readable reasoning; Anthropic signs it, and the signature must go back unchanged.
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider encrypted: opaque, sent back as it came.
+    Redacted { data: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// The most the answer may use (reasoning models: `max_completion_tokens`).
     pub max_tokens: u32,
+    /// Anthropic extended thinking: the budget in tokens (below `max_tokens`); None is off.
+    pub thinking_budget: Option<u32>,
+    /// OpenAI reasoning models: `low`, `medium` or `high`; None leaves the provider's default.
+    pub reasoning_effort: Option<String>,
+    /// Place prompt-cache breakpoints (Anthropic `cache_control`).
+    pub cache: bool,
+    /// The window the request must fit (Ollama is asked for it as `num_ctx`).
+    pub context_window: Option<u64>,
+}
+
+/// Tokens of one request as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TokenUsage {
+    /// Input tokens billed at the full price (not read from or written to a cache).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic).
+    pub cache_write_tokens: u64,
+    /// What the provider says the request cost, or the price table's estimate.
+    pub cost_usd: Option<f64>,
+}
+
+impl TokenUsage {
+    /// Everything the request put in the window: input of every kind and the answer.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+    }
+}
+
+/// What a provider says of a model, where it can say (each field None when it cannot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub context_window: Option<u64>,
+    pub max_output: Option<u64>,
+    /// Where the figures came from (`openrouter`, `vllm`, `lmstudio`, `ollama`, …).
+    pub source: String,
+    /// The server is Ollama: requests carry `options.num_ctx`.
+    pub ollama: bool,
 }
 
 /// What a provider stream yields, already normalised across wire formats.
@@ -77,10 +136,22 @@ pub enum ModelEvent {
         index: usize,
         delta: String,
     },
-    Usage {
-        input_tokens: u64,
-        output_tokens: u64,
-        cost_usd: Option<f64>,
+    Usage(TokenUsage),
+    /// Reasoning text of block `index` (Anthropic `thinking_delta`; OpenAI-compatible
+    /// `reasoning_content` / `reasoning`).
+    ThinkingDelta {
+        index: usize,
+        text: String,
+    },
+    /// The signature that closes thinking block `index`.
+    ThinkingSignature {
+        index: usize,
+        signature: String,
+    },
+    /// An encrypted thinking block, whole.
+    RedactedThinking {
+        index: usize,
+        data: String,
     },
     /// The model finished its turn (`stop_reason` as the provider names it).
     Finished {
@@ -96,6 +167,15 @@ pub enum LlmError {
     Unauthorized { status: u16, message: String },
     #[error("The provider refused the request ({status}): {message}")]
     BadRequest { status: u16, message: String },
+    /// The request did not fit the model's context window (400 with the provider's wording,
+    /// or 413). `limit` is the window the error names, where it names one.
+    #[error("The conversation is too long for the model's context window ({status}): {message}")]
+    ContextTooLong {
+        status: u16,
+        limit: Option<u64>,
+        requested: Option<u64>,
+        message: String,
+    },
     #[error("The provider is rate-limiting requests (429) and still refused after {retries} retries: {message}. Wait a moment, then retry.")]
     RateLimited { retries: u32, message: String },
     #[error("The provider failed with HTTP {status} after {retries} retries: {message}")]
@@ -145,10 +225,18 @@ pub struct ProviderConfig {
 pub trait Provider: Send + Sync {
     /// `provider/model`, as recorded in the trace ledger.
     fn model_id(&self) -> String;
+    /// The base URL requests go to (windows learned from errors are kept per origin).
+    fn base_url(&self) -> String {
+        String::new()
+    }
     /// Starts a streaming request. Status errors (after retries) surface here; stream faults later.
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, LlmError>;
     /// Models the provider lists, where it offers a list.
     async fn list_models(&self) -> Result<Vec<String>, LlmError>;
+    /// What the provider says of this model's window and output limit (nothing, by default).
+    async fn model_info(&self) -> ModelInfo {
+        ModelInfo::default()
+    }
 }
 
 /// Builds the client for a configuration.
@@ -164,8 +252,16 @@ pub fn provider_for(config: ProviderConfig) -> Box<dyn Provider> {
 pub struct AssistantTurn {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
-    pub usage: Usage,
+    pub thinking: Vec<ThinkingBlock>,
+    pub usage: TokenUsage,
     pub stop_reason: String,
+}
+
+impl AssistantTurn {
+    /// The answer was cut at the output limit (`max_tokens` / `length`).
+    pub fn cut_at_output_limit(&self) -> bool {
+        matches!(self.stop_reason.as_str(), "max_tokens" | "length")
+    }
 }
 
 /// A turn that ended in an error, with what had arrived before it (never stored as complete).
@@ -184,6 +280,7 @@ pub async fn collect_turn(
     let mut turn = AssistantTurn::default();
     // Tool calls by stream index; some servers skip indices, so keep them sparse.
     let mut calls: Vec<(usize, ToolCall)> = Vec::new();
+    let mut thinking: Vec<(usize, ThinkingBlock)> = Vec::new();
     let mut finished = false;
     let fail = |error: LlmError, text: &str| FailedTurn {
         error,
@@ -240,17 +337,45 @@ pub async fn collect_turn(
                     }
                 }
             }
-            ModelEvent::Usage {
-                input_tokens,
-                output_tokens,
-                cost_usd,
-            } => {
+            ModelEvent::Usage(u) => {
                 // Providers report cumulative figures for the request; keep the largest seen.
-                turn.usage.input_tokens = turn.usage.input_tokens.max(input_tokens);
-                turn.usage.output_tokens = turn.usage.output_tokens.max(output_tokens);
-                if cost_usd.is_some() {
-                    turn.usage.cost_usd = cost_usd;
+                let t = &mut turn.usage;
+                t.input_tokens = t.input_tokens.max(u.input_tokens);
+                t.output_tokens = t.output_tokens.max(u.output_tokens);
+                t.cache_read_tokens = t.cache_read_tokens.max(u.cache_read_tokens);
+                t.cache_write_tokens = t.cache_write_tokens.max(u.cache_write_tokens);
+                if u.cost_usd.is_some() {
+                    t.cost_usd = u.cost_usd;
                 }
+            }
+            ModelEvent::ThinkingDelta { index, text } => {
+                match thinking.iter_mut().find(|(i, _)| *i == index) {
+                    Some((_, ThinkingBlock::Thinking { text: t, .. })) => t.push_str(&text),
+                    Some(_) => {}
+                    None => thinking.push((
+                        index,
+                        ThinkingBlock::Thinking {
+                            text,
+                            signature: None,
+                        },
+                    )),
+                }
+            }
+            ModelEvent::ThinkingSignature { index, signature } => {
+                match thinking.iter_mut().find(|(i, _)| *i == index) {
+                    Some((_, ThinkingBlock::Thinking { signature: s, .. })) => *s = Some(signature),
+                    Some(_) => {}
+                    None => thinking.push((
+                        index,
+                        ThinkingBlock::Thinking {
+                            text: String::new(),
+                            signature: Some(signature),
+                        },
+                    )),
+                }
+            }
+            ModelEvent::RedactedThinking { index, data } => {
+                thinking.push((index, ThinkingBlock::Redacted { data }));
             }
             ModelEvent::Finished { stop_reason } => {
                 finished = true;
@@ -266,6 +391,8 @@ pub async fn collect_turn(
             &turn.text,
         ));
     }
+    thinking.sort_by_key(|(i, _)| *i);
+    turn.thinking = thinking.into_iter().map(|(_, b)| b).collect();
     calls.sort_by_key(|(i, _)| *i);
     for (n, (_, mut call)) in calls.into_iter().enumerate() {
         if call.id.is_empty() {
@@ -277,10 +404,12 @@ pub async fn collect_turn(
     Ok(turn)
 }
 
-/// Estimated cost for providers that do not report it, from a small price table.
-pub fn estimate_cost(model: &str, input_tokens: u64, output_tokens: u64) -> Option<f64> {
-    pricing::estimate(model, input_tokens, output_tokens)
+/// Estimated cost for providers that do not report it, from the price table.
+pub fn estimate_cost(model: &str, usage: &TokenUsage) -> Option<f64> {
+    pricing::estimate(model, usage)
 }
+
+pub use pricing::{cache_savings, model_facts, ModelFacts};
 
 /// Default delay before retry `attempt` (0-based): exponential, capped.
 pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {

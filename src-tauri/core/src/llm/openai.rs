@@ -10,7 +10,7 @@ use super::http::{
 };
 use super::{
     estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
-    ProviderConfig,
+    ProviderConfig, TokenUsage,
 };
 
 pub struct OpenAiProvider {
@@ -37,7 +37,7 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     for message in &request.messages {
         messages.push(match message {
             ChatMessage::User { text } => json!({"role": "user", "content": text}),
-            ChatMessage::Assistant { text, tool_calls } => {
+            ChatMessage::Assistant { text, tool_calls, .. } => {
                 let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
                 if !tool_calls.is_empty() {
                     m["tool_calls"] = tool_calls
@@ -165,15 +165,16 @@ impl ChunkDecoder {
             .get("completion_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let cost = usage
-            .get("cost")
-            .and_then(Value::as_f64)
-            .or_else(|| estimate_cost(&self.model, input, output));
-        ModelEvent::Usage {
+        let mut tokens = TokenUsage {
             input_tokens: input,
             output_tokens: output,
-            cost_usd: cost,
-        }
+            ..TokenUsage::default()
+        };
+        tokens.cost_usd = usage
+            .get("cost")
+            .and_then(Value::as_f64)
+            .or_else(|| estimate_cost(&self.model, &tokens));
+        ModelEvent::Usage(tokens)
     }
 }
 
@@ -212,6 +213,10 @@ fn tool_call_delta(call: &Value, position: usize, out: &mut Vec<Result<ModelEven
 impl Provider for OpenAiProvider {
     fn model_id(&self) -> String {
         format!("openai/{}", self.config.model)
+    }
+
+    fn base_url(&self) -> String {
+        self.config.base_url.clone()
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, LlmError> {
@@ -312,11 +317,11 @@ mod tests {
                 ModelEvent::Finished {
                     stop_reason: "tool_calls".into()
                 },
-                ModelEvent::Usage {
+                ModelEvent::Usage(TokenUsage {
                     input_tokens: 10,
                     output_tokens: 5,
-                    cost_usd: None
-                },
+                    ..TokenUsage::default()
+                }),
             ]
         );
     }

@@ -1,39 +1,137 @@
-//! A small price table to estimate the cost of a task when the provider reports tokens but not
-//! money. Prices are US dollars per million tokens (input, output) and are an estimate: the UI
-//! marks them as such. Unknown models get no cost rather than a wrong one.
+//! What Mandate knows of model families without asking anyone: the context window, the most
+//! the model may write in one answer, and prices in US dollars per million tokens (input,
+//! output, cache read, cache write). Matched by the longest prefix of the model's name (after
+//! any `vendor/` part, as OpenRouter names models). An unknown model has no facts: its cost is
+//! unknown, never a wrong number, and its window comes from the provider or its errors.
 
-const PRICES: &[(&str, f64, f64)] = &[
-    ("claude-opus-4", 15.0, 75.0),
-    ("claude-sonnet-4", 3.0, 15.0),
-    ("claude-3-7-sonnet", 3.0, 15.0),
-    ("claude-3-5-sonnet", 3.0, 15.0),
-    ("claude-haiku-4", 1.0, 5.0),
-    ("claude-3-5-haiku", 0.8, 4.0),
-    ("gpt-4.1-mini", 0.4, 1.6),
-    ("gpt-4.1-nano", 0.1, 0.4),
-    ("gpt-4.1", 2.0, 8.0),
-    ("gpt-4o-mini", 0.15, 0.6),
-    ("gpt-4o", 2.5, 10.0),
-    ("o4-mini", 1.1, 4.4),
-    ("o3", 2.0, 8.0),
+/// One model family's figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelFacts {
+    pub prefix: &'static str,
+    pub context_window: u64,
+    pub max_output: u64,
+    /// Dollars per million input tokens (billed at the full price).
+    pub input: f64,
+    pub output: f64,
+    /// Dollars per million input tokens read from the prompt cache.
+    pub cache_read: f64,
+    /// Dollars per million input tokens written to the prompt cache.
+    pub cache_write: f64,
+}
+
+const fn m(
+    prefix: &'static str,
+    context_window: u64,
+    max_output: u64,
+    (input, output, cache_read, cache_write): (f64, f64, f64, f64),
+) -> ModelFacts {
+    ModelFacts {
+        prefix,
+        context_window,
+        max_output,
+        input,
+        output,
+        cache_read,
+        cache_write,
+    }
+}
+
+/// Anthropic: cache write 1.25x input, read 0.1x. OpenAI: automatic caching, read at the
+/// published cached-input price, writes free.
+const FACTS: &[ModelFacts] = &[
+    m("claude-opus-4-5", 200_000, 64_000, (5.0, 25.0, 0.5, 6.25)),
+    m("claude-opus-4-1", 200_000, 32_000, (15.0, 75.0, 1.5, 18.75)),
+    m("claude-opus-4", 200_000, 32_000, (15.0, 75.0, 1.5, 18.75)),
+    m("claude-sonnet-4", 200_000, 64_000, (3.0, 15.0, 0.3, 3.75)),
+    m("claude-3-7-sonnet", 200_000, 64_000, (3.0, 15.0, 0.3, 3.75)),
+    m("claude-3-5-sonnet", 200_000, 8_192, (3.0, 15.0, 0.3, 3.75)),
+    m("claude-haiku-4", 200_000, 64_000, (1.0, 5.0, 0.1, 1.25)),
+    m("claude-3-5-haiku", 200_000, 8_192, (0.8, 4.0, 0.08, 1.0)),
+    m("claude-3-haiku", 200_000, 4_096, (0.25, 1.25, 0.03, 0.3)),
+    m("gpt-5-nano", 400_000, 128_000, (0.05, 0.4, 0.005, 0.0)),
+    m("gpt-5-mini", 400_000, 128_000, (0.25, 2.0, 0.025, 0.0)),
+    m("gpt-5", 400_000, 128_000, (1.25, 10.0, 0.125, 0.0)),
+    m("gpt-4.1-mini", 1_047_576, 32_768, (0.4, 1.6, 0.1, 0.0)),
+    m("gpt-4.1-nano", 1_047_576, 32_768, (0.1, 0.4, 0.025, 0.0)),
+    m("gpt-4.1", 1_047_576, 32_768, (2.0, 8.0, 0.5, 0.0)),
+    m("gpt-4o-mini", 128_000, 16_384, (0.15, 0.6, 0.075, 0.0)),
+    m("gpt-4o", 128_000, 16_384, (2.5, 10.0, 1.25, 0.0)),
+    m("o4-mini", 200_000, 100_000, (1.1, 4.4, 0.275, 0.0)),
+    m("o3-mini", 200_000, 100_000, (1.1, 4.4, 0.55, 0.0)),
+    m("o3", 200_000, 100_000, (2.0, 8.0, 0.5, 0.0)),
+    m("o1", 200_000, 100_000, (15.0, 60.0, 7.5, 0.0)),
+    m("deepseek-chat", 128_000, 8_192, (0.27, 1.1, 0.07, 0.0)),
+    m(
+        "deepseek-reasoner",
+        128_000,
+        64_000,
+        (0.55, 2.19, 0.14, 0.0),
+    ),
+    m("gemini-2.5-pro", 1_048_576, 65_536, (1.25, 10.0, 0.31, 0.0)),
+    m(
+        "gemini-2.5-flash",
+        1_048_576,
+        65_536,
+        (0.3, 2.5, 0.075, 0.0),
+    ),
 ];
 
-pub fn estimate(model: &str, input_tokens: u64, output_tokens: u64) -> Option<f64> {
-    // OpenRouter names models `vendor/model`; match on the model part, longest prefix first.
+/// The facts of the family `model` belongs to, if it is a known one.
+pub fn model_facts(model: &str) -> Option<&'static ModelFacts> {
     let name = model.rsplit('/').next().unwrap_or(model);
-    let (_, input, output) = PRICES
+    FACTS
         .iter()
-        .filter(|(prefix, _, _)| name.starts_with(prefix))
-        .max_by_key(|(prefix, _, _)| prefix.len())?;
-    Some((input_tokens as f64 * input + output_tokens as f64 * output) / 1_000_000.0)
+        .filter(|f| name.starts_with(f.prefix))
+        .max_by_key(|f| f.prefix.len())
+}
+
+/// The cost of one request's tokens at the table's prices, if the model is known.
+pub fn estimate(model: &str, usage: &super::TokenUsage) -> Option<f64> {
+    let f = model_facts(model)?;
+    let dollars = usage.input_tokens as f64 * f.input
+        + usage.output_tokens as f64 * f.output
+        + usage.cache_read_tokens as f64 * f.cache_read
+        + usage.cache_write_tokens as f64 * f.cache_write;
+    Some(dollars / 1_000_000.0)
+}
+
+/// What the cache reads saved against paying the full input price for them.
+pub fn cache_savings(model: &str, usage: &super::TokenUsage) -> Option<f64> {
+    let f = model_facts(model)?;
+    Some(usage.cache_read_tokens as f64 * (f.input - f.cache_read) / 1_000_000.0)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::TokenUsage;
+
     #[test]
     fn longest_prefix_wins_and_unknown_models_have_no_cost() {
-        let mini = super::estimate("openai/gpt-4.1-mini", 1_000_000, 0).expect("known");
+        let usage = TokenUsage {
+            input_tokens: 1_000_000,
+            ..TokenUsage::default()
+        };
+        let mini = super::estimate("openai/gpt-4.1-mini", &usage).expect("known");
         assert!((mini - 0.4).abs() < 1e-9);
-        assert_eq!(super::estimate("llama3.2", 10, 10), None);
+        assert_eq!(super::estimate("llama3.2", &usage), None);
+        assert_eq!(
+            super::model_facts("claude-opus-4-5-20251101").map(|f| f.input),
+            Some(5.0)
+        );
+    }
+
+    #[test]
+    fn cache_reads_and_writes_are_priced_apart() {
+        let usage = TokenUsage {
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 1_000_000,
+            cache_write_tokens: 1_000_000,
+            cost_usd: None,
+        };
+        let cost = super::estimate("claude-sonnet-4-5", &usage).expect("known");
+        assert!((cost - (0.3 + 3.75)).abs() < 1e-9);
+        let saved = super::cache_savings("claude-sonnet-4-5", &usage).expect("known");
+        assert!((saved - 2.7).abs() < 1e-9);
     }
 }

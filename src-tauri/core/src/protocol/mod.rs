@@ -59,6 +59,10 @@ pub enum Request {
     RetryTask {
         task_id: String,
     },
+    /// Condenses the task's conversation now (the header's button, `/compact`).
+    CondenseTask {
+        task_id: String,
+    },
     AnswerQuestion {
         task_id: String,
         call_id: String,
@@ -368,6 +372,24 @@ pub enum Event {
     /// An MCP server started, stopped, failed, or its tools changed.
     McpServersChanged {
         overview: McpOverview,
+    },
+    /// The task's conversation is being condensed (a `Condensed` message follows, or an error).
+    Condensing {
+        task_id: String,
+        automatic: bool,
+    },
+    /// A request did not fit the model's window; it is sent again, smaller.
+    ContextRetry {
+        task_id: String,
+        attempt: u32,
+        /// The window the provider's error named, where it named one.
+        limit_tokens: Option<u64>,
+        message: String,
+    },
+    /// The model's answer was cut at its output limit; a cut tool call was not run.
+    OutputCut {
+        task_id: String,
+        max_tokens: u32,
     },
 }
 

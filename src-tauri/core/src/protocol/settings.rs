@@ -66,6 +66,40 @@ pub struct SettingsView {
     pub confinement: ConfinementView,
     /// The cap on what one task may spend (none when both are None).
     pub budget: Budget,
+    /// Condensing and the models' windows as the person set them.
+    pub context: ContextSettings,
+}
+
+/// When the conversation is condensed, and what the person knows better than any table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct ContextSettings {
+    /// Condense automatically when the conversation reaches this share of the usable input
+    /// (percent, 10 to 95).
+    pub threshold_percent: u8,
+    /// Per model (`provider/model`, as recorded in the ledger): window, output and thinking.
+    pub models: Vec<ModelOverride>,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        Self {
+            threshold_percent: 80,
+            models: Vec::new(),
+        }
+    }
+}
+
+/// What the person says of one model; None leaves it to the provider and the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct ModelOverride {
+    /// `provider/model`, e.g. `anthropic/claude-sonnet-4-5` or `openai/llama3.2`.
+    pub model: String,
+    pub context_window: Option<u64>,
+    pub max_output: Option<u32>,
+    /// Anthropic extended thinking budget in tokens (0 or None: off).
+    pub thinking_budget: Option<u32>,
 }
 
 /// The confinement commands run under, as Settings shows it.
@@ -114,4 +148,8 @@ pub struct SettingsUpdate {
     #[serde(default)]
     #[ts(optional)]
     pub budget: Option<Budget>,
+    /// Condensing and per-model windows; absent keeps what is set.
+    #[serde(default)]
+    #[ts(optional)]
+    pub context: Option<ContextSettings>,
 }

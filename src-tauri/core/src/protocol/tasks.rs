@@ -27,10 +27,37 @@ pub struct Budget {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 pub struct Usage {
+    /// Every input token sent, cached or not.
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// In US dollars, when the model's price is known.
+    /// In US dollars, when the model's price is known (condensing calls included).
     pub cost_usd: Option<f64>,
+    /// Input tokens read from the provider's prompt cache (part of `input_tokens`).
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (part of `input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// What cache reads saved against the full input price, when the price is known.
+    #[serde(default)]
+    pub cache_saved_usd: Option<f64>,
+}
+
+/// How full the model's context window is, as the task header's gauge shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct ContextView {
+    /// Tokens the next request holds (the last usage plus an estimate of what was added).
+    pub used_tokens: u64,
+    /// The model's whole window.
+    pub window_tokens: u64,
+    /// What input may use: the window less the output reserved and a margin.
+    pub usable_tokens: u64,
+    /// Where automatic condensing starts.
+    pub threshold_tokens: u64,
+    /// Where the window figure comes from: `settings`, `provider`, `table`, `learned`, `default`.
+    pub window_source: String,
+    /// How many times the conversation was condensed.
+    pub condensations: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -45,6 +72,9 @@ pub struct TaskSummary {
     pub updated_at: String,
     /// The last error, in words for the user.
     pub error: Option<String>,
+    /// How full the model's window is (known once the task has asked the model).
+    #[serde(default)]
+    pub context: Option<ContextView>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -70,6 +100,22 @@ pub enum UiMessage {
     Notice {
         id: String,
         text: String,
+    },
+    /// The model's reasoning before an answer, shown collapsed (plain text).
+    Thinking {
+        id: String,
+        text: String,
+    },
+    /// The conversation was condensed: what it held before and after, what the summary cost,
+    /// and the summary itself (behind a disclosure).
+    Condensed {
+        id: String,
+        tokens_before: u64,
+        tokens_after: u64,
+        cost_usd: Option<f64>,
+        summary_safe_html: String,
+        /// True when Mandate condensed at the threshold; false when the person asked.
+        automatic: bool,
     },
 }
 
