@@ -13,6 +13,7 @@ mod env;
 mod governance;
 mod hook_steps;
 mod ledger_check;
+mod model_turn;
 mod orchestrator;
 mod store;
 mod task;

@@ -188,7 +188,51 @@ impl TaskStore {
         tasks
     }
 
+    /// The directory of a task's kept outputs (whole outputs of results cut for the window).
+    fn outputs(&self, id: &str) -> Result<PathBuf, StoreError> {
+        self.file(id)?;
+        Ok(self.dir.join(format!("{id}.outputs")))
+    }
+
+    /// A call id as a file name: its own when it is plain, else its hash.
+    fn output_name(call_id: &str) -> String {
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if !call_id.is_empty() && call_id.len() <= 64 && call_id.chars().all(plain) {
+            return format!("{call_id}.txt");
+        }
+        format!(
+            "{}.txt",
+            &crate::fsutil::sha256_hex(call_id.as_bytes())[..32]
+        )
+    }
+
+    /// Keeps a call's whole output with the task (atomically, like the task itself).
+    pub fn save_output(&self, id: &str, call_id: &str, text: &str) -> Result<(), StoreError> {
+        let dir = self.outputs(id)?;
+        let save = |source| StoreError::Save {
+            id: id.to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(save)?;
+        write_atomic(&dir.join(Self::output_name(call_id)), text.as_bytes()).map_err(save)
+    }
+
+    /// A call's kept output.
+    pub fn load_output(&self, id: &str, call_id: &str) -> Result<String, StoreError> {
+        let path = self.outputs(id)?.join(Self::output_name(call_id));
+        std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::NotFound(call_id.to_string()),
+            _ => StoreError::Corrupt {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            },
+        })
+    }
+
     pub fn delete(&self, id: &str) -> Result<(), StoreError> {
+        if let Ok(dir) = self.outputs(id) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let path = self.file(id)?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),

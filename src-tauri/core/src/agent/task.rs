@@ -118,6 +118,9 @@ pub struct TaskHandle {
     temp_dir: Mutex<Option<tempfile::TempDir>>,
     /// Whether the person was told this task's commands are not confined.
     told_unconfined: AtomicBool,
+    /// The system prompt as last sent, and what it was made from: it stays the same, byte for
+    /// byte, while that does not change, so the provider's prompt cache keeps hitting.
+    system_prompt: Mutex<Option<(u64, String)>>,
 }
 
 impl TaskHandle {
@@ -130,6 +133,7 @@ impl TaskHandle {
             running: AtomicBool::new(false),
             temp_dir: Mutex::new(None),
             told_unconfined: AtomicBool::new(false),
+            system_prompt: Mutex::new(None),
         })
     }
 
@@ -205,6 +209,11 @@ impl TaskHandle {
                 ),
             });
         }
+    }
+
+    /// Where the task's history (and its kept outputs) live.
+    pub fn store(&self) -> Arc<TaskStore> {
+        self.store.clone()
     }
 
     pub fn governance(&self) -> TaskGovernance {
@@ -327,6 +336,37 @@ impl TaskHandle {
             }));
             add_usage(&mut r.summary.usage, &turn.usage, &r.summary.model);
         });
+    }
+
+    /// Changes what the task remembers of its context (saved at the next checkpoint).
+    pub fn update_context<R>(&self, f: impl FnOnce(&mut crate::context::ContextState) -> R) -> R {
+        self.update(|r| f(&mut r.context))
+    }
+
+    /// The gauge's figures, shown with the task's summary.
+    pub fn set_context_view(&self, view: crate::protocol::ContextView) {
+        self.update(|r| r.summary.context = Some(view));
+    }
+
+    /// A request made for the task itself (a summary) adds its tokens and cost to the task's.
+    pub fn add_usage(&self, usage: &crate::llm::TokenUsage) {
+        self.update(|r| {
+            let model = r.summary.model.clone();
+            add_usage(&mut r.summary.usage, usage, &model)
+        });
+    }
+
+    /// The system prompt this task last sent, if it was made for `key`.
+    pub fn cached_system(&self, key: u64) -> Option<String> {
+        let cache = self.system_prompt.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, s)| s.clone())
+    }
+
+    pub fn cache_system(&self, key: u64, system: String) {
+        *self.system_prompt.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, system));
     }
 
     /// A plain answer (no tool call) at the end of the conversation is dropped, so that a retry

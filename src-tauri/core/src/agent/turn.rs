@@ -3,15 +3,11 @@
 //! the GUI) answers without a tool and waits for the user.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use super::{dispatch, AgentEnv, TaskHandle};
-use crate::llm::{collect_turn, ChatMessage, LlmError, ModelRequest};
-use crate::markdown::StreamingRenderer;
-use crate::orchestration::ledger::now_rfc3339;
-use crate::prompt::{self, PromptContext};
+use crate::llm::ChatMessage;
 use crate::protocol::{
     ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus, UiMessage,
 };
@@ -150,14 +146,6 @@ async fn open_run(
     None
 }
 
-/// The window never shows a secret Mandate holds, even one the model wrote out.
-fn redact(html: String) -> String {
-    match crate::redact::Redactor::global().redact(&html) {
-        std::borrow::Cow::Borrowed(_) => html,
-        std::borrow::Cow::Owned(clean) => clean,
-    }
-}
-
 /// A damaged intents file is said out loud at the start of every run, not found out later.
 fn say_what_is_broken(env: &AgentEnv) {
     if let Some(error) = env.gov.intents.snapshot().error {
@@ -171,7 +159,7 @@ fn say_what_is_broken(env: &AgentEnv) {
     }
 }
 
-fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
+pub(super) fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
     task.post(
         env.sink.as_ref(),
         UiMessage::Error {
@@ -179,92 +167,6 @@ fn add_error(env: &AgentEnv, task: &TaskHandle, message: String) {
             message,
         },
     );
-}
-
-/// What the prompt reads from disk: the intents, the active intent's history, rules, lessons.
-struct PromptInputs {
-    intents: crate::orchestration::intents::IntentsSnapshot,
-    history: Vec<crate::protocol::TraceChange>,
-    rules: Vec<(String, String)>,
-    lessons: Option<String>,
-}
-
-impl PromptInputs {
-    /// Reads everything (blocking); a ledger that cannot be read costs only the history.
-    fn load(gov: &super::Governance, selected: Option<&str>) -> (Self, Option<String>) {
-        let intents = gov.intents.snapshot();
-        let (history, problem) = match selected.and_then(|id| intents.doc.get(id)) {
-            Some(i) => match crate::orchestration::trace::intent_changes(gov.root(), &i.id) {
-                Ok(h) => (h, None),
-                Err(e) => (
-                    Vec::new(),
-                    Some(format!(
-                        "The trace ledger could not be read for the intent's history: {e}"
-                    )),
-                ),
-            },
-            None => (Vec::new(), None),
-        };
-        let inputs = Self {
-            rules: prompt::load_rules(gov.root()),
-            lessons: crate::orchestration::lessons::read_recent(gov.root(), 6_000),
-            intents,
-            history,
-        };
-        (inputs, problem)
-    }
-}
-
-async fn build_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequest {
-    let record = task.record();
-    let gov = env.gov.clone();
-    let selected = record.governance.selected_intent.clone();
-    let (inputs, problem) =
-        match tokio::task::spawn_blocking(move || PromptInputs::load(&gov, selected.as_deref()))
-            .await
-        {
-            Ok(loaded) => loaded,
-            Err(e) => (
-                PromptInputs {
-                    intents: env.gov.intents.snapshot(),
-                    history: Vec::new(),
-                    rules: Vec::new(),
-                    lessons: None,
-                },
-                Some(format!("Reading the workspace for the prompt failed: {e}")),
-            ),
-        };
-    if let Some(problem) = problem {
-        env.notice(problem);
-    }
-    let active = record
-        .governance
-        .selected_intent
-        .as_deref()
-        .and_then(|id| inputs.intents.doc.get(id));
-    let tool_names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
-    let date = now_rfc3339();
-    let system = prompt::build(&PromptContext {
-        root: env.gov.root(),
-        intents: &inputs.intents,
-        active_intent: active,
-        recent_history: &inputs.history,
-        rules: &inputs.rules,
-        lessons: inputs.lessons.as_deref(),
-        os: std::env::consts::OS,
-        shell: "sh",
-        date: crate::text::prefix(&date, 10),
-        objective: &record.objective,
-        custom_instructions: &env.custom_instructions,
-        tool_names: &tool_names,
-    });
-    ModelRequest {
-        system,
-        messages: record.conversation,
-        tools: env.tools.iter().map(|t| t.spec()).collect(),
-        max_tokens: 8192,
-        ..ModelRequest::default()
-    }
 }
 
 /// Same tool with the same arguments, in a row.
@@ -309,11 +211,16 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
             add_error(env, task, why.clone());
             return TaskEnd::Paused(why);
         }
-        let turn = match model_turn(env, task, cancel).await {
+        let turn = match super::model_turn::model_turn(env, task, cancel).await {
             Ok(t) => t,
             Err(end) => return end,
         };
-        if turn.tool_calls.is_empty() {
+        let mut calls = turn.tool_calls.clone();
+        let cut = match turn.cut_at_output_limit() {
+            true => Some(output_cut(env, task, &mut calls).await),
+            false => None,
+        };
+        if turn.tool_calls.is_empty() && cut.is_none() {
             if env.interactive {
                 return TaskEnd::Idle;
             }
@@ -322,8 +229,12 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
                 text: "[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]".into(),
             });
         }
-        if let Flow::End(end) = run_calls(env, task, &turn.tool_calls, &mut streak, cancel).await {
+        if let Flow::End(end) = run_calls(env, task, &calls, &mut streak, cancel).await {
             return end;
+        }
+        if let Some(Some(result)) = cut {
+            task.push_conversation(result);
+            task.checkpoint(env.sink.as_ref()).await;
         }
         if streak.repeats >= 3 || streak.mistakes >= 3 {
             let reason = if streak.repeats >= 3 {
@@ -349,6 +260,60 @@ async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken
     }
 }
 
+/// The answer was cut at the output limit: said plainly, the cut call (the last one) taken out
+/// of `calls` and answered with an error that asks for a continuation or a smaller write; an
+/// answer without a call is asked to go on. Returns the cut call's result, to follow the others.
+async fn output_cut(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    calls: &mut Vec<crate::llm::ToolCall>,
+) -> Option<ChatMessage> {
+    let max = super::context_steps::window(env).await.max_tokens();
+    env.sink.emit(Event::OutputCut {
+        task_id: task.id.clone(),
+        max_tokens: max,
+    });
+    let cut = calls.pop();
+    task.post(
+        env.sink.as_ref(),
+        UiMessage::Notice {
+            id: uuid::Uuid::new_v4().to_string(),
+            text: match &cut {
+                Some(c) => format!(
+                    "The model's answer was cut at its output limit ({max} tokens) while it wrote a {} call; that call was not run, and the model was asked to split the work.",
+                    c.name
+                ),
+                None => format!(
+                    "The model's answer was cut at its output limit ({max} tokens); it was asked to continue."
+                ),
+            },
+        },
+    );
+    match cut {
+        Some(c) => Some(ChatMessage::ToolResult {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            content: crate::hooks::Denial::new(
+                crate::hooks::DenialCode::InvalidArguments,
+                format!(
+                    "Not run: your answer was cut at the output limit ({max} tokens) while you wrote this call, so its arguments are incomplete. \
+Make smaller calls: write a long file in parts (write_to_file with the first part, then apply_diff to add the rest), or edit only the lines that change."
+                ),
+            )
+            .to_tool_error(),
+            is_error: true,
+        }),
+        None => {
+            task.push_conversation(ChatMessage::User {
+                text: format!(
+                    "[Your answer was cut at the output limit ({max} tokens). Continue exactly where you stopped; keep each answer shorter.]"
+                ),
+            });
+            None
+        }
+    }
+}
+
 /// The turn's tool calls, one at a time through the orchestrator.
 async fn run_calls(
     env: &AgentEnv,
@@ -364,10 +329,11 @@ async fn run_calls(
             return Flow::End(TaskEnd::Cancelled);
         }
         let result = dispatch(env, task, call, cancel).await;
+        let content = super::context_steps::fit_result(env, task, call, result.content).await;
         task.push_conversation(ChatMessage::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
-            content: result.content.clone(),
+            content,
             is_error: result.is_error,
         });
         task.checkpoint(env.sink.as_ref()).await;
@@ -491,90 +457,4 @@ pub(super) async fn ask_person(
         outcome: if yes_said { yes } else { no },
     });
     yes_said
-}
-
-/// One request to the model, streamed into the UI. Errors end the run.
-async fn model_turn(
-    env: &AgentEnv,
-    task: &TaskHandle,
-    cancel: &CancellationToken,
-) -> Result<crate::llm::AssistantTurn, TaskEnd> {
-    let request = build_request(env, task).await;
-    let message_id = uuid::Uuid::new_v4().to_string();
-    env.sink.emit(Event::MessageAdded {
-        task_id: task.id.clone(),
-        message: UiMessage::Assistant {
-            id: message_id.clone(),
-            safe_html: String::new(),
-            complete: false,
-        },
-    });
-    let mut renderer = StreamingRenderer::new(env.render_interval);
-    let started = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(LlmError::Cancelled),
-        s = env.provider.stream(&request) => s,
-    };
-    let collected = match started {
-        Ok(stream) => collect_turn(stream, cancel, |delta| {
-            renderer.push(delta);
-            if let Some(update) = renderer.update_if_due(Instant::now()) {
-                env.sink.emit(Event::MessageDelta {
-                    task_id: task.id.clone(),
-                    message_id: message_id.clone(),
-                    stable_safe_html: redact(update.stable_html),
-                    safe_html: redact(update.tail_html),
-                    reset: update.reset,
-                });
-            }
-        })
-        .await
-        .map_err(|f| f.error),
-        Err(e) => Err(e),
-    };
-    let html = redact(renderer.finish());
-    match collected {
-        Ok(turn) => {
-            env.sink.emit(Event::MessageFinished {
-                task_id: task.id.clone(),
-                message_id: message_id.clone(),
-                safe_html: html.clone(),
-                complete: true,
-            });
-            let shown = (!turn.text.trim().is_empty()).then(|| UiMessage::Assistant {
-                id: message_id.clone(),
-                safe_html: html.clone(),
-                complete: true,
-            });
-            task.push_turn(&turn, shown);
-            task.emit_summary(env.sink.as_ref());
-            task.checkpoint(env.sink.as_ref()).await;
-            Ok(turn)
-        }
-        Err(error) => {
-            // The partial answer is shown as cut off and never enters the conversation.
-            env.sink.emit(Event::MessageFinished {
-                task_id: task.id.clone(),
-                message_id: message_id.clone(),
-                safe_html: html.clone(),
-                complete: false,
-            });
-            if !renderer.text().trim().is_empty() {
-                task.push_message(UiMessage::Assistant {
-                    id: message_id,
-                    safe_html: html,
-                    complete: false,
-                });
-            }
-            if error == LlmError::Cancelled {
-                add_error(env, task, "Stopped. The partial answer above was not kept; send a message or retry to go on.".into());
-                task.checkpoint(env.sink.as_ref()).await;
-                return Err(TaskEnd::Cancelled);
-            }
-            let message = error.to_string();
-            add_error(env, task, message.clone());
-            task.checkpoint(env.sink.as_ref()).await;
-            Err(TaskEnd::Failed(message))
-        }
-    }
 }

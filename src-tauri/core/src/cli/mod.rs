@@ -138,6 +138,22 @@ pub struct RunArgs {
     /// Stop (exit 1) when the task has used this many tokens (input and output).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// The model's context window in tokens, when the provider and Mandate's table do not know
+    /// it (or know it wrong); overrides Settings.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// The most the model may write in one answer, in tokens; overrides Settings and the table.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_output: Option<u32>,
+    /// Anthropic extended thinking with this budget in tokens (at least 1024; 0 turns it off).
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<u32>,
+    /// OpenAI reasoning models (o-series, gpt-5): the reasoning effort asked for.
+    #[arg(long, value_enum)]
+    pub reasoning_effort: Option<EffortArg>,
+    /// Condense the conversation automatically at this share of the usable input (10 to 95).
+    #[arg(long, value_name = "PERCENT")]
+    pub condense_threshold: Option<u8>,
     /// Start the workspace's MCP server NAME (from .mcp.json) for this run, without the consent
     /// recorded in Settings; repeat for several. Its command is printed first. An unattended run
     /// never starts a workspace's server without one or the other.
@@ -150,6 +166,13 @@ pub struct RunArgs {
     pub trust_hooks: bool,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EffortArg {
+    Low,
+    Medium,
+    High,
 }
 
 #[derive(Debug, Args)]

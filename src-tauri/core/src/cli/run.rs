@@ -228,7 +228,9 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
         api_key,
         retry: RetryPolicy::from_env(),
     });
-    let env = agent_env(&args, gov, provider, sink.clone(), store, tools);
+    let (settings, _) = crate::settings::Settings::load(&dirs);
+    let context = context_config(&args, &settings.context, &provider.model_id(), &dirs);
+    let env = agent_env(&args, gov, provider, sink.clone(), store, tools, context);
     let (task, text) = task_to_run(&args, &env, prompt)?;
     sink.emit(Event::TaskUpdated {
         task: task.summary(),
@@ -255,6 +257,9 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
 fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
     if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
         return Err(usage(&e.to_string()));
+    }
+    if let Err(e) = context_config_check(args) {
+        return Err(usage(&e));
     }
     if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
         return Err(usage("--max-cost must be a positive number of US dollars"));
@@ -305,6 +310,7 @@ fn agent_env(
     sink: Arc<dyn EventSink>,
     store: Arc<TaskStore>,
     tools: Vec<Box<dyn crate::tools::Tool>>,
+    context: crate::context::ContextConfig,
 ) -> Arc<AgentEnv> {
     Arc::new(AgentEnv {
         gov,
@@ -328,12 +334,56 @@ fn agent_env(
         max_turns: args.max_turns,
         interactive: false,
         render_interval: Duration::from_millis(100),
-        context: crate::context::ContextConfig::default(),
+        context,
         budget: Budget {
             max_cost_usd: args.max_cost,
             max_tokens: args.max_tokens,
         },
     })
+}
+
+/// The flags' figures checked as Settings checks them.
+fn context_config_check(args: &RunArgs) -> Result<(), String> {
+    let probe = crate::protocol::ContextSettings {
+        threshold_percent: args.condense_threshold.unwrap_or(80),
+        models: vec![crate::protocol::ModelOverride {
+            model: "m".into(),
+            context_window: args.context_window,
+            max_output: args.max_output,
+            thinking_budget: args.thinking_budget,
+        }],
+    };
+    crate::settings::check_context(probe)
+        .map(|_| ())
+        .map_err(|e| {
+            format!("{e} (--context-window, --max-output, --thinking-budget, --condense-threshold)")
+        })
+}
+
+/// Settings' context figures for this model, with the flags over them.
+fn context_config(
+    args: &RunArgs,
+    settings: &crate::protocol::ContextSettings,
+    model_id: &str,
+    dirs: &AppDirs,
+) -> crate::context::ContextConfig {
+    let mut c = crate::context::ContextConfig::from_settings(settings, model_id, &dirs.data);
+    if let Some(p) = args.condense_threshold {
+        c.threshold_percent = p;
+    }
+    let o = &mut c.model_override;
+    o.context_window = args.context_window.or(o.context_window);
+    o.max_output = args.max_output.or(o.max_output);
+    o.thinking_budget = args.thinking_budget.or(o.thinking_budget);
+    c.reasoning_effort = args.reasoning_effort.map(|e| {
+        match e {
+            super::EffortArg::Low => "low",
+            super::EffortArg::Medium => "medium",
+            super::EffortArg::High => "high",
+        }
+        .to_string()
+    });
+    c
 }
 
 /// The task `--resume` names (with the request as a new message, if one is given), or a new one.

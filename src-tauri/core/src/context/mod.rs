@@ -36,6 +36,35 @@ pub struct ContextConfig {
     pub reasoning_effort: Option<String>,
     /// Windows learned from providers' errors, kept in the data directory.
     pub learned: std::sync::Arc<LearnedWindows>,
+    /// The window of this run's model, once worked out.
+    pub resolved: std::sync::Arc<std::sync::Mutex<Option<ModelWindow>>>,
+}
+
+impl ContextConfig {
+    /// The person's settings for the model `model_id` (`provider/model`), with windows learned
+    /// before kept in `data_dir`.
+    pub fn from_settings(
+        settings: &crate::protocol::ContextSettings,
+        model_id: &str,
+        data_dir: &std::path::Path,
+    ) -> Self {
+        let model_override = settings
+            .models
+            .iter()
+            .find(|m| {
+                m.model == model_id
+                    || Some(m.model.as_str()) == model_id.split_once('/').map(|(_, m)| m)
+            })
+            .cloned()
+            .unwrap_or_default();
+        Self {
+            threshold_percent: settings.threshold_percent,
+            model_override,
+            reasoning_effort: None,
+            learned: std::sync::Arc::new(LearnedWindows::open(data_dir)),
+            resolved: Default::default(),
+        }
+    }
 }
 
 impl Default for ContextConfig {
@@ -45,6 +74,7 @@ impl Default for ContextConfig {
             model_override: ModelOverride::default(),
             reasoning_effort: None,
             learned: std::sync::Arc::new(LearnedWindows::in_memory()),
+            resolved: Default::default(),
         }
     }
 }

@@ -293,6 +293,11 @@ impl Host {
         let settings = self.settings();
         let config = self.provider_config().await?;
         let provider = provider_for(config);
+        let context = crate::context::ContextConfig::from_settings(
+            &settings.context,
+            &provider.model_id(),
+            &self.dirs.data,
+        );
         // The servers start with the task (each within its start-up limit); their tools join
         // Mandate's own for this run.
         let mcp = opened.mcp.prepare_run().await;
@@ -316,7 +321,7 @@ impl Host {
             max_turns: None,
             interactive: true,
             render_interval: Duration::from_millis(100),
-            context: crate::context::ContextConfig::default(),
+            context,
             budget: settings.budget,
         }))
     }

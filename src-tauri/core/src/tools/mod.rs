@@ -13,6 +13,7 @@ mod intent_record;
 mod list_files;
 mod propose_intent;
 mod read_file;
+mod read_tool_output;
 mod record_lesson;
 mod request_scope_expansion;
 mod search_files;
@@ -222,6 +223,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
     vec![
         Box::new(select_active_intent::SelectActiveIntent),
         Box::new(read_file::ReadFile),
+        Box::new(read_tool_output::ReadToolOutput),
         Box::new(list_files::ListFiles),
         Box::new(search_files::SearchFiles),
         Box::new(write_to_file::WriteToFile),

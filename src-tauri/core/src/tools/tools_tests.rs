@@ -38,6 +38,7 @@ fn plan(name: &str, args: serde_json::Value) -> Result<Planned, ToolError> {
 fn every_tool_has_a_schema_with_the_documented_arguments() {
     let expected: &[(&str, &[&str])] = &[
         ("read_file", &["end_line", "path", "start_line"]),
+        ("read_tool_output", &["call_id", "end_line", "start_line"]),
         ("list_files", &["path", "recursive"]),
         ("search_files", &["file_pattern", "path", "regex"]),
         (
