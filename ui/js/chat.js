@@ -15,7 +15,11 @@ import { forgetTask as forgetApprovals, pendingByTask } from './approvals.js';
 
 /** Events kept per task that has no loaded panel (a task just started, or running unseen). */
 const BUFFER_CAP = 5000;
-const DEFAULT_HINT = 'Enter to send · Shift+Enter for a new line';
+const DEFAULT_HINT = 'Enter to send · Shift+Enter for a new line · /compact condenses the conversation';
+/** How many times the host sends a request again, smaller, after a context-length refusal. */
+const CONTEXT_TRIES = 3;
+/** Typed alone in the composer: condense the task's conversation instead of sending a message. */
+const COMPACT = '/compact';
 
 const state = {
   /** Open tabs, in tab order. @type {string[]} */
@@ -124,7 +128,7 @@ export function handleTaskEvent(ev) {
  * @param {TaskEvent} ev
  */
 function keep(ev) {
-  if (!['message_added', 'message_delta', 'message_finished', 'tool_call_started', 'tool_call_output', 'tool_call_finished', 'question_asked'].includes(ev.type)) return;
+  if (!['message_added', 'message_delta', 'message_finished', 'tool_call_started', 'tool_call_output', 'tool_call_finished', 'question_asked', 'condensing', 'context_retry'].includes(ev.type)) return;
   const loading = panels.get(ev.task_id)?.loading === true;
   if (!loading && starting === 0) return;
   const buffer = buffers.has(ev.task_id) ? buffers.get(ev.task_id) : [];
@@ -151,8 +155,20 @@ function apply(panel, ev) {
     case 'tool_call_finished': t.tool(ev.call); break;
     case 'tool_call_output': t.output(ev.call_id, ev.chunk); break;
     case 'question_asked': t.question({ taskId: ev.task_id, callId: ev.call_id, question: ev.question, options: ev.options }); break;
+    case 'condensing': t.condensing(ev.automatic); break;
+    case 'context_retry': t.note(contextRetryText(ev)); break;
+    // The host posts its own notice for a cut answer (with what it did about the cut call).
+    case 'output_cut': break;
     default: break;
   }
+}
+
+/**
+ * @param {Extract<HostEvent, { type: 'context_retry' }>} ev
+ */
+function contextRetryText(ev) {
+  const limit = ev.limit_tokens === null ? '' : ` (limit ${ev.limit_tokens.toLocaleString('en-US')} tokens)`;
+  return `The request did not fit the model's window${limit}; sending less (try ${ev.attempt} of ${CONTEXT_TRIES}).`;
 }
 
 /**
@@ -390,6 +406,10 @@ async function send() {
     return;
   }
   setMessage(error, null);
+  if (text.trim() === COMPACT) {
+    await compact(task);
+    return;
+  }
   sending = true;
   updateComposer();
   try {
@@ -416,6 +436,33 @@ async function send() {
       // Whatever else was kept while starting belongs to no tab.
       for (const id of [...buffers.keys()]) if (!panels.get(id)?.loading) buffers.delete(id);
     }
+  } catch (e) {
+    setMessage(error, errorText(e));
+  } finally {
+    sending = false;
+    autosize();
+    updateComposer();
+  }
+}
+
+/**
+ * `/compact`: condenses the active task's conversation (never sent to the model as a message).
+ * @param {TaskSummary | undefined} task
+ */
+async function compact(task) {
+  const input = byId('composer-input', HTMLTextAreaElement);
+  const error = byId('composer-error');
+  if (!task) {
+    setMessage(error, 'There is no conversation to condense yet: /compact works in an open task.');
+    return;
+  }
+  const text = input.value;
+  sending = true;
+  updateComposer();
+  try {
+    await request({ type: 'condense_task', task_id: task.id });
+    if (input.value === text) input.value = '';
+    drafts.delete(task.id);
   } catch (e) {
     setMessage(error, errorText(e));
   } finally {

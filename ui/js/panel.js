@@ -1,9 +1,10 @@
-// One open task: its header (status, intent, usage, stop/retry) above its transcript.
+// One open task: its header (status, intent, context, usage, stop/retry) above its transcript.
 
 import { request } from './ipc.js';
 import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
 import { canRetry, intentById, isBusy, statusLabel, store, taskEventMark, upsertTaskFromReply } from './store.js';
 import { domId } from './tasks.js';
+import { ContextGauge } from './gauge.js';
 import { Transcript } from './transcript.js';
 import { requestUndo } from './undo.js';
 
@@ -22,6 +23,15 @@ export class TaskPanel {
     this.intent = h('span', { class: 'task-intent' });
     this.select = h('select', { class: 'task-intent-select', 'aria-label': 'Intent for this task' });
     this.usage = h('span', { class: 'task-usage' });
+    this.gauge = new ContextGauge();
+    this.condense = h('button', {
+      type: 'button',
+      class: 'quiet',
+      'data-action': 'condense',
+      'aria-label': 'Condense the conversation',
+      title: 'Summarize the older conversation so it takes less of the model\'s window (also: /compact)',
+      text: 'Condense',
+    });
     this.stop = h('button', { type: 'button', 'data-action': 'stop', text: 'Stop', title: 'Stop the agent (the task can be retried)' });
     this.retry = h('button', { type: 'button', 'data-action': 'retry', text: 'Retry', title: 'Run the last turn again' });
     this.undo = h('button', { type: 'button', class: 'quiet', 'data-action': 'undo-task', text: 'Undo task…', title: 'Take back every change this task made (shows what would change first)' });
@@ -42,7 +52,9 @@ export class TaskPanel {
         this.intent,
         this.select,
         h('span', { class: 'spacer' }),
-        this.usage),
+        this.gauge.el,
+        this.usage,
+        this.condense),
       h('div', { class: 'task-header-row' }, this.lastError, this.budget),
       this.error);
     this.el = h('section', {
@@ -55,7 +67,9 @@ export class TaskPanel {
 
     this.stop.addEventListener('click', () => this.act({ type: 'cancel_task', task_id: this.id }, this.stop));
     this.retry.addEventListener('click', () => this.act({ type: 'retry_task', task_id: this.id }, this.retry));
+    this.condense.addEventListener('click', () => this.act({ type: 'condense_task', task_id: this.id }, this.condense));
     this.select.addEventListener('change', () => this.selectIntent());
+    this.el.addEventListener('mandate:condensing', () => this.condensingChanged());
     this.undo.addEventListener('click', () => {
       const title = store.tasks.get(this.id)?.title ?? '';
       requestUndo(this.undo, { kind: 'task', task_id: this.id }, `Undo the task “${title}”`);
@@ -116,10 +130,12 @@ export class TaskPanel {
     this.title.title = task.title;
     this.status.textContent = statusLabel(task.status);
     this.status.dataset.status = task.status;
-    const { input_tokens: tin, output_tokens: tout, cost_usd: cost } = task.usage;
-    this.usage.textContent = `${formatTokens(tin)} in · ${formatTokens(tout)} out · ${formatCost(cost)}`;
-    this.usage.title = `${tin.toLocaleString()} input tokens, ${tout.toLocaleString()} output tokens${cost === null ? '' : `, about $${cost.toFixed(4)} (estimate from list prices)`}${task.model ? ` — ${task.model}` : ''}`;
+    showUsage(this.usage, task);
+    this.gauge.update(task.context);
     this.stop.disabled = !isBusy(task.status);
+    // A run that ended leaves no automatic condensing going (a failure says so in a notice).
+    if (!isBusy(task.status)) this.transcript.condensingEnded(true);
+    this.condense.disabled = isBusy(task.status) || this.transcript.condensingNow();
     this.retry.disabled = !canRetry(task);
     this.undo.disabled = isBusy(task.status);
     const showError = task.error !== null && canRetry(task);
@@ -130,6 +146,12 @@ export class TaskPanel {
     this.budget.hidden = !paused;
     this.el.dataset.status = task.status;
     this.refreshIntents();
+  }
+
+  /** The transcript started or stopped showing a condensing row. */
+  condensingChanged() {
+    const task = store.tasks.get(this.id);
+    this.condense.disabled = (task ? isBusy(task.status) : false) || this.transcript.condensingNow();
   }
 
   /** Re-reads the task's intent and the list of intents into the badge and the select. */
@@ -158,4 +180,22 @@ export class TaskPanel {
     this.select.replaceChildren(...options);
     this.select.value = current ?? '';
   }
+}
+
+/**
+ * Tokens and cost so far; cache reads (part of the input) and what they saved, when there were any.
+ * @param {HTMLElement} el
+ * @param {TaskSummary} task
+ */
+function showUsage(el, task) {
+  const { input_tokens: tin, output_tokens: tout, cost_usd: cost, cache_read_tokens: read, cache_write_tokens: written, cache_saved_usd: saved } = task.usage;
+  const parts = [`${formatTokens(tin)} in`];
+  if (read > 0) parts.push(`${formatTokens(read)} cached`);
+  parts.push(`${formatTokens(tout)} out`, formatCost(cost));
+  if (saved !== null && saved > 0) parts.push(`saved ${formatCost(saved).replace('≈', '')}`);
+  el.textContent = parts.join(' · ');
+  const cache = read > 0 || written > 0
+    ? ` (${read.toLocaleString()} read from the prompt cache, ${written.toLocaleString()} written to it)`
+    : '';
+  el.title = `${tin.toLocaleString()} input tokens${cache}, ${tout.toLocaleString()} output tokens${cost === null ? '' : `, about $${cost.toFixed(4)} (estimate from list prices)`}${saved === null || saved <= 0 ? '' : `; the cache saved about $${saved.toFixed(4)}`}${task.model ? ` — ${task.model}` : ''}`;
 }

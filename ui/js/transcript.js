@@ -1,7 +1,7 @@
 // One task's conversation: messages, streaming answers, tool cards and questions.
 
 import { request } from './ipc.js';
-import { errorText, find, h, quote, setSafeHtml } from './dom.js';
+import { errorText, find, formatCost, formatTokens, h, quote, setSafeHtml } from './dom.js';
 import { highlightCodeIn } from './highlight.js';
 import { pathLink } from './editor.js';
 import { requestUndo } from './undo.js';
@@ -148,6 +148,8 @@ export class Transcript {
 
   /** @param {UiMessage} message */
   add(message) {
+    // Whatever the host says next ends a condensing: its card, its failure, or the turn going on.
+    this.condensingEnded(false);
     if (message.kind === 'tool') {
       this.tool(message.call);
       return;
@@ -231,6 +233,45 @@ export class Transcript {
     this.mutate(() => appendOutput(card, chunk));
   }
 
+  /**
+   * A condensing call started: a row that stays until its card (or what came instead) arrives.
+   * @param {boolean} automatic
+   */
+  condensing(automatic) {
+    this.mutate(() => {
+      this.log.querySelector(':scope > .condensing')?.remove();
+      this.log.append(h('div', { class: 'message condensing', 'data-role': 'condensing', 'data-automatic': String(automatic) },
+        h('span', { class: 'spinner', 'aria-hidden': 'true' }),
+        h('span', { class: 'content', text: automatic ? 'Condensing the conversation (the window is filling up)…' : 'Condensing the conversation…' })));
+    });
+    this.log.dispatchEvent(new CustomEvent('mandate:condensing', { bubbles: true }));
+  }
+
+  /** Whether a condensing row is shown. */
+  condensingNow() {
+    return this.log.querySelector(':scope > .condensing') !== null;
+  }
+
+  /**
+   * Takes the condensing row away.
+   * @param {boolean} onlyAutomatic only one the agent started (its run ended without a card)
+   */
+  condensingEnded(onlyAutomatic) {
+    const row = find(this.log, ':scope > .condensing', HTMLElement);
+    if (!row || (onlyAutomatic && row.dataset.automatic !== 'true')) return;
+    row.remove();
+    this.log.dispatchEvent(new CustomEvent('mandate:condensing', { bubbles: true }));
+  }
+
+  /**
+   * A short note that is not part of the stored conversation (what the host did about the window).
+   * @param {string} text
+   */
+  note(text) {
+    this.mutate(() => this.log.append(h('div', { class: 'message', 'data-role': 'notice', 'data-transient': 'true' },
+      h('div', { class: 'content plain', text }))));
+  }
+
   /** @param {Question} q */
   question(q) {
     if (find(this.log, `.question[data-call-id=${quote(q.callId)}]`, HTMLElement)) return;
@@ -281,6 +322,12 @@ export class Transcript {
           h('div', { class: 'content plain', text: m.text }));
       case 'tool':
         return toolCard(m.call);
+      case 'thinking':
+        return h('details', { class: 'thinking', 'data-message-id': m.id },
+          h('summary', { text: 'Thinking' }),
+          h('div', { class: 'content plain', text: m.text }));
+      case 'condensed':
+        return condensedCard(m);
     }
     return h('div');
   }
@@ -291,6 +338,32 @@ export class Transcript {
       if (el instanceof HTMLElement) finalize(el, false);
     }
   }
+}
+
+/** @param {number} n */
+function shortTokens(n) {
+  return formatTokens(n).replace(/\.0(?=[kM]$)/, '');
+}
+
+/**
+ * The conversation was condensed: before → after, what it cost, who asked; the summary folded.
+ * @param {Extract<UiMessage, { kind: 'condensed' }>} m
+ */
+function condensedCard(m) {
+  const cost = m.cost_usd === null ? '' : `, ${formatCost(m.cost_usd)}`;
+  const summary = h('div', { class: 'content markdown' });
+  renderHtml(summary, m.summary_safe_html);
+  return h('div', { class: 'condensed-card', 'data-message-id': m.id, 'data-automatic': String(m.automatic) },
+    h('p', {
+      class: 'condensed-head',
+      title: `${m.tokens_before.toLocaleString()} tokens before, ${m.tokens_after.toLocaleString()} after. The whole conversation is kept here; the model gets the summary in place of the older part.`,
+    },
+    h('span', { class: 'condensed-title', text: 'Context condensed: ' }),
+    h('span', { class: 'condensed-tokens', text: `${shortTokens(m.tokens_before)} → ${shortTokens(m.tokens_after)} tokens${cost}` }),
+    h('span', { class: 'condensed-who', text: m.automatic ? ' · automatic' : ' · by hand' })),
+    h('details', { class: 'condensed-summary' },
+      h('summary', { text: 'Summary sent to the model' }),
+      summary));
 }
 
 /**
