@@ -452,17 +452,21 @@ fn drop_oldest(
     );
 }
 
-/// What a context-length error teaches: the window it names (kept for this model), and the
-/// size the next try must get under — strictly smaller than what was refused.
+/// What a context-length error teaches: the window it names (kept for this model; when it
+/// names none, three fifths of what was sent is assumed for this run), and the size in
+/// estimated tokens the messages of the next try must get under. The next request as a whole
+/// (input and output reserved) is strictly smaller than the one refused.
 pub(super) fn learn_from(
     env: &AgentEnv,
     task: &TaskHandle,
+    sent: &ModelRequest,
     sent_estimate: u64,
     limit: Option<u64>,
     requested: Option<u64>,
 ) -> u64 {
     if let (Some(real), true) = (requested, sent_estimate > 0) {
         // The provider counted the refused request: the best correction there is.
+        let real = real.saturating_sub(u64::from(sent.max_tokens)).max(1);
         task.update_context(|s| {
             s.last = Some(tokens::Measured {
                 estimate: sent_estimate,
@@ -471,24 +475,36 @@ pub(super) fn learn_from(
         });
     }
     let last = task.record().context.last;
-    match limit {
+    let sent_total = tokens::in_use(sent_estimate, last) + u64::from(sent.max_tokens);
+    let window = match limit {
         Some(limit) => {
             let key = LearnedWindows::key(&env.provider.model_id(), &env.provider.base_url());
             if let Err(e) = env.context.learned.learn(&key, limit) {
                 tracing::warn!(error = %e, "could not keep the learned window");
             }
-            let mut resolved = lock(&env.context.resolved);
-            if let Some(w) = resolved.as_mut() {
-                if limit < w.context_window {
-                    w.context_window = limit;
-                    w.source = WindowSource::Learned;
-                    w.max_output = w.max_output.min(limit / 2);
-                }
-            }
-            let usable = resolved.as_ref().map_or(limit / 2, |w| w.usable_input());
-            tokens::to_estimate(usable, last).min(sent_estimate * 9 / 10)
+            limit
         }
-        None => sent_estimate * 6 / 10,
+        None => sent_total * 3 / 5,
+    };
+    let mut resolved = lock(&env.context.resolved);
+    let usable = match resolved.as_mut() {
+        Some(w) => {
+            if window < w.context_window {
+                w.context_window = window.max(crate::context::window::MIN_WINDOW);
+                w.source = WindowSource::Learned;
+                w.max_output = w.max_output.min(w.context_window / 2);
+            }
+            w.usable_input()
+        }
+        None => window / 2,
+    };
+    let new_max = resolved
+        .as_ref()
+        .map_or(sent.max_tokens, |w| w.max_tokens());
+    let target = tokens::to_estimate(usable, last);
+    match new_max < sent.max_tokens {
+        true => target,
+        false => target.min(sent_estimate * 9 / 10),
     }
 }
 

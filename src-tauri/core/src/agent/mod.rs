@@ -66,3 +66,7 @@ pub trait Interaction: Send + Sync {
 #[cfg(test)]
 #[path = "agent_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+mod context_tests;

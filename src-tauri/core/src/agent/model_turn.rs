@@ -180,7 +180,14 @@ pub(super) async fn model_turn(
             });
         }
         attempt += 1;
-        let target = context_steps::learn_from(env, task, prepared.estimate, *limit, *requested);
+        let target = context_steps::learn_from(
+            env,
+            task,
+            &prepared.request,
+            prepared.estimate,
+            *limit,
+            *requested,
+        );
         env.sink.emit(Event::ContextRetry {
             task_id: task.id.clone(),
             attempt,
@@ -188,7 +195,8 @@ pub(super) async fn model_turn(
             message: message.clone(),
         });
         let smaller = context_steps::prepare(env, task, &base, Some(target), cancel).await?;
-        if smaller.estimate >= prepared.estimate {
+        let total = |p: &context_steps::Prepared| p.estimate + u64::from(p.request.max_tokens);
+        if total(&smaller) >= total(&prepared) {
             break Err(LlmError::BadRequest {
                 status: 400,
                 message: too_long_at_last(*limit, message),
