@@ -192,3 +192,20 @@ async fn a_server_that_never_answers_is_stopped_too() {
 fn the_idle_time_defaults_to_two_minutes() {
     assert_eq!(RetryPolicy::default().stream_idle_timeout_secs, 120);
 }
+
+#[test]
+fn model_names_become_safe_path_parts_and_origins_drop_the_path() {
+    assert_eq!(
+        path_part("qwen/qwen3-8b:Q4 x?#"),
+        "qwen/qwen3-8b:Q4%20x%3F%23"
+    );
+    assert_eq!(
+        origin("http://localhost:11434/v1").as_deref(),
+        Some("http://localhost:11434")
+    );
+    assert_eq!(
+        origin("https://openrouter.ai/api/v1").as_deref(),
+        Some("https://openrouter.ai")
+    );
+    assert_eq!(origin("not a url"), None);
+}
