@@ -133,10 +133,10 @@ fn thinking_block(block: &ThinkingBlock) -> Option<Value> {
         ThinkingBlock::Thinking {
             text,
             signature: Some(signature),
-        } => Some(json!({"type": "thinking", "thinking": text, "signature": signature})),
-        ThinkingBlock::Thinking {
-            signature: None, ..
-        } => None,
+        } if !signature.is_empty() => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        ThinkingBlock::Thinking { .. } => None,
         ThinkingBlock::Redacted { data } => {
             Some(json!({"type": "redacted_thinking", "data": data}))
         }
@@ -340,10 +340,10 @@ fn block_delta(data: &Value) -> Option<ModelEvent> {
             let text = str_at(delta, "thinking");
             (!text.is_empty()).then_some(ModelEvent::ThinkingDelta { index, text })
         }
-        Some("signature_delta") => Some(ModelEvent::ThinkingSignature {
-            index,
-            signature: str_at(delta, "signature"),
-        }),
+        Some("signature_delta") => {
+            let signature = str_at(delta, "signature");
+            (!signature.is_empty()).then_some(ModelEvent::ThinkingSignature { index, signature })
+        }
         _ => None,
     }
 }

@@ -162,6 +162,10 @@ fn loop_request(cache: bool, thinking_budget: Option<u32>) -> ModelRequest {
                 text: "unsigned".into(),
                 signature: None,
             },
+            ThinkingBlock::Thinking {
+                text: "empty signature".into(),
+                signature: Some(String::new()),
+            },
         ],
     };
     let result = |id: &str| ChatMessage::ToolResult {
