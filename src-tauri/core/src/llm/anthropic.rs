@@ -4,11 +4,12 @@ use futures_util::{future, stream, StreamExt};
 use serde_json::{json, Value};
 
 use super::http::{
-    client, join_url, parse_data, read_text, send_with_retries, sse_events, MAX_MODEL_LIST,
+    client, join_url, parse_data, path_part, probe_json, read_text, send_with_retries, sse_events,
+    MAX_MODEL_LIST,
 };
 use super::{
-    estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
-    ProviderConfig, TokenUsage,
+    context_error, estimate_cost, model_info, ChatMessage, LlmError, ModelEvent, ModelInfo,
+    ModelRequest, ModelStream, Provider, ProviderConfig, ThinkingBlock, TokenUsage,
 };
 
 const API_VERSION: &str = "2023-06-01";
@@ -32,13 +33,15 @@ impl AnthropicProvider {
 }
 
 /// The conversation as Anthropic wants it: strictly alternating roles, tool results as
-/// `tool_result` blocks in the next user message.
+/// `tool_result` blocks in the next user message, thinking blocks first in an assistant turn
+/// (only while thinking is on), and cache breakpoints when asked for.
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
+    let thinking_on = request.thinking_budget.is_some();
     let mut messages: Vec<Value> = Vec::new();
     let mut push = |role: &str, block: Value| {
         if let Some(last) = messages.last_mut() {
             if last["role"] == role {
-                if let Some(content) = last["content"].as_array_mut() {
+                if let Some(content) = last.get_mut("content").and_then(Value::as_array_mut) {
                     content.push(block);
                     return;
                 }
@@ -50,8 +53,17 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
         match message {
             ChatMessage::User { text } => push("user", json!({"type": "text", "text": text})),
             ChatMessage::Assistant {
-                text, tool_calls, ..
+                text,
+                tool_calls,
+                thinking,
             } => {
+                // Within a tool loop the API wants the turn's reasoning back, signed and
+                // unchanged; without the thinking parameter it has no use for it.
+                if thinking_on {
+                    for block in thinking.iter().filter_map(thinking_block) {
+                        push("assistant", block);
+                    }
+                }
                 if !text.is_empty() {
                     push("assistant", json!({"type": "text", "text": text}));
                 }
@@ -81,10 +93,16 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
             ),
         }
     }
+    // An empty text block is refused, with or without a breakpoint on it.
+    let system = if request.cache && !request.system.is_empty() {
+        json!([{"type": "text", "text": request.system, "cache_control": ephemeral()}])
+    } else {
+        json!(request.system)
+    };
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens,
-        "system": request.system,
+        "system": system,
         "messages": messages,
         "stream": true,
     });
@@ -95,14 +113,78 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
     }
+    if let Some(budget) = request.thinking_budget {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
+    if request.cache {
+        place_cache_breakpoints(&mut body);
+    }
     body
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// A kept thinking block as the API wants it back. Reasoning without a signature (from another
+/// provider's model) would be refused, so it is left out.
+fn thinking_block(block: &ThinkingBlock) -> Option<Value> {
+    match block {
+        ThinkingBlock::Thinking {
+            text,
+            signature: Some(signature),
+        } if !signature.is_empty() => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        ThinkingBlock::Thinking { .. } => None,
+        ThinkingBlock::Redacted { data } => {
+            Some(json!({"type": "redacted_thinking", "data": data}))
+        }
+    }
+}
+
+/// The breakpoints besides the system prompt's (four at most in all): the last tool, the end of
+/// the previous turn (so this request reads what the last one wrote) and the newest block (so
+/// the next request can read this one).
+fn place_cache_breakpoints(body: &mut Value) {
+    if let Some(last_tool) = body
+        .get_mut("tools")
+        .and_then(Value::as_array_mut)
+        .and_then(|tools| tools.last_mut())
+    {
+        last_tool["cache_control"] = ephemeral();
+    }
+    let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let users: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "user")
+        .map(|(i, _)| i)
+        .collect();
+    let tail = messages.len().checked_sub(1);
+    let previous = users
+        .len()
+        .checked_sub(2)
+        .and_then(|i| users.get(i).copied())
+        .filter(|i| Some(*i) != tail);
+    for at in [previous, tail].into_iter().flatten() {
+        let last_block = messages
+            .get_mut(at)
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|content| content.last_mut());
+        if let Some(block) = last_block {
+            block["cache_control"] = ephemeral();
+        }
+    }
 }
 
 #[derive(Default)]
 struct EventDecoder {
     done: bool,
-    input_tokens: u64,
-    output_tokens: u64,
+    usage: TokenUsage,
     stop_reason: Option<String>,
     model: String,
 }
@@ -144,13 +226,20 @@ impl EventDecoder {
     fn event(&mut self, kind: &str, data: &Value) -> Vec<Result<ModelEvent, LlmError>> {
         match kind {
             "message_start" => {
-                self.message_start(data);
+                if let Some(usage) = data.pointer("/message/usage") {
+                    self.read_usage(usage);
+                }
                 Vec::new()
             }
             "content_block_start" => block_start(data).into_iter().map(Ok).collect(),
             "content_block_delta" => block_delta(data).into_iter().map(Ok).collect(),
             "message_delta" => {
-                self.message_delta(data);
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = data.get("usage") {
+                    self.read_usage(usage);
+                }
                 Vec::new()
             }
             "message_stop" => self.message_stop(),
@@ -163,41 +252,31 @@ impl EventDecoder {
         }
     }
 
-    fn message_start(&mut self, data: &Value) {
-        self.input_tokens = data
-            .pointer("/message/usage/input_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        self.output_tokens = data
-            .pointer("/message/usage/output_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-    }
-
-    fn message_delta(&mut self, data: &Value) {
-        if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-            self.stop_reason = Some(reason.to_string());
+    /// Token counts from `message_start` or `message_delta`. The figures are cumulative, so a
+    /// later one replaces an earlier one; a missing field keeps what was known.
+    fn read_usage(&mut self, usage: &Value) {
+        let field = |key: &str| usage.get(key).and_then(Value::as_u64);
+        let u = &mut self.usage;
+        if let Some(n) = field("input_tokens") {
+            u.input_tokens = u.input_tokens.max(n);
         }
-        if let Some(n) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-            self.output_tokens = n;
+        if let Some(n) = field("cache_creation_input_tokens") {
+            u.cache_write_tokens = u.cache_write_tokens.max(n);
         }
-        if let Some(n) = data.pointer("/usage/input_tokens").and_then(Value::as_u64) {
-            self.input_tokens = self.input_tokens.max(n);
+        if let Some(n) = field("cache_read_input_tokens") {
+            u.cache_read_tokens = u.cache_read_tokens.max(n);
+        }
+        if let Some(n) = field("output_tokens") {
+            u.output_tokens = n;
         }
     }
 
     fn message_stop(&mut self) -> Vec<Result<ModelEvent, LlmError>> {
         self.done = true;
+        let mut usage = self.usage;
+        usage.cost_usd = estimate_cost(&self.model, &usage);
         vec![
-            Ok(ModelEvent::Usage({
-                let mut usage = TokenUsage {
-                    input_tokens: self.input_tokens,
-                    output_tokens: self.output_tokens,
-                    ..TokenUsage::default()
-                };
-                usage.cost_usd = estimate_cost(&self.model, &usage);
-                usage
-            })),
+            Ok(ModelEvent::Usage(usage)),
             Ok(ModelEvent::Finished {
                 stop_reason: self
                     .stop_reason
@@ -208,26 +287,45 @@ impl EventDecoder {
     }
 }
 
-/// The start of a content block: a tool call, or text that may already hold some words.
-fn block_start(data: &Value) -> Option<ModelEvent> {
-    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+/// The start of a content block: a tool call, text or reasoning that may already hold some
+/// words, or a whole encrypted reasoning block.
+fn block_start(data: &Value) -> Vec<ModelEvent> {
+    let index = block_index(data);
     let block = data.get("content_block").unwrap_or(&Value::Null);
+    let mut out = Vec::new();
     match block.get("type").and_then(Value::as_str) {
-        Some("tool_use") => Some(ModelEvent::ToolCallStart {
+        Some("tool_use") => out.push(ModelEvent::ToolCallStart {
             index,
             id: str_at(block, "id"),
             name: str_at(block, "name"),
         }),
         Some("text") => {
             let text = str_at(block, "text");
-            (!text.is_empty()).then_some(ModelEvent::TextDelta(text))
+            if !text.is_empty() {
+                out.push(ModelEvent::TextDelta(text));
+            }
         }
-        _ => None,
+        Some("thinking") => {
+            let text = str_at(block, "thinking");
+            if !text.is_empty() {
+                out.push(ModelEvent::ThinkingDelta { index, text });
+            }
+            let signature = str_at(block, "signature");
+            if !signature.is_empty() {
+                out.push(ModelEvent::ThinkingSignature { index, signature });
+            }
+        }
+        Some("redacted_thinking") => out.push(ModelEvent::RedactedThinking {
+            index,
+            data: str_at(block, "data"),
+        }),
+        _ => {}
     }
+    out
 }
 
 fn block_delta(data: &Value) -> Option<ModelEvent> {
-    let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let index = block_index(data);
     let delta = data.get("delta").unwrap_or(&Value::Null);
     match delta.get("type").and_then(Value::as_str) {
         Some("text_delta") => Some(ModelEvent::TextDelta(str_at(delta, "text"))),
@@ -238,24 +336,36 @@ fn block_delta(data: &Value) -> Option<ModelEvent> {
                 delta: partial,
             })
         }
-        // thinking and signature deltas are not shown
+        Some("thinking_delta") => {
+            let text = str_at(delta, "thinking");
+            (!text.is_empty()).then_some(ModelEvent::ThinkingDelta { index, text })
+        }
+        Some("signature_delta") => {
+            let signature = str_at(delta, "signature");
+            (!signature.is_empty()).then_some(ModelEvent::ThinkingSignature { index, signature })
+        }
         _ => None,
     }
 }
 
-/// An `error` event in the stream (an overload, for one), as the provider named it.
+/// A content block's index; one too large for this machine is clamped, not trusted to wrap.
+fn block_index(data: &Value) -> usize {
+    data.get("index")
+        .and_then(Value::as_u64)
+        .map_or(0, |i| usize::try_from(i).unwrap_or(usize::MAX))
+}
+
+/// An `error` event in the stream (an overload, for one), as the provider named it; a prompt
+/// that turned out too long is told apart so the caller can condense and retry.
 fn stream_error(data: &Value) -> LlmError {
-    let message = data
-        .pointer("/error/message")
+    let error = data.get("error").unwrap_or(data);
+    let message = error
+        .get("message")
         .and_then(Value::as_str)
         .unwrap_or("unknown error");
-    let kind = data
-        .pointer("/error/type")
-        .and_then(Value::as_str)
-        .unwrap_or("error");
-    LlmError::Provider {
-        message: format!("{kind}: {message}"),
-    }
+    let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
+    let message = format!("{kind}: {message}");
+    context_error::from_stream_error(error, &message).unwrap_or(LlmError::Provider { message })
 }
 
 fn str_at(value: &Value, key: &str) -> String {
@@ -302,6 +412,19 @@ impl Provider for AnthropicProvider {
         Ok(Box::pin(events))
     }
 
+    /// `max_input_tokens` and `max_tokens` from the Models API, where it returns them.
+    async fn model_info(&self) -> ModelInfo {
+        if self.config.api_key.is_none() {
+            return ModelInfo::default();
+        }
+        let path = format!("v1/models/{}", path_part(&self.config.model));
+        let url = join_url(&self.config.base_url, &path);
+        match probe_json(self.headers(client().get(&url))).await {
+            Some(model) => model_info::window_from_anthropic(&model),
+            None => ModelInfo::default(),
+        }
+    }
+
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = join_url(&self.config.base_url, "v1/models");
         let http = client();
@@ -324,136 +447,5 @@ impl Provider for AnthropicProvider {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::ToolCall;
-
-    fn ev(name: &str, data: &str) -> Result<eventsource_stream::Event, LlmError> {
-        Ok(eventsource_stream::Event {
-            event: name.into(),
-            data: data.into(),
-            ..Default::default()
-        })
-    }
-
-    #[test]
-    fn decodes_text_tool_use_and_usage() {
-        let mut d = EventDecoder::default();
-        let mut all = Vec::new();
-        for (name, data) in [
-            (
-                "message_start",
-                r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":12,"output_tokens":1}}}"#,
-            ),
-            (
-                "content_block_start",
-                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-            ),
-            ("ping", r#"{"type":"ping"}"#),
-            (
-                "content_block_delta",
-                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
-            ),
-            (
-                "content_block_stop",
-                r#"{"type":"content_block_stop","index":0}"#,
-            ),
-            (
-                "content_block_start",
-                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}"#,
-            ),
-            (
-                "content_block_delta",
-                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#,
-            ),
-            (
-                "content_block_delta",
-                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"a\"}"}}"#,
-            ),
-            (
-                "message_delta",
-                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
-            ),
-            ("message_stop", r#"{"type":"message_stop"}"#),
-        ] {
-            all.extend(d.decode(ev(name, data)).expect("open"));
-        }
-        let all: Vec<ModelEvent> = all.into_iter().map(|e| e.expect("ok")).collect();
-        assert_eq!(all.len(), 5);
-        assert_eq!(all[0], ModelEvent::TextDelta("Hi".into()));
-        assert_eq!(
-            all[4],
-            ModelEvent::Finished {
-                stop_reason: "tool_use".into()
-            }
-        );
-        assert!(matches!(
-            all[3],
-            ModelEvent::Usage(TokenUsage {
-                input_tokens: 12,
-                output_tokens: 30,
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn error_event_becomes_a_provider_error() {
-        let mut d = EventDecoder::default();
-        let out = d
-            .decode(ev(
-                "error",
-                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
-            ))
-            .expect("item");
-        assert!(
-            matches!(out.as_slice(), [Err(LlmError::Provider { message })] if message == "overloaded_error: Overloaded")
-        );
-    }
-
-    #[test]
-    fn tool_results_merge_into_one_user_message() {
-        let request = ModelRequest {
-            system: "s".into(),
-            messages: vec![
-                ChatMessage::User { text: "go".into() },
-                ChatMessage::Assistant {
-                    text: String::new(),
-                    tool_calls: vec![
-                        ToolCall {
-                            id: "a".into(),
-                            name: "x".into(),
-                            arguments: "{}".into(),
-                        },
-                        ToolCall {
-                            id: "b".into(),
-                            name: "y".into(),
-                            arguments: "{}".into(),
-                        },
-                    ],
-                    thinking: vec![],
-                },
-                ChatMessage::ToolResult {
-                    call_id: "a".into(),
-                    name: "x".into(),
-                    content: "1".into(),
-                    is_error: false,
-                },
-                ChatMessage::ToolResult {
-                    call_id: "b".into(),
-                    name: "y".into(),
-                    content: "2".into(),
-                    is_error: true,
-                },
-            ],
-            tools: vec![],
-            max_tokens: 100,
-            ..ModelRequest::default()
-        };
-        let body = request_body("m", &request);
-        let messages = body["messages"].as_array().expect("array");
-        assert_eq!(messages.len(), 3);
-        assert_eq!(messages[2]["content"].as_array().map(Vec::len), Some(2));
-        assert_eq!(messages[1]["content"][1]["type"], "tool_use");
-    }
-}
+#[path = "anthropic_tests.rs"]
+mod tests;

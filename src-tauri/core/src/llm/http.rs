@@ -134,6 +134,9 @@ pub(crate) async fn send_with_retries(
             attempt += 1;
             continue;
         }
+        if let Some(too_long) = super::context_error::from_status(code, &body, &message) {
+            return Err(too_long);
+        }
         return Err(match code {
             401 | 403 => LlmError::Unauthorized {
                 status: code,
@@ -407,6 +410,42 @@ pub(crate) fn parse_data(data: &str) -> Result<serde_json::Value, LlmError> {
             crate::text::ellipsize(data, 80)
         ),
     })
+}
+
+/// How long a probe for a model's figures may take: they help, but never at the price of a wait.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sends a probe once (no retries, a short timeout for the whole exchange) and returns its
+/// JSON answer; any failure is `None`, since the caller goes on with what it knows.
+pub(crate) async fn probe_json(request: reqwest::RequestBuilder) -> Option<serde_json::Value> {
+    let response = request.timeout(PROBE_TIMEOUT).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let text = read_text(response, Idle(PROBE_TIMEOUT.as_secs()), MAX_MODEL_LIST)
+        .await
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A model's name as one piece of a URL path: kept as is where safe, `/` included (LM Studio
+/// names models `publisher/model`), everything else percent-encoded.
+pub(crate) fn path_part(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~:/@".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `scheme://host[:port]` of a base URL: where a local server keeps its own API.
+pub(crate) fn origin(base: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base).ok()?;
+    url.has_host().then(|| url.origin().ascii_serialization())
 }
 
 /// Joins a base URL and a path without doubling or dropping slashes.

@@ -192,3 +192,52 @@ async fn a_server_that_never_answers_is_stopped_too() {
 fn the_idle_time_defaults_to_two_minutes() {
     assert_eq!(RetryPolicy::default().stream_idle_timeout_secs, 120);
 }
+
+#[test]
+fn model_names_become_safe_path_parts_and_origins_drop_the_path() {
+    assert_eq!(
+        path_part("qwen/qwen3-8b:Q4 x?#"),
+        "qwen/qwen3-8b:Q4%20x%3F%23"
+    );
+    assert_eq!(
+        origin("http://localhost:11434/v1").as_deref(),
+        Some("http://localhost:11434")
+    );
+    assert_eq!(
+        origin("https://openrouter.ai/api/v1").as_deref(),
+        Some("https://openrouter.ai")
+    );
+    assert_eq!(origin("not a url"), None);
+}
+
+#[tokio::test]
+async fn a_refusal_for_length_comes_back_as_context_too_long() {
+    let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208367 tokens > 200000 maximum"}}"#;
+    let refusal = |status: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let url = serve_once(refusal("400 Bad Request"), false).await;
+    let err = send_with_retries(|| client().get(&url), &quick(), &url)
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        err,
+        LlmError::ContextTooLong {
+            status: 400,
+            limit: Some(200_000),
+            requested: Some(208_367),
+            message: "prompt is too long: 208367 tokens > 200000 maximum".into(),
+        }
+    );
+    let url = serve_once(refusal("413 Payload Too Large"), false).await;
+    let err = send_with_retries(|| client().get(&url), &quick(), &url)
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, LlmError::ContextTooLong { status: 413, .. }),
+        "{err:?}"
+    );
+}

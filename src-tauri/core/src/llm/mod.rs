@@ -3,7 +3,9 @@
 //! deltas into one assistant turn.
 
 mod anthropic;
+mod context_error;
 mod http;
+mod model_info;
 mod openai;
 mod pricing;
 
@@ -87,7 +89,8 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<String>,
     /// Place prompt-cache breakpoints (Anthropic `cache_control`).
     pub cache: bool,
-    /// The window the request must fit (Ollama is asked for it as `num_ctx`).
+    /// The window the request must fit. Not sent on either wire: Ollama's OpenAI-compatible
+    /// endpoint ignores `options.num_ctx`, so its window is read by `model_info` instead.
     pub context_window: Option<u64>,
 }
 
@@ -119,7 +122,8 @@ pub struct ModelInfo {
     pub max_output: Option<u64>,
     /// Where the figures came from (`openrouter`, `vllm`, `lmstudio`, `ollama`, …).
     pub source: String,
-    /// The server is Ollama: requests carry `options.num_ctx`.
+    /// The server is Ollama, which cuts an over-long prompt silently instead of refusing it;
+    /// `context_window` is then the window it runs the model with, not the model's maximum.
     pub ollama: bool,
 }
 

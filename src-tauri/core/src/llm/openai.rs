@@ -5,12 +5,12 @@ use futures_util::{future, stream, StreamExt};
 use serde_json::{json, Value};
 
 use super::http::{
-    client, error_message, join_url, parse_data, read_text, send_with_retries, sse_events,
-    MAX_MODEL_LIST,
+    client, error_message, join_url, origin, parse_data, path_part, probe_json, read_text,
+    send_with_retries, sse_events, MAX_MODEL_LIST,
 };
 use super::{
-    estimate_cost, ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider,
-    ProviderConfig, TokenUsage,
+    context_error, estimate_cost, model_info, ChatMessage, LlmError, ModelEvent, ModelInfo,
+    ModelRequest, ModelStream, Provider, ProviderConfig, TokenUsage,
 };
 
 pub struct OpenAiProvider {
@@ -31,7 +31,20 @@ impl OpenAiProvider {
     }
 }
 
-/// The request body in the Chat Completions format.
+/// OpenAI's reasoning models (`o1`, `o3`, `o4`, `gpt-5` families, also behind a `vendor/`
+/// prefix as OpenRouter names them): they refuse `max_tokens` and take `max_completion_tokens`.
+pub(crate) fn is_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
+        name.strip_prefix(family)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', ':']))
+    })
+}
+
+/// The request body in the Chat Completions format. The system prompt stays the first message,
+/// a stable prefix for servers that cache prompts automatically. Kept reasoning is not sent:
+/// this wire has no place for it. Ollama's `options.num_ctx` is not sent either: its
+/// OpenAI-compatible endpoint ignores it (the window is the server's or the Modelfile's).
 pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in &request.messages {
@@ -57,8 +70,15 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
         "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
-        "max_tokens": request.max_tokens,
     });
+    if is_reasoning_model(model) {
+        body["max_completion_tokens"] = json!(request.max_tokens);
+        if let Some(effort) = &request.reasoning_effort {
+            body["reasoning_effort"] = json!(effort);
+        }
+    } else {
+        body["max_tokens"] = json!(request.max_tokens);
+    }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
@@ -120,9 +140,12 @@ impl ChunkDecoder {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
+                .or_else(|| error.as_str())
                 .map(str::to_string)
                 .unwrap_or_else(|| error.to_string());
-            return Some(vec![Err(LlmError::Provider { message })]);
+            let error = context_error::from_stream_error(error, &message)
+                .unwrap_or(LlmError::Provider { message });
+            return Some(vec![Err(error)]);
         }
         let mut out = Vec::new();
         if let Some(choice) = chunk.pointer("/choices/0") {
@@ -137,6 +160,17 @@ impl ChunkDecoder {
     /// The text, the pieces of tool calls and the finish reason in the first choice.
     fn choice(&mut self, choice: &Value, out: &mut Vec<Result<ModelEvent, LlmError>>) {
         let delta = choice.get("delta").unwrap_or(&Value::Null);
+        // DeepSeek and vLLM name the reasoning `reasoning_content`, OpenRouter `reasoning`;
+        // it is one block, unsigned.
+        let reasoning = ["reasoning_content", "reasoning"]
+            .iter()
+            .find_map(|key| delta.get(*key).and_then(Value::as_str));
+        if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
+            out.push(Ok(ModelEvent::ThinkingDelta {
+                index: 0,
+                text: text.to_string(),
+            }));
+        }
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             if !text.is_empty() {
                 out.push(Ok(ModelEvent::TextDelta(text.to_string())));
@@ -156,18 +190,15 @@ impl ChunkDecoder {
     }
 
     /// The tokens of the answer, and its cost as the server reports it or as estimated.
+    /// `prompt_tokens` counts the cached ones too; they are billed apart.
     fn usage(&self, usage: &Value) -> ModelEvent {
-        let input = usage
-            .get("prompt_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        let output = usage
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
+        let field = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+        let prompt = field("/prompt_tokens");
+        let cached = field("/prompt_tokens_details/cached_tokens").min(prompt);
         let mut tokens = TokenUsage {
-            input_tokens: input,
-            output_tokens: output,
+            input_tokens: prompt - cached,
+            output_tokens: field("/completion_tokens"),
+            cache_read_tokens: cached,
             ..TokenUsage::default()
         };
         tokens.cost_usd = usage
@@ -183,8 +214,7 @@ fn tool_call_delta(call: &Value, position: usize, out: &mut Vec<Result<ModelEven
     let index = call
         .get("index")
         .and_then(Value::as_u64)
-        .map(|i| i as usize)
-        .unwrap_or(position);
+        .map_or(position, |i| usize::try_from(i).unwrap_or(usize::MAX));
     let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
     let name = call
         .pointer("/function/name")
@@ -240,6 +270,41 @@ impl Provider for OpenAiProvider {
         Ok(Box::pin(events))
     }
 
+    /// Asks, in turn and each once with a short timeout, the OpenAI-compatible model list
+    /// (OpenRouter, vLLM), LM Studio's own API, then Ollama's; the first that names a window
+    /// answers. Failures are not errors: the window then comes from the table or from errors.
+    async fn model_info(&self) -> ModelInfo {
+        let http = client();
+        let model = &self.config.model;
+        let list_url = join_url(&self.config.base_url, "models");
+        if let Some(list) = probe_json(self.authorized(http.get(&list_url))).await {
+            let info = model_info::window_from_models_list(&list, model);
+            if info.context_window.is_some() {
+                return info;
+            }
+        }
+        let Some(origin) = origin(&self.config.base_url) else {
+            return ModelInfo::default();
+        };
+        let lmstudio_url = join_url(&origin, &format!("api/v0/models/{}", path_part(model)));
+        if let Some(found) = probe_json(self.authorized(http.get(&lmstudio_url))).await {
+            let info = model_info::window_from_lmstudio(&found);
+            if info.context_window.is_some() {
+                return info;
+            }
+        }
+        let show_url = join_url(&origin, "api/show");
+        let show_request = self.authorized(http.post(&show_url).json(&json!({"model": model})));
+        let Some(show) = probe_json(show_request).await else {
+            return ModelInfo::default();
+        };
+        let ps_url = join_url(&origin, "api/ps");
+        let running = probe_json(self.authorized(http.get(&ps_url)))
+            .await
+            .and_then(|ps| model_info::ollama_running_window(&ps, model));
+        model_info::window_from_ollama(&show, running)
+    }
+
     async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = join_url(&self.config.base_url, "models");
         let http = client();
@@ -275,70 +340,5 @@ impl Provider for OpenAiProvider {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(data: &str) -> Result<eventsource_stream::Event, LlmError> {
-        Ok(eventsource_stream::Event {
-            data: data.into(),
-            ..Default::default()
-        })
-    }
-
-    #[test]
-    fn decodes_split_tool_calls_usage_and_done() {
-        let mut d = ChunkDecoder::default();
-        let mut all = Vec::new();
-        for data in [
-            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read_file","arguments":""}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#,
-            "[DONE]",
-        ] {
-            all.extend(d.decode(ev(data)).expect("not ended"));
-        }
-        assert!(d.decode(ev("{}")).is_none(), "nothing after [DONE]");
-        let all: Vec<ModelEvent> = all.into_iter().map(|e| e.expect("ok")).collect();
-        assert_eq!(
-            all,
-            vec![
-                ModelEvent::TextDelta("Hi".into()),
-                ModelEvent::ToolCallStart {
-                    index: 0,
-                    id: "call_1".into(),
-                    name: "read_file".into()
-                },
-                ModelEvent::ToolCallArgs {
-                    index: 0,
-                    delta: "{\"pa".into()
-                },
-                ModelEvent::Finished {
-                    stop_reason: "tool_calls".into()
-                },
-                ModelEvent::Usage(TokenUsage {
-                    input_tokens: 10,
-                    output_tokens: 5,
-                    ..TokenUsage::default()
-                }),
-            ]
-        );
-    }
-
-    #[test]
-    fn malformed_json_and_error_chunks_end_the_stream_with_an_error() {
-        let mut d = ChunkDecoder::default();
-        let out = d.decode(ev("{not json")).expect("one item");
-        assert!(matches!(out.as_slice(), [Err(LlmError::Malformed { .. })]));
-        assert!(d.decode(ev("[DONE]")).is_none());
-
-        let mut d = ChunkDecoder::default();
-        let out = d
-            .decode(ev(r#"{"error":{"message":"upstream overloaded"}}"#))
-            .expect("one item");
-        assert!(
-            matches!(out.as_slice(), [Err(LlmError::Provider { message })] if message == "upstream overloaded")
-        );
-    }
-}
+#[path = "openai_tests.rs"]
+mod tests;

@@ -36,18 +36,78 @@ const fn m(
     }
 }
 
-/// Anthropic: cache write 1.25x input, read 0.1x. OpenAI: automatic caching, read at the
-/// published cached-input price, writes free.
+/// Anthropic: cache write (5-minute) 1.25x input, read 0.1x. OpenAI and DeepSeek: automatic
+/// caching, read at the published cached-input price, writes free. Figures from the providers'
+/// model pages as of late 2026; a family whose price is given only as a range (Claude Haiku
+/// 5.5) or could not be checked (Claude Opus 4.7, Gemini 3) is left out, so it costs "unknown".
+/// Long-context surcharges (OpenAI above 272K, Gemini above 200K input) are not modelled.
 const FACTS: &[ModelFacts] = &[
+    m(
+        "claude-fable-5-1",
+        1_000_000,
+        128_000,
+        (10.0, 50.0, 1.0, 12.5),
+    ),
+    m("claude-opus-5-5", 1_000_000, 128_000, (4.0, 20.0, 0.4, 5.0)),
+    m("claude-opus-5", 1_000_000, 128_000, (5.0, 25.0, 0.5, 6.25)),
+    m(
+        "claude-opus-4-8",
+        1_000_000,
+        128_000,
+        (5.0, 25.0, 0.5, 6.25),
+    ),
+    m(
+        "claude-opus-4-6",
+        1_000_000,
+        128_000,
+        (5.0, 25.0, 0.5, 6.25),
+    ),
     m("claude-opus-4-5", 200_000, 64_000, (5.0, 25.0, 0.5, 6.25)),
     m("claude-opus-4-1", 200_000, 32_000, (15.0, 75.0, 1.5, 18.75)),
-    m("claude-opus-4", 200_000, 32_000, (15.0, 75.0, 1.5, 18.75)),
+    // Opus 4 itself (`claude-opus-4-20250514`, `claude-opus-4-0`), not every later 4.x.
+    m(
+        "claude-opus-4-20250514",
+        200_000,
+        32_000,
+        (15.0, 75.0, 1.5, 18.75),
+    ),
+    m("claude-opus-4-0", 200_000, 32_000, (15.0, 75.0, 1.5, 18.75)),
+    m(
+        "claude-sonnet-5-5",
+        1_000_000,
+        128_000,
+        (2.0, 10.0, 0.2, 2.5),
+    ),
+    m("claude-sonnet-5", 1_000_000, 128_000, (2.0, 10.0, 0.2, 2.5)),
+    m(
+        "claude-sonnet-4-6",
+        1_000_000,
+        128_000,
+        (3.0, 15.0, 0.3, 3.75),
+    ),
+    // Sonnet 4 and 4.5: 200K unless the 1M beta is asked for, which Mandate does not.
     m("claude-sonnet-4", 200_000, 64_000, (3.0, 15.0, 0.3, 3.75)),
     m("claude-3-7-sonnet", 200_000, 64_000, (3.0, 15.0, 0.3, 3.75)),
     m("claude-3-5-sonnet", 200_000, 8_192, (3.0, 15.0, 0.3, 3.75)),
     m("claude-haiku-4", 200_000, 64_000, (1.0, 5.0, 0.1, 1.25)),
     m("claude-3-5-haiku", 200_000, 8_192, (0.8, 4.0, 0.08, 1.0)),
     m("claude-3-haiku", 200_000, 4_096, (0.25, 1.25, 0.03, 0.3)),
+    m("gpt-5.5-pro", 1_000_000, 128_000, (30.0, 180.0, 30.0, 0.0)),
+    m("gpt-5.5", 1_000_000, 128_000, (5.0, 30.0, 0.5, 0.0)),
+    m("gpt-5.4-pro", 1_000_000, 128_000, (30.0, 180.0, 30.0, 0.0)),
+    m("gpt-5.4-nano", 1_000_000, 128_000, (0.2, 1.25, 0.02, 0.0)),
+    m("gpt-5.4-mini", 1_000_000, 128_000, (0.75, 4.5, 0.075, 0.0)),
+    m("gpt-5.4", 1_000_000, 128_000, (2.5, 15.0, 0.25, 0.0)),
+    m("gpt-5.2-pro", 400_000, 128_000, (21.0, 168.0, 21.0, 0.0)),
+    m("gpt-5.2", 400_000, 128_000, (1.75, 14.0, 0.175, 0.0)),
+    m(
+        "gpt-5.1-codex-mini",
+        400_000,
+        128_000,
+        (0.25, 2.0, 0.025, 0.0),
+    ),
+    m("gpt-5.1", 400_000, 128_000, (1.25, 10.0, 0.125, 0.0)),
+    m("gpt-5-pro", 400_000, 272_000, (15.0, 120.0, 15.0, 0.0)),
     m("gpt-5-nano", 400_000, 128_000, (0.05, 0.4, 0.005, 0.0)),
     m("gpt-5-mini", 400_000, 128_000, (0.25, 2.0, 0.025, 0.0)),
     m("gpt-5", 400_000, 128_000, (1.25, 10.0, 0.125, 0.0)),
@@ -57,15 +117,18 @@ const FACTS: &[ModelFacts] = &[
     m("gpt-4o-mini", 128_000, 16_384, (0.15, 0.6, 0.075, 0.0)),
     m("gpt-4o", 128_000, 16_384, (2.5, 10.0, 1.25, 0.0)),
     m("o4-mini", 200_000, 100_000, (1.1, 4.4, 0.275, 0.0)),
+    m("o3-pro", 200_000, 100_000, (20.0, 80.0, 20.0, 0.0)),
     m("o3-mini", 200_000, 100_000, (1.1, 4.4, 0.55, 0.0)),
     m("o3", 200_000, 100_000, (2.0, 8.0, 0.5, 0.0)),
+    m("o1-pro", 200_000, 100_000, (150.0, 600.0, 150.0, 0.0)),
     m("o1", 200_000, 100_000, (15.0, 60.0, 7.5, 0.0)),
-    m("deepseek-chat", 128_000, 8_192, (0.27, 1.1, 0.07, 0.0)),
+    // DeepSeek V3.2 behind both names: one price, cache hits a tenth of a miss.
+    m("deepseek-chat", 128_000, 8_192, (0.28, 0.42, 0.028, 0.0)),
     m(
         "deepseek-reasoner",
         128_000,
-        64_000,
-        (0.55, 2.19, 0.14, 0.0),
+        65_536,
+        (0.28, 0.42, 0.028, 0.0),
     ),
     m("gemini-2.5-pro", 1_048_576, 65_536, (1.25, 10.0, 0.31, 0.0)),
     m(
@@ -76,12 +139,17 @@ const FACTS: &[ModelFacts] = &[
     ),
 ];
 
-/// The facts of the family `model` belongs to, if it is a known one.
+/// The facts of the family `model` belongs to, if it is a known one. A prefix must end where a
+/// version does: `gpt-5` is not `gpt-5.3`, `o1` is not `o10`, so a newer model is unknown
+/// rather than priced as an older one.
 pub fn model_facts(model: &str) -> Option<&'static ModelFacts> {
     let name = model.rsplit('/').next().unwrap_or(model);
     FACTS
         .iter()
-        .filter(|f| name.starts_with(f.prefix))
+        .filter(|f| {
+            name.strip_prefix(f.prefix)
+                .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+        })
         .max_by_key(|f| f.prefix.len())
 }
 
@@ -118,6 +186,23 @@ mod tests {
             super::model_facts("claude-opus-4-5-20251101").map(|f| f.input),
             Some(5.0)
         );
+    }
+
+    #[test]
+    fn a_newer_version_is_not_priced_as_an_older_one() {
+        let input = |model: &str| super::model_facts(model).map(|f| f.input);
+        assert_eq!(input("claude-opus-4-20250514"), Some(15.0));
+        assert_eq!(input("claude-opus-4-6"), Some(5.0));
+        assert_eq!(input("claude-opus-4-7"), None);
+        assert_eq!(input("claude-sonnet-4-5-20250929"), Some(3.0));
+        assert_eq!(input("anthropic/claude-sonnet-5-5"), Some(2.0));
+        assert_eq!(input("gpt-5-2025-08-07"), Some(1.25));
+        assert_eq!(input("gpt-5.3"), None);
+        assert_eq!(input("openai/gpt-5.4-mini"), Some(0.75));
+        assert_eq!(input("o10"), None);
+        assert_eq!(input("o3-pro-2025-06-10"), Some(20.0));
+        assert_eq!(input("qwen3-coder:30b"), None);
+        assert_eq!(input("llama3.3:70b"), None);
     }
 
     #[test]
