@@ -340,3 +340,103 @@ async fn thinking_blocks_must_come_back_unchanged_in_a_tool_loop() {
     assert_eq!(status, 200);
     assert_eq!(p.counters().rejected_for(Rejection::Thinking), 2);
 }
+
+/// The tool call an OpenAI stream carried: (id, name, arguments).
+fn openai_call(body: &str) -> (String, String, Value) {
+    let (mut id, mut name, mut args) = (String::new(), String::new(), String::new());
+    for e in events(body) {
+        for tc in e["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(i) = tc["id"].as_str() {
+                id = i.to_string();
+                name = tc["function"]["name"].as_str().unwrap().to_string();
+            }
+            args += tc["function"]["arguments"].as_str().unwrap_or_default();
+        }
+    }
+    (
+        id,
+        name,
+        serde_json::from_str(&args).expect("arguments JSON"),
+    )
+}
+
+/// Runs a LongTaskPlan as a client would, answering each call; `condense` may rewrite the
+/// history before each request. Returns the tool names called and the final result.
+async fn run_long_task(condense: fn(&mut Vec<Value>)) -> (Vec<String>, String, Counters) {
+    let plan = LongTaskPlan::new(
+        "INT-7",
+        &["src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs"],
+        "Objective: port the parser",
+        &["FACT-ALPHA: the build uses cargo"],
+    )
+    .writing_every(2, "src/notes");
+    let p = RealProvider::start(ProviderConfig::new(WireFormat::OpenAi, 100_000), plan).await;
+    let tools = json!([{"type": "function", "function": {"name": "read_file"}}]);
+    let mut messages = vec![user("Objective: port the parser")];
+    let mut names = Vec::new();
+    loop {
+        condense(&mut messages);
+        let body = json!({"model": "m", "messages": messages, "tools": tools,
+            "stream_options": {"include_usage": true}});
+        let (status, text) = post(&p, WireFormat::OpenAi, &body).await;
+        assert_eq!(status, 200, "{text}");
+        let (id, name, args) = openai_call(&text);
+        assert!(id.starts_with("call_"), "{id}");
+        if names.len() == 2 {
+            // Re-sent as after a context error: the same step comes back, with a new id.
+            let (_, again, again_args) = openai_call(&post(&p, WireFormat::OpenAi, &body).await.1);
+            assert_eq!((again, again_args), (name.clone(), args.clone()));
+        }
+        names.push(name.clone());
+        if name == "attempt_completion" {
+            let result = args["result"].as_str().unwrap().to_string();
+            return (names, result, p.counters());
+        }
+        let content = match args["path"].as_str() {
+            Some("src/a.rs") => format!("// FACT-ALPHA: the build uses cargo\n{}", big(3000)),
+            _ => "ok".to_string(),
+        };
+        messages.push(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id,
+            "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
+        );
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+    }
+}
+
+#[tokio::test]
+async fn a_long_task_reads_writes_and_completes_knowing_what_it_kept() {
+    let (names, result, counters) = run_long_task(|_| {}).await;
+    let expected = "select_active_intent read_file read_file write_to_file read_file read_file \
+        write_to_file attempt_completion";
+    assert_eq!(names, expected.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(result, "FACTS KEPT: FACT-ALPHA");
+    assert!(counters.facts.unwrap().all_kept());
+    assert_eq!(counters.requests, 9);
+    assert!(
+        counters.cache_read_tokens > 0,
+        "a growing history shares its prefix"
+    );
+}
+
+#[tokio::test]
+async fn a_long_task_whose_history_lost_a_fact_says_so() {
+    // Keep only the task and the newest call with its result, as a careless cut would.
+    let (_, result, counters) = run_long_task(|m| {
+        if m.len() > 3 {
+            let tail = m.split_off(m.len() - 2);
+            m.truncate(1);
+            m.extend(tail);
+        }
+    })
+    .await;
+    assert_eq!(result, "FACTS LOST: FACT-ALPHA");
+    assert_eq!(
+        counters.facts.unwrap().lost,
+        vec!["FACT-ALPHA: the build uses cargo"]
+    );
+}
