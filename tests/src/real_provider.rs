@@ -397,7 +397,8 @@ impl State {
                 input,
             } => turn.text(&text).tool_use(&id, &name, input),
         };
-        let uncached = input - cache.read - cache.written;
+        // Prefixes are measured re-serialized; a client's looser JSON must not push this below zero.
+        let uncached = input.saturating_sub(cache.read + cache.written);
         self.counters.input_tokens += uncached;
         self.counters.cache_read_tokens += cache.read;
         self.counters.cache_write_tokens += cache.written;
