@@ -6,6 +6,7 @@ pub mod cli;
 pub mod gitrepo;
 pub mod llm_server;
 pub mod mcp;
+pub mod real_provider;
 pub mod script;
 pub mod sse;
 pub mod trace_schema;

@@ -121,11 +121,27 @@ impl Reply {
     }
 }
 
+/// Answers a model request from what it contains, instead of a fixed queue.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Script {
     replies: VecDeque<Reply>,
+    responder: Option<Responder>,
     gets: HashMap<String, Reply>,
     requests: Vec<RecordedRequest>,
+    probes: Vec<RecordedRequest>,
+}
+
+/// A request the app makes to learn a model's window (OpenRouter and vLLM `/models`,
+/// LM Studio `/api/v0/…`, Ollama `POST /api/show`): not a turn of the conversation.
+fn is_probe(req: &RecordedRequest) -> bool {
+    let bare = req.path.split('?').next().unwrap_or_default();
+    match req.method.as_str() {
+        "GET" => bare.contains("/models") || bare.starts_with("/api/v0/"),
+        "POST" => bare == "/api/show",
+        _ => false,
+    }
 }
 
 struct Shared {
@@ -137,16 +153,19 @@ struct Shared {
 impl Shared {
     fn record(&self, req: RecordedRequest) -> Reply {
         let mut script = self.script.lock().unwrap();
+        if is_probe(&req) {
+            let reply = script.fixed_reply(&req);
+            script.probes.push(req);
+            return reply;
+        }
         let reply = if req.method == "GET" {
-            let bare = req.path.split('?').next().unwrap_or_default();
-            script
-                .gets
-                .get(&req.path)
-                .or_else(|| script.gets.get(bare))
-                .cloned()
-                .unwrap_or_else(|| {
-                    error_reply(404, &format!("scripted server: no GET reply for {bare}"))
-                })
+            script.fixed_reply(&req)
+        } else if let Some(responder) = script.responder.clone() {
+            // The responder may take its time (and its own locks); waiters must not.
+            drop(script);
+            let reply = responder(&req);
+            script = self.script.lock().unwrap();
+            reply
         } else {
             script
                 .replies
@@ -158,6 +177,21 @@ impl Shared {
         drop(script);
         self.count.send_replace(n);
         reply
+    }
+}
+
+impl Script {
+    /// The `on_get` reply for this target (query string ignored unless set in full), or a 404.
+    fn fixed_reply(&self, req: &RecordedRequest) -> Reply {
+        let bare = req.path.split('?').next().unwrap_or_default();
+        self.gets
+            .get(&req.path)
+            .or_else(|| self.gets.get(bare))
+            .cloned()
+            .unwrap_or_else(|| {
+                let message = format!("scripted server: no {} reply for {bare}", req.method);
+                error_reply(404, &message)
+            })
     }
 }
 
@@ -186,15 +220,30 @@ impl Drop for ScriptedServer {
 impl ScriptedServer {
     /// Starts serving on an ephemeral port; `replies` answer non-GET requests in order.
     pub async fn start(replies: Vec<Reply>) -> ScriptedServer {
+        ScriptedServer::serve(Script {
+            replies: replies.into(),
+            ..Script::default()
+        })
+        .await
+    }
+
+    /// Starts serving on an ephemeral port; `responder` answers every non-GET request
+    /// that is not a window probe.
+    pub async fn start_with(responder: Responder) -> ScriptedServer {
+        ScriptedServer::serve(Script {
+            responder: Some(responder),
+            ..Script::default()
+        })
+        .await
+    }
+
+    async fn serve(script: Script) -> ScriptedServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind scripted server on 127.0.0.1");
         let addr = listener.local_addr().expect("scripted server address");
         let shared = Arc::new(Shared {
-            script: Mutex::new(Script {
-                replies: replies.into(),
-                ..Script::default()
-            }),
+            script: Mutex::new(script),
             count: watch::channel(0).0,
         });
         let accept = tokio::spawn(accept_loop(listener, shared.clone()));
@@ -214,9 +263,15 @@ impl ScriptedServer {
         self.shared.script.lock().unwrap()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order, window probes left out.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.script().requests.clone()
+    }
+
+    /// The window probes received so far (`GET …/models…`, `GET /api/v0/…`,
+    /// `POST /api/show`), in arrival order; they are answered from the `on_get` table.
+    pub fn probes(&self) -> Vec<RecordedRequest> {
+        self.script().probes.clone()
     }
 
     /// The result of tool call `call_id` that request `n` carried (OpenAI wire format).
@@ -243,12 +298,13 @@ impl ScriptedServer {
     }
 
     /// A fixed reply for `GET path`, served every time (the query string is
-    /// ignored unless a reply was set for the full target).
+    /// ignored unless a reply was set for the full target). Window probes are
+    /// served from the same table, `POST /api/show` included.
     pub fn on_get(&self, path: &str, reply: Reply) {
         self.script().gets.insert(path.to_string(), reply);
     }
 
-    /// Waits until at least `n` requests have been received.
+    /// Waits until at least `n` requests have been received (window probes not counted).
     pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> anyhow::Result<()> {
         let mut rx = self.shared.count.subscribe();
         if tokio::time::timeout(timeout, rx.wait_for(|c| *c >= n))
@@ -652,10 +708,56 @@ mod tests {
         let r = post(&base).await;
         assert_eq!(r.headers()["content-type"], "text/event-stream");
         assert_eq!(r.text().await.unwrap(), "data: 1\n\n");
-        let ok = server.wait_for_requests(4, Duration::from_secs(1)).await;
+        // The two `/models` GETs are window probes: served, but neither listed nor counted.
+        let ok = server.wait_for_requests(2, Duration::from_secs(1)).await;
         assert!(ok.is_ok());
-        let err = server.wait_for_requests(5, Duration::from_millis(50)).await;
-        assert!(err.unwrap_err().to_string().contains("got 4"));
+        let err = server.wait_for_requests(3, Duration::from_millis(50)).await;
+        assert!(err.unwrap_err().to_string().contains("got 2"));
+        assert_eq!(server.probes().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn window_probes_never_take_a_model_reply() {
+        let server = ScriptedServer::start(vec![Reply::json(200, &json!("turn"))]).await;
+        server.on_get("/api/show", Reply::json(200, &json!({"model_info": {}})));
+        let base = server.base_url();
+        let client = reqwest::Client::new();
+        let r = client
+            .post(format!("{base}/api/show"))
+            .body("{}")
+            .send()
+            .await;
+        assert_eq!(r.unwrap().status().as_u16(), 200);
+        for path in [
+            "/api/v0/models/m",
+            "/v1/models",
+            "/api/v1/models/x/endpoints",
+        ] {
+            let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+            assert_eq!(r.status().as_u16(), 404, "{path}");
+        }
+        let r = client
+            .post(format!("{base}/v1/chat/completions"))
+            .body("{}");
+        assert_eq!(r.send().await.unwrap().text().await.unwrap(), "\"turn\"");
+        assert_eq!(server.requests().len(), 1);
+        let probes: Vec<String> = server.probes().into_iter().map(|r| r.path).collect();
+        assert_eq!(probes[0], "/api/show");
+        assert_eq!(probes.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn a_responder_answers_from_the_request() {
+        let responder: Responder =
+            Arc::new(|req: &RecordedRequest| Reply::json(200, &json!({"echo": req.json()["n"]})));
+        let server = ScriptedServer::start_with(responder).await;
+        let client = reqwest::Client::new();
+        for n in 0..3 {
+            let r = client.post(server.base_url()).json(&json!({"n": n}));
+            let body: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
+            assert_eq!(body, json!({"echo": n}));
+        }
+        assert_eq!(server.requests().len(), 3);
     }
 
     #[tokio::test]

@@ -81,6 +81,7 @@ pub mod openai {
     pub struct Turn {
         parts: Vec<Part>,
         usage: Option<(u64, u64)>,
+        cached_tokens: u64,
         comments: Vec<String>,
         delay_ms: u64,
         model: String,
@@ -94,6 +95,7 @@ pub mod openai {
         Turn {
             parts: Vec::new(),
             usage: None,
+            cached_tokens: 0,
             comments: Vec::new(),
             delay_ms: 0,
             model: "gpt-4o-mini-2024-07-18".to_string(),
@@ -120,6 +122,13 @@ pub mod openai {
         /// `stream_options.include_usage` does.
         pub fn usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
             self.usage = Some((prompt_tokens, completion_tokens));
+            self
+        }
+
+        /// Prompt tokens served from the provider's prefix cache, reported in
+        /// `usage.prompt_tokens_details.cached_tokens` (they stay counted in `prompt_tokens`).
+        pub fn cached_tokens(mut self, cached: u64) -> Self {
+            self.cached_tokens = cached;
             self
         }
 
@@ -233,7 +242,10 @@ pub mod openai {
                     ("prompt_tokens", val(prompt)),
                     ("completion_tokens", val(completion)),
                     ("total_tokens", val(prompt + completion)),
-                    ("prompt_tokens_details", obj(&[("cached_tokens", val(0))])),
+                    (
+                        "prompt_tokens_details",
+                        obj(&[("cached_tokens", val(self.cached_tokens))]),
+                    ),
                     (
                         "completion_tokens_details",
                         obj(&[("reasoning_tokens", val(0))]),
@@ -282,12 +294,16 @@ pub mod anthropic {
         Text(String),
         /// id, name, input as compact JSON
         ToolUse(String, String, String),
+        /// thinking text, signature
+        Thinking(String, String),
     }
 
     /// One assistant message, streamed as Messages API events.
     pub struct Turn {
         blocks: Vec<Block>,
         usage: Option<(u64, u64)>,
+        /// cache_creation_input_tokens, cache_read_input_tokens
+        cache: Option<(u64, u64)>,
         pings: usize,
         delay_ms: u64,
         model: String,
@@ -299,6 +315,7 @@ pub mod anthropic {
         Turn {
             blocks: Vec::new(),
             usage: None,
+            cache: None,
             pings: 0,
             delay_ms: 0,
             model: "claude-sonnet-4-5-20250929".to_string(),
@@ -324,6 +341,21 @@ pub mod anthropic {
         pub fn tool_use(mut self, id: &str, name: &str, input: Value) -> Self {
             let block = Block::ToolUse(id.to_string(), name.to_string(), input.to_string());
             self.blocks.push(block);
+            self
+        }
+
+        /// An extended-thinking block: `thinking_delta` fragments, then its
+        /// `signature_delta`, as the API streams it.
+        pub fn thinking(mut self, thinking: &str, signature: &str) -> Self {
+            let block = Block::Thinking(thinking.to_string(), signature.to_string());
+            self.blocks.push(block);
+            self
+        }
+
+        /// Prompt-cache figures: tokens written to and read from the cache. With them,
+        /// `message_delta` repeats the whole input usage, as the API does.
+        pub fn cache_usage(mut self, creation: u64, read: u64) -> Self {
+            self.cache = Some((creation, read));
             self
         }
 
@@ -354,12 +386,13 @@ pub mod anthropic {
         /// The whole stream from `message_start` to `message_stop`.
         pub fn chunks(&self) -> Vec<Chunk> {
             let (input_tokens, output_tokens) = self.usage.unwrap_or((10, 1));
-            let usage = obj(&[
+            let (creation, read) = self.cache.unwrap_or((0, 0));
+            let input_usage = [
                 ("input_tokens", val(input_tokens)),
-                ("cache_creation_input_tokens", val(0)),
-                ("cache_read_input_tokens", val(0)),
-                ("output_tokens", val(1)),
-            ]);
+                ("cache_creation_input_tokens", val(creation)),
+                ("cache_read_input_tokens", val(read)),
+            ];
+            let usage = obj(&[&input_usage[..], &[("output_tokens", val(1))]].concat());
             let message = obj(&[
                 ("id", val(&self.id)),
                 ("type", val("message")),
@@ -395,6 +428,19 @@ pub mod anthropic {
                             |p| obj(&[("type", val("input_json_delta")), ("partial_json", val(p))]);
                         (start, parts.into_iter().map(delta).collect::<Vec<_>>())
                     }
+                    Block::Thinking(thinking, signature) => {
+                        let start = obj(&[("type", val("thinking")), ("thinking", val(""))]);
+                        let delta =
+                            |p| obj(&[("type", val("thinking_delta")), ("thinking", val(p))]);
+                        let mut deltas: Vec<String> =
+                            pieces(thinking, seed).into_iter().map(delta).collect();
+                        let sig = [
+                            ("type", val("signature_delta")),
+                            ("signature", val(signature)),
+                        ];
+                        deltas.push(obj(&sig));
+                        (start, deltas)
+                    }
                 };
                 let first = index == 0;
                 let index = val(index);
@@ -415,7 +461,11 @@ pub mod anthropic {
                 ("stop_reason", val(stop_reason)),
                 ("stop_sequence", NULL.to_string()),
             ]);
-            let usage = obj(&[("output_tokens", val(output_tokens))]);
+            let output = ("output_tokens", val(output_tokens));
+            let usage = match self.cache {
+                Some(_) => obj(&[&input_usage[..], &[output]].concat()),
+                None => obj(&[output]),
+            };
             events.push(event(
                 "message_delta",
                 &[("delta", delta), ("usage", usage)],
