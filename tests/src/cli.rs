@@ -39,9 +39,19 @@ impl Output {
 
 /// Runs `mandate ARGS` in `dirs`'s user directories with extra environment; kills it after 60 s.
 pub async fn mandate(args: &[&str], dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
+    mandate_within(args, dirs, env, Duration::from_secs(60)).await
+}
+
+/// [`mandate`] for long runs: killed after `limit`.
+pub async fn mandate_within(
+    args: &[&str],
+    dirs: &UserDirs,
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Output {
     let mut cmd = tokio::process::Command::new(mandate_bin());
     cmd.args(args);
-    finish(cmd, dirs, env).await
+    finish_within(cmd, dirs, env, limit).await
 }
 
 /// The unprivileged user [`mandate_as_nobody`] runs as.
@@ -84,7 +94,16 @@ pub fn give_to_nobody(path: &Path) {
     }
 }
 
-async fn finish(mut cmd: tokio::process::Command, dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
+async fn finish(cmd: tokio::process::Command, dirs: &UserDirs, env: &[(&str, &str)]) -> Output {
+    finish_within(cmd, dirs, env, Duration::from_secs(60)).await
+}
+
+async fn finish_within(
+    mut cmd: tokio::process::Command,
+    dirs: &UserDirs,
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> Output {
     cmd.envs(dirs.env())
         .env("MANDATE_RETRY_BASE_MS", "5")
         .env_remove("MANDATE_API_KEY")
@@ -94,9 +113,9 @@ async fn finish(mut cmd: tokio::process::Command, dirs: &UserDirs, env: &[(&str,
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let child = cmd.spawn().expect("spawn mandate");
-    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+    let out = tokio::time::timeout(limit, child.wait_with_output())
         .await
-        .expect("mandate did not finish within 60 s")
+        .unwrap_or_else(|_| panic!("mandate did not finish within {limit:?}"))
         .expect("wait for mandate");
     Output {
         code: out.status.code(),

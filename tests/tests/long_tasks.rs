@@ -1,0 +1,271 @@
+//! A whole working day on any model: `mandate run` against a provider that behaves like a real
+//! one (it enforces its window, refuses malformed histories in the real APIs' words, caches
+//! prefixes and reports usage) over both wire formats, on tasks many times the window.
+
+use std::time::Duration;
+
+use mandate_tests::app::{workspace, UserDirs};
+use mandate_tests::cli::{mandate_within, task_record, Output};
+use mandate_tests::real_provider::{
+    Counters, LongTaskPlan, Overflow, ProviderConfig, RealProvider, Rejection, WireFormat,
+};
+
+const INTENTS: &str = "active_intents:\n  - id: INT-001\n    name: Docs\n    status: IN_PROGRESS\n    owned_scope: [\"docs/**\"]\n";
+const OBJECTIVE: &str = "Objective: read every document and say what the build uses";
+const FACT: &str = "FACT-ALPHA: the build uses cargo";
+
+/// A document of about `tokens` tokens; the first one holds the fact.
+fn document(n: usize, tokens: usize) -> String {
+    let mut text = String::new();
+    if n == 0 {
+        text.push_str(FACT);
+        text.push('\n');
+    }
+    let line = format!("Document {n}: a line about the parser and its tests, kept for length.\n");
+    while text.len() < tokens * 4 {
+        text.push_str(&line);
+    }
+    text
+}
+
+struct Task {
+    wire: WireFormat,
+    window: u64,
+    /// Told to Mandate with --context-window; otherwise it learns it from the refusal.
+    known: bool,
+    overflow: Overflow,
+    reads: usize,
+    doc_tokens: usize,
+}
+
+struct Ran {
+    out: Output,
+    counters: Counters,
+    record: serde_json::Value,
+    _ws: tempfile::TempDir,
+    _dirs: UserDirs,
+}
+
+async fn run(t: Task) -> Ran {
+    let files: Vec<(String, String)> = (0..t.reads)
+        .map(|n| (format!("docs/d{n:03}.txt"), document(n, t.doc_tokens)))
+        .collect();
+    let file_refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let ws = workspace(Some(INTENTS), &file_refs);
+    let dirs = UserDirs::new();
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    let plan =
+        LongTaskPlan::new("INT-001", &paths, OBJECTIVE, &[FACT]).writing_every(10, "docs/notes");
+    let provider = RealProvider::start(
+        ProviderConfig::new(t.wire, t.window).overflow(t.overflow),
+        plan,
+    )
+    .await;
+    let (kind, base) = match t.wire {
+        WireFormat::Anthropic => ("anthropic", provider.base_url()),
+        WireFormat::OpenAi => ("openai", format!("{}/v1", provider.base_url())),
+    };
+    let window = t.window.to_string();
+    let mut args = vec![
+        "run",
+        "--workspace",
+        ws.path().to_str().expect("utf-8 path"),
+        "--provider",
+        kind,
+        "--base-url",
+        &base,
+        "--model",
+        "local-model",
+        "--api-key-env",
+        "LONG_TASK_KEY",
+        "--approve",
+        "allow",
+        "--max-turns",
+        "1000",
+        "--json",
+    ];
+    if t.known {
+        args.extend(["--context-window", &window]);
+    }
+    args.push(OBJECTIVE);
+    let out = mandate_within(
+        &args,
+        &dirs,
+        &[("LONG_TASK_KEY", "sk-test")],
+        Duration::from_secs(600),
+    )
+    .await;
+    let counters = provider.counters();
+    let id = out.task_id().expect("a task was started");
+    let record = task_record(&dirs, &id);
+    Ran {
+        out,
+        counters,
+        record,
+        _ws: ws,
+        _dirs: dirs,
+    }
+}
+
+/// What every long task must show: it completed knowing its facts, no request was malformed,
+/// the whole conversation is kept, and condensing happened and was said.
+fn finished_whole(r: &Ran, reads: usize) {
+    assert_eq!(
+        r.out.code,
+        Some(0),
+        "{}\n{}",
+        r.out.stderr,
+        r.out
+            .stdout
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let verdict = r
+        .counters
+        .facts
+        .clone()
+        .expect("the plan checked its facts");
+    assert!(verdict.all_kept(), "{verdict:?}");
+    assert_eq!(r.counters.rejected_for(Rejection::MalformedHistory), 0);
+    let results = r.record["conversation"]
+        .as_array()
+        .expect("conversation")
+        .iter()
+        .filter(|m| m["role"] == "tool_result" && m["name"] == "read_file")
+        .count();
+    assert_eq!(results, reads, "every read stays in the task's history");
+    let condensed = r.out.events_of("condensing").len();
+    assert!(condensed >= 2, "condensed {condensed} times");
+    assert_eq!(
+        r.record["context"]["condensations"]
+            .as_array()
+            .map(Vec::len),
+        Some(condensed)
+    );
+}
+
+#[tokio::test]
+async fn a_200_step_task_on_a_16k_window_finishes_over_the_openai_format() {
+    let r = run(Task {
+        wire: WireFormat::OpenAi,
+        window: 16_384,
+        known: true,
+        overflow: Overflow::Figures,
+        reads: 200,
+        doc_tokens: 1_200,
+    })
+    .await;
+    finished_whole(&r, 200);
+    assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
+    assert!(r.counters.largest_request_tokens <= 16_384);
+}
+
+#[tokio::test]
+async fn a_200_step_task_on_a_16k_window_finishes_over_the_anthropic_format() {
+    let r = run(Task {
+        wire: WireFormat::Anthropic,
+        window: 16_384,
+        known: true,
+        overflow: Overflow::Figures,
+        reads: 200,
+        doc_tokens: 1_200,
+    })
+    .await;
+    finished_whole(&r, 200);
+    assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
+}
+
+#[tokio::test]
+async fn a_200_step_task_on_a_200k_window_finishes_and_the_cache_pays_for_it() {
+    let r = run(Task {
+        wire: WireFormat::Anthropic,
+        window: 200_000,
+        known: true,
+        overflow: Overflow::Figures,
+        reads: 200,
+        doc_tokens: 4_000,
+    })
+    .await;
+    finished_whole(&r, 200);
+    assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
+    let c = &r.counters;
+    let all_input = c.input_tokens + c.cache_read_tokens + c.cache_write_tokens;
+    assert!(
+        c.cache_read_tokens * 2 > all_input,
+        "most input is read from the cache: {c:?}"
+    );
+    let usage = &r.record["summary"]["usage"];
+    assert_eq!(
+        usage["cache_read_tokens"].as_u64(),
+        Some(c.cache_read_tokens)
+    );
+}
+
+#[tokio::test]
+async fn a_200_step_task_on_a_200k_window_finishes_over_the_openai_format() {
+    let r = run(Task {
+        wire: WireFormat::OpenAi,
+        window: 200_000,
+        known: true,
+        overflow: Overflow::Figures,
+        reads: 200,
+        doc_tokens: 4_000,
+    })
+    .await;
+    finished_whole(&r, 200);
+    assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
+    assert!(
+        r.counters.cache_read_tokens > 0,
+        "automatic prefix caching hit"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_window_is_learned_from_one_refusal_and_remembered() {
+    for wire in [WireFormat::OpenAi, WireFormat::Anthropic] {
+        let r = run(Task {
+            wire,
+            window: 16_384,
+            known: false,
+            overflow: Overflow::Figures,
+            reads: 60,
+            doc_tokens: 1_200,
+        })
+        .await;
+        finished_whole(&r, 60);
+        assert_eq!(
+            r.counters.rejected_for(Rejection::ContextLength),
+            1,
+            "{wire:?}: at most one over-window request where the window is not known"
+        );
+        let retries = r.out.events_of("context_retry");
+        assert_eq!(retries.len(), 1, "{wire:?}");
+        assert_eq!(retries[0]["limit_tokens"], 16_384);
+        let learned =
+            std::fs::read_to_string(r._dirs.data().join("model-windows.json")).expect("learned");
+        assert!(learned.contains("16384"), "{learned}");
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_without_a_figure_is_answered_smaller_each_time() {
+    let r = run(Task {
+        wire: WireFormat::Anthropic,
+        window: 16_384,
+        known: false,
+        overflow: Overflow::NoFigure,
+        reads: 50,
+        doc_tokens: 1_200,
+    })
+    .await;
+    finished_whole(&r, 50);
+    let refused = r.counters.rejected_for(Rejection::RequestTooLarge)
+        + r.counters.rejected_for(Rejection::ContextLength);
+    assert!((1..=3).contains(&refused), "{refused} refusals");
+}
