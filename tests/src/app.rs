@@ -157,11 +157,33 @@ impl UserDirs {
     }
     /// Writes settings pointing the app at an OpenAI-compatible server.
     pub fn settings_openai(&self, base_url: &str, ask_before_writes: bool) {
-        let settings = json!({
+        self.write_settings(json!({
             "provider": "openai", "preset": "custom", "base_url": base_url, "model": "test-model",
             "custom_instructions": "",
             "approval": {"ask_before_writes": ask_before_writes, "ask_before_safe_commands": false},
-        });
+        }));
+    }
+
+    /// Like `settings_openai` (writes not asked), with the test model's context window set to
+    /// `context_window` tokens and automatic condensing at `threshold_percent` of its usable input.
+    pub fn settings_openai_window(
+        &self,
+        base_url: &str,
+        context_window: u64,
+        threshold_percent: u8,
+    ) {
+        self.write_settings(json!({
+            "provider": "openai", "preset": "custom", "base_url": base_url, "model": "test-model",
+            "custom_instructions": "",
+            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
+            "context": {
+                "threshold_percent": threshold_percent,
+                "models": [{"model": "openai/test-model", "context_window": context_window}],
+            },
+        }));
+    }
+
+    fn write_settings(&self, settings: Value) {
         std::fs::create_dir_all(self.config()).expect("mkdir");
         std::fs::write(self.config().join("settings.json"), settings.to_string())
             .expect("write settings");

@@ -167,7 +167,7 @@ function apply(panel, ev) {
  * @param {Extract<HostEvent, { type: 'context_retry' }>} ev
  */
 function contextRetryText(ev) {
-  const limit = ev.limit_tokens === null ? '' : ` (limit ${ev.limit_tokens.toLocaleString('en-US')} tokens)`;
+  const limit = ev.limit_tokens === null ? '' : ` (limit ${ev.limit_tokens.toLocaleString()} tokens)`;
   return `The request did not fit the model's window${limit}; sending less (try ${ev.attempt} of ${CONTEXT_TRIES}).`;
 }
 

@@ -52,9 +52,8 @@ export class TaskPanel {
         this.intent,
         this.select,
         h('span', { class: 'spacer' }),
-        this.gauge.el,
-        this.usage,
-        this.condense),
+        // Kept together when the row wraps: how full the window is, what it cost, the way out.
+        h('span', { class: 'task-context' }, this.gauge.el, this.usage, this.condense)),
       h('div', { class: 'task-header-row' }, this.lastError, this.budget),
       this.error);
     this.el = h('section', {
