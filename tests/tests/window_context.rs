@@ -439,7 +439,8 @@ async fn thinking_is_shown_folded_and_cache_reads_beside_the_cost() {
             "const d = document.querySelector('.task-panel details.thinking');\
              const c = d.querySelector('.content');\
              return {open: d.open, summary: d.querySelector('summary').textContent, text: c.textContent,\
-                     elements: c.children.length, whiteSpace: getComputedStyle(c).whiteSpace};",
+                     elements: c.children.length, whiteSpace: getComputedStyle(c).whiteSpace,\
+                     next: d.nextElementSibling?.dataset.role ?? null};",
         )
         .await
         .expect("eval");
@@ -451,6 +452,10 @@ async fn thinking_is_shown_folded_and_cache_reads_beside_the_cost() {
     );
     assert_eq!(t["elements"], 0, "the reasoning is plain text: {t}");
     assert_eq!(t["whiteSpace"], "pre-wrap", "line breaks kept: {t}");
+    assert_eq!(
+        t["next"], "assistant",
+        "the reasoning comes before its answer: {t}"
+    );
     app.click(".task-panel details.thinking summary")
         .await
         .expect("unfold");

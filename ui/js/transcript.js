@@ -129,7 +129,7 @@ export class Transcript {
   load(messages) {
     this.clear();
     const frag = document.createDocumentFragment();
-    for (const m of messages) frag.append(this.messageEl(m));
+    for (const m of messages) placeThinking(frag, this.messageEl(m), m);
     this.log.append(frag);
     this.finalizeLoaded();
     for (const q of pendingQuestions.values()) if (q.taskId === this.taskId) this.log.append(questionEl(q));
@@ -158,7 +158,7 @@ export class Transcript {
     this.mutate(() => {
       const el = this.messageEl(message);
       if (existing) existing.replaceWith(el);
-      else this.log.append(el);
+      else placeThinking(this.log, el, message);
     });
   }
 
@@ -338,6 +338,19 @@ export class Transcript {
       if (el instanceof HTMLElement) finalize(el, false);
     }
   }
+}
+
+/**
+ * Appends a message; the host posts the model's reasoning after the answer it led to, and it
+ * reads better before it.
+ * @param {Element | DocumentFragment} parent
+ * @param {Element} el
+ * @param {UiMessage} m
+ */
+function placeThinking(parent, el, m) {
+  const last = parent.lastElementChild;
+  if (m.kind === 'thinking' && last instanceof HTMLElement && last.dataset.role === 'assistant') last.before(el);
+  else parent.append(el);
 }
 
 /** @param {number} n */
