@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "==> building release binaries"
 cargo build --release -p mandate
+echo "==> the context window: long tasks against a provider on loopback"
+cargo build --release -p mandate-tests --bin context-bench
+MANDATE_BIN=target/release/mandate target/release/context-bench | tee target/bench-context.txt
 echo "==> core figures (cargo bench)"
 cargo bench -p mandate-core --bench figures | tee target/bench-core.txt
 echo "==> the window (Xvfb)"
@@ -13,4 +16,4 @@ dbus-run-session -- python3 bench/app_figures.py 2>/dev/null | tee target/bench-
 echo
 echo "| figure | measured | reference (same run) | ratio | budget | |"
 echo "|---|---|---|---|---|---|"
-grep -h '^| ' target/bench-core.txt target/bench-app.txt | grep -v '^| figure\|^|---'
+grep -h '^| ' target/bench-core.txt target/bench-context.txt target/bench-app.txt | grep -v '^| figure\|^|---'

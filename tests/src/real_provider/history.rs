@@ -54,7 +54,9 @@ fn text_of(content: &Value) -> String {
 impl Conversation {
     /// Reads a request body of either wire format.
     pub fn read(wire: WireFormat, body: &Value) -> Conversation {
-        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+        // `tool_choice: none` (both formats spell it so) offers the tools for the prefix only.
+        let none = body["tool_choice"] == "none" || body["tool_choice"]["type"] == "none";
+        let has_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty()) && !none;
         let raw = body["messages"].as_array().cloned().unwrap_or_default();
         let mut system = text_of(&body["system"]);
         let mut messages = Vec::new();

@@ -69,8 +69,17 @@ pub fn call_id(wire: WireFormat) -> String {
 }
 
 /// Whether a request asks for a summary of the conversation rather than the next step.
+/// A summary asked at the end of the task's own (cached) history starts its last message so.
+pub const SUMMARY_INSTRUCTION_START: &str = "[Condense the conversation:";
+
 pub fn is_summary_request(request: &Conversation) -> bool {
-    !request.has_tools && request.system.starts_with(SUMMARY_PROMPT_START)
+    let asked_in_place = request.messages.last().is_some_and(|m| {
+        m.role == "user"
+            && m.parts.iter().any(
+                |p| matches!(p, super::Part::Text(t) if t.starts_with(SUMMARY_INSTRUCTION_START)),
+            )
+    });
+    !request.has_tools && (request.system.starts_with(SUMMARY_PROMPT_START) || asked_in_place)
 }
 
 /// A plausible summary: the objective and every `FACT-…:` line the request carried, so a

@@ -179,6 +179,7 @@ fn fill(env: &AgentEnv, task: &TaskHandle, base: &ModelRequest, w: &ModelWindow)
         thinking_budget: w.request_thinking(),
         reasoning_effort: env.context.reasoning_effort.clone(),
         cache: true,
+        forbid_tools: false,
         context_window: Some(w.context_window),
     }
 }
@@ -271,7 +272,7 @@ async fn condense_now(
     let previous = record.context.current().cloned();
     let from = previous.as_ref().map_or(0, |c| c.at);
     let usable = w.usable_input();
-    let keep = tokens::to_estimate(target.unwrap_or(usable) / 4, record.context.last);
+    let keep = tokens::to_estimate(target.unwrap_or(usable) / 6, record.context.last);
     let cut = history::choose_cut(&record.conversation, from, keep);
     if cut <= from {
         return Err(Failure::Refused("nothing new to condense".into()));
@@ -309,14 +310,19 @@ async fn condense_now(
         task_id: task.id.clone(),
         automatic,
     });
-    let request = condense::request(
-        &condense::Input {
-            previous_summary: previous.as_ref().map(|c| c.summary.as_str()),
-            messages: &record.conversation[from..cut],
-            objective: &record.objective,
-        },
-        w,
-    );
+    // Asked at the end of the request the task would send now, the summary costs a cache
+    // read; when that does not fit, the part to condense is laid out as text.
+    let current = fill(env, task, base, w);
+    let request = condense::in_place(&current, w, before).unwrap_or_else(|| {
+        condense::request(
+            &condense::Input {
+                previous_summary: previous.as_ref().map(|c| c.summary.as_str()),
+                messages: &record.conversation[from..cut],
+                objective: &record.objective,
+            },
+            w,
+        )
+    });
     let started = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(Failure::Cancelled),

@@ -105,7 +105,7 @@ impl Provider for WindowedModel {
             ..TokenUsage::default()
         };
         let text = serde_json::to_string(&r.messages).unwrap_or_default();
-        let mut events = if r.tools.is_empty() {
+        let mut events = if r.tools.is_empty() || r.forbid_tools {
             seen.summaries += 1;
             if self.summaries_fail {
                 return Err(LlmError::Server {

@@ -9,10 +9,16 @@ use super::window::ModelWindow;
 /// The start of the summary request's system prompt (a scripted provider recognises it).
 pub const SUMMARY_SYSTEM: &str = "You condense a coding agent's conversation into a summary that lets the agent continue the task without the conversation.";
 
+/// The start of the last message of a summary asked at the end of the task's own history.
+pub const SUMMARY_INSTRUCTION: &str = "[Condense the conversation: Mandate replaces the conversation above with your summary to fit the model's context window.]";
+
 fn system(words: u64) -> String {
+    format!("{SUMMARY_SYSTEM}\n\n{}", instructions(words))
+}
+
+fn instructions(words: u64) -> String {
     format!(
-        "{SUMMARY_SYSTEM}\n\n\
-Write the summary in Markdown under these headings, in this order:\n\
+        "Write the summary in Markdown under these headings, in this order:\n\
 ## Goal — the task as the person asked it, and every requirement they added since.\n\
 ## Done — what was finished, with file paths; say plainly what is complete so it is not redone.\n\
 ## In progress — the step under way and its exact state.\n\
@@ -24,6 +30,38 @@ Keep every fact later steps need, verbatim where exactness matters (paths, ident
 Drop chatter, repeated file contents and superseded attempts. Fold the previous summary in: nothing it holds may be lost unless it is obsolete. \
 Use at most about {words} words. Answer with the summary only; call no tool."
     )
+}
+
+/// The words a summary may use: half the output reserved, a token being about 0.75 words.
+fn words(window: &ModelWindow) -> u64 {
+    (u64::from(window.max_tokens()) / 2 * 3 / 4).clamp(300, 6_000)
+}
+
+/// The summary asked at the end of the request the task would send now (`current`): the same
+/// system prompt, tools and messages, so the provider's prompt cache serves all of it; the
+/// tools may not be called. None when that request and the instruction do not fit the window
+/// (then [`request`] lays the conversation out as text instead).
+pub fn in_place(current: &ModelRequest, window: &ModelWindow, in_use: u64) -> Option<ModelRequest> {
+    let instruction = format!(
+        "{SUMMARY_INSTRUCTION}\n\n{SUMMARY_SYSTEM} {}",
+        instructions(words(window))
+    );
+    if in_use + super::tokens::text(&instruction) + 64 > window.usable_input() {
+        return None;
+    }
+    let mut messages = current.messages.clone();
+    messages.push(ChatMessage::User { text: instruction });
+    Some(ModelRequest {
+        system: current.system.clone(),
+        messages: super::history::well_formed(messages),
+        tools: current.tools.clone(),
+        max_tokens: window.max_tokens(),
+        thinking_budget: None,
+        reasoning_effort: None,
+        cache: true,
+        forbid_tools: true,
+        context_window: Some(window.context_window),
+    })
 }
 
 /// How the part to condense is put to the model.
@@ -38,9 +76,7 @@ pub struct Input<'a> {
 /// equal share of what is left when the whole does not fit.
 pub fn request(input: &Input<'_>, window: &ModelWindow) -> ModelRequest {
     let max_tokens = window.max_tokens();
-    // The summary may use about half the output reserved; a token is about 0.75 words.
-    let words = (u64::from(max_tokens) / 2 * 3 / 4).clamp(300, 6_000);
-    let system = system(words);
+    let system = system(words(window));
     let budget = window
         .usable_input()
         .saturating_sub(super::tokens::text(&system) + 256);
@@ -72,6 +108,7 @@ pub fn request(input: &Input<'_>, window: &ModelWindow) -> ModelRequest {
         thinking_budget: None,
         reasoning_effort: None,
         cache: false,
+        forbid_tools: false,
         context_window: Some(window.context_window),
     }
 }

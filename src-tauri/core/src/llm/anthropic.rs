@@ -112,6 +112,9 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
+        if request.forbid_tools {
+            body["tool_choice"] = json!({"type": "none"});
+        }
     }
     if let Some(budget) = request.thinking_budget {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});

@@ -89,6 +89,9 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<String>,
     /// Place prompt-cache breakpoints (Anthropic `cache_control`).
     pub cache: bool,
+    /// The tools are sent (so the prompt's prefix stays the cached one) but may not be called:
+    /// `tool_choice: none`.
+    pub forbid_tools: bool,
     /// The window the request must fit. Not sent on either wire: Ollama's OpenAI-compatible
     /// endpoint ignores `options.num_ctx`, so its window is read by `model_info` instead.
     pub context_window: Option<u64>,

@@ -85,6 +85,9 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
             .iter()
             .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
             .collect();
+        if request.forbid_tools {
+            body["tool_choice"] = json!("none");
+        }
     }
     body
 }
