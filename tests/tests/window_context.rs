@@ -69,12 +69,19 @@ fn posts(server: &ScriptedServer) -> Vec<RecordedRequest> {
         .collect()
 }
 
-/// The host's summary request: no tools, its own system prompt.
+/// The host's summary request: its instruction to condense (in the system prompt, or in the
+/// last message when the request keeps the task's prefix for the prompt cache).
 fn is_summary_request(r: &RecordedRequest) -> bool {
     let body = r.json();
-    let no_tools = body["tools"].as_array().is_none_or(|t| t.is_empty());
-    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
-    no_tools && system.starts_with("You condense a coding agent's conversation")
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let asks = |m: &serde_json::Value| {
+        m["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("You condense a coding agent's conversation"))
+    };
+    let first = messages.first().is_some_and(asks);
+    let last = messages.last().is_some_and(asks);
+    first || last
 }
 
 const ANSWERED: &str =
