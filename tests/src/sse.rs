@@ -308,6 +308,8 @@ pub mod anthropic {
         delay_ms: u64,
         model: String,
         id: String,
+        /// Instead of `tool_use` / `end_turn` (e.g. `max_tokens`: the answer was cut).
+        stop_reason: Option<String>,
     }
 
     /// An empty message; add text and tool_use blocks to it.
@@ -319,6 +321,7 @@ pub mod anthropic {
             pings: 0,
             delay_ms: 0,
             model: "claude-sonnet-4-5-20250929".to_string(),
+            stop_reason: None,
             id: format!("msg_01Scripted{:012}", next_id()),
         }
     }
@@ -378,6 +381,12 @@ pub mod anthropic {
         }
 
         /// The model name reported in `message_start`.
+        /// The stop reason the stream ends with.
+        pub fn stop_reason(mut self, reason: &str) -> Self {
+            self.stop_reason = Some(reason.to_string());
+            self
+        }
+
         pub fn model(mut self, model: &str) -> Self {
             self.model = model.to_string();
             self
@@ -456,7 +465,11 @@ pub mod anthropic {
                 events.push(event("content_block_stop", &[("index", index)]));
             }
             let has_tool = self.blocks.iter().any(|b| matches!(b, Block::ToolUse(..)));
-            let stop_reason = if has_tool { "tool_use" } else { "end_turn" };
+            let stop_reason = match (&self.stop_reason, has_tool) {
+                (Some(r), _) => r.as_str(),
+                (None, true) => "tool_use",
+                (None, false) => "end_turn",
+            };
             let delta = obj(&[
                 ("stop_reason", val(stop_reason)),
                 ("stop_sequence", NULL.to_string()),

@@ -135,6 +135,53 @@ cache_saved_usd: number | null, };
 
 export type Budget = { max_cost_usd: number | null, max_tokens: number | null, };
 
+export type ContextView = { 
+/**
+ * Tokens the next request holds (the last usage plus an estimate of what was added).
+ */
+used_tokens: number, 
+/**
+ * The model's whole window.
+ */
+window_tokens: number, 
+/**
+ * What input may use: the window less the output reserved and a margin.
+ */
+usable_tokens: number, 
+/**
+ * Where automatic condensing starts.
+ */
+threshold_tokens: number, 
+/**
+ * Where the window figure comes from: `settings`, `provider`, `table`, `learned`, `default`.
+ */
+window_source: string, 
+/**
+ * How many times the conversation was condensed.
+ */
+condensations: number, };
+
+export type ContextSettings = { 
+/**
+ * Condense automatically when the conversation reaches this share of the usable input
+ * (percent, 10 to 95).
+ */
+threshold_percent: number, 
+/**
+ * Per model (`provider/model`, as recorded in the ledger): window, output and thinking.
+ */
+models: Array<ModelOverride>, };
+
+export type ModelOverride = { 
+/**
+ * `provider/model`, e.g. `anthropic/claude-sonnet-4-5` or `openai/llama3.2`.
+ */
+model: string, context_window: number | null, max_output: number | null, 
+/**
+ * Anthropic extended thinking budget in tokens (0 or None: off).
+ */
+thinking_budget: number | null, };
+
 export type TaskSummary = { id: string, title: string, status: TaskStatus, intent_id: string | null, model: string, usage: Usage, created_at: string, updated_at: string, 
 /**
  * The last error, in words for the user.

@@ -232,7 +232,8 @@ impl Plan for LongTaskPlan {
                 (
                     format!("I note what I learnt in {path}."),
                     "write_to_file",
-                    json!({"path": path, "content": content}),
+                    json!({"path": path, "content": content, "intent_id": self.intent_id,
+                        "mutation_class": "INTENT_EVOLUTION"}),
                 )
             }
             Step::Complete => {
