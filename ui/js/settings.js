@@ -1,9 +1,11 @@
-// The Settings view: provider, model, approval policy, instructions, and the API key (write-only).
+// The Settings view: provider, model, approval policy, context window, instructions, and the API
+// key (write-only).
 
 import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
 import { emit, store } from './store.js';
 import { initMcpSettings } from './mcp.js';
+import { controlForRefusal, fillContext, initContextSettings, readContext } from './contextsettings.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -61,6 +63,10 @@ export function initSettings() {
   });
   checkCommand('');
   initMcpSettings();
+  initContextSettings(() => {
+    dirty = true;
+    setMessage(byId('settings-saved'), null);
+  });
   byId('settings-save-key').addEventListener('click', saveKey);
   byId('settings-clear-key').addEventListener('click', clearKey);
   input('settings-api-key').addEventListener('keydown', (ev) => {
@@ -98,6 +104,7 @@ export function applySettings(s, force = false) {
   byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
   input('settings-max-cost').value = s.budget.max_cost_usd === null ? '' : String(s.budget.max_cost_usd);
   input('settings-max-tokens').value = s.budget.max_tokens === null ? '' : String(s.budget.max_tokens);
+  fillContext(s.context);
 }
 
 /**
@@ -185,6 +192,12 @@ async function save() {
       return;
     }
   }
+  const context = readContext();
+  if ('error' in context) {
+    showError(context.control, context.error);
+    context.control.focus();
+    return;
+  }
   button.disabled = true;
   try {
     const { settings } = await ask({
@@ -204,12 +217,15 @@ async function save() {
           max_cost_usd: /** @type {number | null} */ (maxCost),
           max_tokens: /** @type {number | null} */ (maxTokens),
         },
+        context: context.context,
       },
     }, 'settings');
     applySettings(settings, true);
     setMessage(byId('settings-saved'), 'Saved.');
   } catch (e) {
-    showError(null, errorText(e));
+    const message = errorText(e);
+    // A refusal about one of the context figures is said next to it (the field is marked too).
+    showError(controlForRefusal(message), message);
   } finally {
     button.disabled = false;
   }
