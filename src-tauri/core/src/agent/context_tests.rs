@@ -197,7 +197,17 @@ struct Run {
     events: Arc<Events>,
 }
 
-async fn run(model: WindowedModel, window: Option<u64>) -> Run {
+struct Setup {
+    tmp: tempfile::TempDir,
+    model: Arc<WindowedModel>,
+    env: Arc<AgentEnv>,
+    task: Arc<TaskHandle>,
+    events: Arc<Events>,
+}
+
+const OBJECTIVE: &str = "Objective: read every doc and say what the build uses";
+
+fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().join("ws");
     std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
@@ -248,15 +258,25 @@ async fn run(model: WindowedModel, window: Option<u64>) -> Run {
         context,
         budget: Default::default(),
     });
-    let objective = "Objective: read every doc and say what the build uses";
-    let task = TaskHandle::create(store, "ws", objective, "test/windowed");
-    let end = run_task(env, task.clone(), Some(objective.into())).await;
-    Run {
-        _tmp: tmp,
+    let task = TaskHandle::create(store, "ws", OBJECTIVE, "test/windowed");
+    Setup {
+        tmp,
         model,
+        env,
         task,
-        end,
         events,
+    }
+}
+
+async fn run(model: WindowedModel, window: Option<u64>) -> Run {
+    let s = setup(model, window);
+    let end = run_task(s.env.clone(), s.task.clone(), Some(OBJECTIVE.into())).await;
+    Run {
+        _tmp: s.tmp,
+        model: s.model,
+        task: s.task,
+        end,
+        events: s.events,
     }
 }
 
@@ -383,4 +403,63 @@ async fn when_summaries_keep_failing_the_person_is_asked_and_nothing_over_the_wi
     );
     assert_eq!(seen.summaries, 3);
     assert_eq!(seen.over_window, 0);
+}
+
+#[tokio::test]
+async fn condensing_by_hand_a_conversation_too_small_to_shrink_says_so_and_changes_nothing() {
+    let s = setup(model(8_192, 1), Some(8_192));
+    s.task.begin_turn(s.env.sink.as_ref(), "hello".into(), None);
+    let end = condense_task(s.env.clone(), s.task.clone()).await;
+    assert_eq!(end, TaskEnd::Idle);
+    let record = s.task.record();
+    assert!(record.context.condensations.is_empty());
+    assert!(record.messages.iter().any(
+        |m| matches!(m, UiMessage::Notice { text, .. } if text.starts_with("Not condensed:"))
+    ));
+    assert_eq!(
+        s.model.seen.lock().expect("seen").summaries,
+        0,
+        "no summary was asked"
+    );
+    assert!(!s.task.is_running());
+}
+
+#[tokio::test]
+async fn a_result_too_big_for_the_window_is_cut_and_the_whole_is_read_back_by_range() {
+    let s = setup(model(8_192, 1), Some(8_192));
+    let output: String = (1..=3_000).map(|i| format!("output line {i}\n")).collect();
+    let call = crate::llm::ToolCall {
+        id: "call_big".into(),
+        name: "execute_command".into(),
+        arguments: "{}".into(),
+    };
+    let cut = context_steps::fit_result(&s.env, &s.task, &call, output.clone()).await;
+    assert!(cut.len() < output.len() / 4, "{}", cut.len());
+    assert!(cut.starts_with("output line 1\n") && cut.ends_with("output line 3000\n"));
+    assert!(
+        cut.contains("read_tool_output {\"call_id\": \"call_big\""),
+        "{cut}"
+    );
+    let read = crate::llm::ToolCall {
+        id: "call_read".into(),
+        name: "read_tool_output".into(),
+        arguments: json!({"call_id": "call_big", "start_line": 1500, "end_line": 1502}).to_string(),
+    };
+    let result = dispatch(&s.env, &s.task, &read, &CancellationToken::new()).await;
+    assert!(!result.is_error, "{}", result.content);
+    assert_eq!(
+        result.content,
+        "1500 | output line 1500\n1501 | output line 1501\n1502 | output line 1502\n"
+    );
+    let unknown = crate::llm::ToolCall {
+        id: "call_read2".into(),
+        name: "read_tool_output".into(),
+        arguments: json!({"call_id": "../../etc/passwd"}).to_string(),
+    };
+    let result = dispatch(&s.env, &s.task, &unknown, &CancellationToken::new()).await;
+    assert!(
+        result.is_error && result.content.contains("no kept output"),
+        "{}",
+        result.content
+    );
 }

@@ -62,6 +62,35 @@ impl EventSink for CliSink {
                 ..
             } => Some(format!("error: {message}")),
             Event::Notice { message, .. } => Some(format!("note: {message}")),
+            Event::MessageAdded {
+                message: crate::protocol::UiMessage::Notice { text, .. },
+                ..
+            } => Some(format!("note: {text}")),
+            Event::Condensing { automatic, .. } => Some(format!(
+                "… condensing the conversation ({})",
+                if *automatic { "at the threshold" } else { "asked" }
+            )),
+            Event::MessageAdded {
+                message:
+                    crate::protocol::UiMessage::Condensed {
+                        tokens_before,
+                        tokens_after,
+                        cost_usd,
+                        ..
+                    },
+                ..
+            } => Some(format!(
+                "  context condensed: {tokens_before} → {tokens_after} tokens{}",
+                cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+            )),
+            Event::ContextRetry {
+                attempt,
+                limit_tokens,
+                ..
+            } => Some(format!(
+                "note: the request did not fit the model's window{}; sending less (try {attempt} of 3)",
+                limit_tokens.map(|l| format!(" of {l} tokens")).unwrap_or_default()
+            )),
             _ => None,
         };
         if let Some(line) = line {

@@ -92,16 +92,13 @@ impl AgentTool for ReadToolOutput {
                 work.start
             )));
         }
-        let end = work
-            .end
-            .unwrap_or(total)
-            .min(total)
-            .min(work.start + MAX_LINES - 1);
+        let asked_end = work.end.unwrap_or(total).min(total);
+        let end = asked_end.min(work.start + MAX_LINES - 1);
         let mut out = String::new();
         for (n, line) in lines.iter().enumerate().take(end).skip(work.start - 1) {
             out.push_str(&format!("{} | {line}\n", n + 1));
         }
-        if end < total {
+        if end < asked_end {
             out.push_str(&format!(
                 "[lines {}–{end} of {total}; read on with start_line {}]\n",
                 work.start,
