@@ -120,7 +120,7 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     if request.cache {
-        place_cache_breakpoints(&mut body);
+        place_cache_breakpoints(&mut body, !request.forbid_tools);
     }
     body
 }
@@ -149,7 +149,8 @@ fn thinking_block(block: &ThinkingBlock) -> Option<Value> {
 /// The breakpoints besides the system prompt's (four at most in all): the last tool, the end of
 /// the previous turn (so this request reads what the last one wrote) and the newest block (so
 /// the next request can read this one).
-fn place_cache_breakpoints(body: &mut Value) {
+/// `with_tail`: also the newest block (not for a summary: nothing after it is asked again).
+fn place_cache_breakpoints(body: &mut Value, with_tail: bool) {
     if let Some(last_tool) = body
         .get_mut("tools")
         .and_then(Value::as_array_mut)
@@ -166,12 +167,13 @@ fn place_cache_breakpoints(body: &mut Value) {
         .filter(|(_, m)| m["role"] == "user")
         .map(|(i, _)| i)
         .collect();
-    let tail = messages.len().checked_sub(1);
+    let last = messages.len().checked_sub(1);
+    let tail = last.filter(|_| with_tail);
     let previous = users
         .len()
         .checked_sub(2)
         .and_then(|i| users.get(i).copied())
-        .filter(|i| Some(*i) != tail);
+        .filter(|i| Some(*i) != last);
     for at in [previous, tail].into_iter().flatten() {
         let last_block = messages
             .get_mut(at)
