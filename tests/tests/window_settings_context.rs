@@ -193,7 +193,7 @@ async fn the_context_window_section_saves_shows_again_and_says_what_the_host_ref
         Value::Null,
         "nothing refused reaches the file"
     );
-    app.eval("document.querySelector('#context-settings').scrollIntoView(); return null")
+    app.eval("document.querySelector('#context-settings').scrollIntoView({block: 'center'}); return null")
         .await
         .expect("scroll");
     let shot = app
