@@ -91,13 +91,15 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
     let tool_names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
     let date = now_rfc3339();
     // What the prompt is made of, less what changes with every write (the intent's recent
-    // history, the shared lessons): while this is the same, the same prompt is sent.
+    // history): while this is the same, the same prompt is sent. A new lesson (rare: a failed
+    // command, record_lesson) is worth a cache miss.
     let key = {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (
             active.map(|i| format!("{i:?}")),
             inputs.intents.doc.open_ids(),
             &inputs.rules,
+            &inputs.lessons,
             crate::text::prefix(&date, 10),
             &record.objective,
             &env.custom_instructions,
