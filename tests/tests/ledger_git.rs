@@ -339,7 +339,7 @@ fn init_is_idempotent_and_leaves_a_repositorys_own_hook_alone() {
         .iter()
         .filter_map(|s| s["outcome"].as_str())
         .collect();
-    assert_eq!(outcomes, vec!["unchanged"; 5]);
+    assert_eq!(outcomes, vec!["unchanged"; 9]);
     assert_eq!(p.mandate(&["intents", "validate"]).code, Some(0));
 
     let other = Person::init(&tmp.path().join("own-hook"), STRESS.as_ref());
@@ -484,4 +484,112 @@ fn a_merge_stopped_by_a_conflict_and_then_aborted_or_resolved_is_not_tampering()
         "the line the person kept is A's: {intents:?}"
     );
     assert_eq!(intents[6], some("INT-B"));
+}
+
+const TEAM_INTENTS: &str = r#"active_intents:
+  - id: INT-A
+    name: Parser
+    status: IN_PROGRESS
+    owned_scope: ["src/a.rs"]
+  - id: INT-B
+    name: Lexer
+    status: IN_PROGRESS
+    owned_scope: ["src/b.rs"]
+"#;
+
+/// A headless `mandate run` in `p`'s clone in which the agent, under `intent`, writes `path`.
+async fn agent_run(p: &Person, intent: &str, path: &str, content: &str) {
+    use mandate_tests::llm_server::ScriptedServer;
+    use mandate_tests::script;
+    let server = ScriptedServer::start(vec![
+        script::call(
+            "s",
+            "select_active_intent",
+            serde_json::json!({"intent_id": intent}),
+        ),
+        script::call(
+            "w",
+            "write_to_file",
+            serde_json::json!({"path": path, "content": content, "intent_id": intent, "mutation_class": "INTENT_EVOLUTION"}),
+        ),
+        script::done(),
+    ])
+    .await;
+    let url = format!("{}/v1", server.base_url());
+    let args = [
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "test-model",
+        "--approve",
+        "allow",
+        "go",
+    ];
+    let r = p.mandate(&args);
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+}
+
+/// The intent map names both branches' files under their intents.
+fn assert_map_has_both(p: &Person, after: &str) {
+    let map = p.read(".orchestration/intent_map.md");
+    let section = |id: &str| {
+        map.split("\n## ")
+            .find(|s| s.starts_with(id))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        section("INT-A").contains("`src/a.rs`: lines 1-2")
+            && section("INT-B").contains("`src/b.rs`: lines 1"),
+        "after {after}, the map holds both branches' changes:\n{map}"
+    );
+}
+
+/// Two branches that each changed files through Mandate (so each has its records and a
+/// regenerated intent map) merge, rebase and cherry-pick without a conflict; the ledger
+/// verifies and the intent map holds both branches' changes afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_branches_worked_through_mandate_merge_rebase_and_cherry_pick_without_conflict() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let p = person(&tmp, "ws");
+    p.write(".orchestration/active_intents.yaml", TEAM_INTENTS);
+    p.write("README.md", "team\n");
+    p.commit_all("intents");
+    p.git(&["checkout", "-q", "-b", "feature"]);
+    agent_run(&p, "INT-A", "src/a.rs", "pub fn a() {}\npub fn aa() {}\n").await;
+    assert!(p
+        .read(".orchestration/intent_map.md")
+        .contains("`src/a.rs`"));
+    p.commit_all("feature: the parser");
+    p.git(&["checkout", "-q", "main"]);
+    agent_run(&p, "INT-B", "src/b.rs", "pub fn b() {}\n").await;
+    assert!(p
+        .read(".orchestration/intent_map.md")
+        .contains("`src/b.rs`"));
+    p.commit_all("main: the lexer");
+
+    let check = |what: &str, r: mandate_tests::gitrepo::Ran| {
+        assert_eq!(r.code, Some(0), "{what}:\n{}\n{}", r.stdout, r.stderr);
+        let status = p.git(&["status", "--porcelain"]);
+        assert!(
+            !status
+                .lines()
+                .any(|l| l.starts_with("UU") || l.starts_with("AA")),
+            "{what} left a conflict:\n{status}"
+        );
+        assert_verified(&p);
+        assert_map_has_both(&p, what);
+    };
+    p.git(&["checkout", "-q", "-b", "merged", "main"]);
+    check(
+        "a merge",
+        p.git_may_fail(&["merge", "--no-edit", "feature"]),
+    );
+    p.git(&["checkout", "-q", "-b", "rebased", "feature"]);
+    check("a rebase", p.git_may_fail(&["rebase", "main"]));
+    p.git(&["checkout", "-q", "-b", "picked", "main"]);
+    check("a cherry-pick", p.git_may_fail(&["cherry-pick", "feature"]));
 }

@@ -3,7 +3,8 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{IntentsAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{IntentsAction, EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::orchestration::intent_map::INTENT_MAP_FILE;
 use crate::orchestration::intents::{status_str, IntentError, IntentsDoc, INTENTS_FILE};
 use crate::orchestration::trace;
 
@@ -68,11 +69,28 @@ pub fn intents(root: &Path, action: IntentsAction, json: bool) -> i32 {
             }
             EXIT_OK
         }
+        IntentsAction::Map => {
+            let doc = doc.unwrap_or_default();
+            match crate::orchestration::intent_map::regenerate(root, &doc) {
+                Ok(()) => {
+                    if json {
+                        print_json(&serde_json::json!({"file": INTENT_MAP_FILE}));
+                    } else {
+                        println!("rebuilt {INTENT_MAP_FILE}");
+                    }
+                    EXIT_OK
+                }
+                Err(e) => {
+                    eprintln!("mandate: cannot rebuild {INTENT_MAP_FILE}: {e}");
+                    EXIT_ERROR
+                }
+            }
+        }
         IntentsAction::Show { id } => {
             let doc = doc.unwrap_or_default();
             let Some(intent) = doc.get(&id) else {
-                eprintln!("mandate: there is no intent `{id}`");
-                return EXIT_FAILED;
+                eprintln!("mandate: there is no intent `{id}` in {INTENTS_FILE}");
+                return EXIT_USAGE;
             };
             let changes = trace::intent_changes(root, &id).unwrap_or_default();
             if json {
@@ -136,9 +154,13 @@ pub fn blame(root: &Path, target: String, json: bool) -> i32 {
     };
     let blame = match trace::blame(ws.root(), &rel) {
         Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("mandate: there is no file {rel} in the workspace");
+            return EXIT_USAGE;
+        }
         Err(e) => {
             eprintln!("mandate: cannot blame {rel}: {e}");
-            return EXIT_FAILED;
+            return EXIT_ERROR;
         }
     };
     let lines: Vec<_> = match line {

@@ -38,10 +38,10 @@ fn parse_log_level(level: &str) -> Result<String, crate::logging::LogError> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Set up a workspace: intents and policy files, the ledger's git merge driver and the
-    /// commit hook that anchors it (idempotent).
+    /// Set up a workspace: intents and policy files, the ledger's git merge driver, the commit
+    /// hook that anchors it and the hooks that rebuild the (untracked) intent map (idempotent).
     Init {
-        /// Do not install the prepare-commit-msg hook.
+        /// Do not install git hooks (neither the anchor nor the intent map's).
         #[arg(long)]
         no_hook: bool,
         /// Print JSON.
@@ -209,6 +209,9 @@ pub enum IntentsAction {
     Show { id: String },
     /// Check the intents file, the command policy and .intentignore; exit 1 on an error.
     Validate,
+    /// Rebuild .orchestration/intent_map.md from the ledger and the files as they are (the
+    /// hooks `mandate init` installs run it after each commit, merge and checkout).
+    Map,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,7 +8,12 @@
 //! - local git config: that driver is `mandate trace merge %O %A %B %P` (git config is not
 //!   versioned: every clone runs `mandate init` once);
 //! - the `prepare-commit-msg` hook that anchors the ledger's head in each commit, unless the
-//!   repository has its own hook there (then it says what line to add) or `--no-hook`.
+//!   repository has its own hook there (then it says what line to add) or `--no-hook`;
+//! - `.gitignore`: the intent map is not tracked. It is derived (from the ledger, the intents
+//!   and the files as they are), so two branches that both worked through Mandate would
+//!   conflict on it at every merge, rebase and cherry-pick, and no merge driver can rebuild it
+//!   (git merges each file before it writes any to the work tree). The `post-commit`,
+//!   `post-merge` and `post-checkout` hooks rebuild it instead, from what git has just written.
 
 use std::path::{Path, PathBuf};
 
@@ -16,11 +21,16 @@ use serde::Serialize;
 
 use super::git;
 use super::integrity::ledger_in_repo;
+use super::intent_map::INTENT_MAP_FILE;
 use super::ledger::LEDGER_FILE;
 use crate::fsutil::write_atomic;
 
 pub const DRIVER: &str = "mandate-trace";
 const HOOK_MARK: &str = "# mandate: anchors the trace ledger";
+const MAP_HOOK_MARK: &str = "# mandate: rebuilds the intent map";
+/// The hooks after which the work tree may hold another ledger or other files: a commit (also
+/// each commit a rebase or a cherry-pick makes), a merge, a checkout.
+const MAP_HOOKS: [&str; 3] = ["post-commit", "post-merge", "post-checkout"];
 /// The built-in command policy, also the template of a workspace's own.
 const POLICY_TEMPLATE: &str = include_str!("../hooks/default_command_policy.yaml");
 
@@ -107,37 +117,65 @@ pub fn init(root: &Path, mandate: &Path, hook: bool) -> Result<Vec<Step>, InitEr
         steps.push(step("commit hook", Outcome::Skipped, note));
         return Ok(steps);
     };
-    steps.push(attributes(root)?);
+    steps.push(with_line(
+        root,
+        ".gitattributes",
+        &format!("{LEDGER_FILE} merge={DRIVER}"),
+        "# The trace ledger merges with Mandate's driver (`mandate init` registers it).",
+    )?);
     steps.push(driver(&repo, mandate)?);
-    steps.push(if hook {
-        commit_hook(&repo, root, mandate)?
+    steps.push(untracked_map(&repo, root)?);
+    if hook {
+        let line = hook_line(&repo, root, mandate);
+        let script = format!(
+            "#!/bin/sh\n{HOOK_MARK}'s head in each commit message (installed by `mandate init`).\n{line}\nexit 0\n"
+        );
+        steps.push(install_hook(
+            &repo,
+            "prepare-commit-msg",
+            HOOK_MARK,
+            &line,
+            &script,
+        )?);
+        let line = map_hook_line(&repo, root, mandate);
+        let script = format!(
+            "#!/bin/sh\n{MAP_HOOK_MARK} from the ledger and the files git wrote (installed by `mandate init`).\n{line}\nexit 0\n"
+        );
+        for name in MAP_HOOKS {
+            steps.push(install_hook(&repo, name, MAP_HOOK_MARK, &line, &script)?);
+        }
     } else {
-        step("commit hook", Outcome::Skipped, Some("--no-hook".into()))
-    });
+        let skipped = |what: String| step(what, Outcome::Skipped, Some("--no-hook".into()));
+        steps.push(skipped("commit hook (prepare-commit-msg)".into()));
+        for name in MAP_HOOKS {
+            steps.push(skipped(format!("intent map hook ({name})")));
+        }
+    }
     Ok(steps)
 }
 
-fn attributes(root: &Path) -> Result<Step, InitError> {
-    let path = root.join(".gitattributes");
-    let line = format!("{LEDGER_FILE} merge={DRIVER}");
+/// Adds `line` (after `comment`) to the file `rel` unless a line with the same words is there.
+fn with_line(root: &Path, rel: &str, line: &str, comment: &str) -> Result<Step, InitError> {
+    let path = root.join(rel);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(io(&path)(e)),
     };
-    if text.lines().any(|l| {
-        l.split_whitespace().collect::<Vec<_>>() == [LEDGER_FILE, &format!("merge={DRIVER}")]
-    }) {
-        return Ok(step(".gitattributes", Outcome::Unchanged, None));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if text
+        .lines()
+        .any(|l| l.split_whitespace().collect::<Vec<_>>() == words)
+    {
+        return Ok(step(rel, Outcome::Unchanged, None));
     }
     let mut new = text.clone();
     if !new.is_empty() && !new.ends_with('\n') {
         new.push('\n');
     }
-    new.push_str(
-        "# The trace ledger merges with Mandate's driver (`mandate init` registers it).\n",
-    );
-    new.push_str(&line);
+    new.push_str(comment);
+    new.push('\n');
+    new.push_str(line);
     new.push('\n');
     write_atomic(&path, new.as_bytes()).map_err(io(&path))?;
     let outcome = if text.is_empty() {
@@ -145,7 +183,33 @@ fn attributes(root: &Path) -> Result<Step, InitError> {
     } else {
         Outcome::Updated
     };
-    Ok(step(".gitattributes", outcome, None))
+    Ok(step(rel, outcome, None))
+}
+
+/// The intent map in `.gitignore`, and out of the index when an earlier commit tracked it.
+fn untracked_map(repo: &git::Repo, root: &Path) -> Result<Step, InitError> {
+    let mut s = with_line(
+        root,
+        ".gitignore",
+        &format!("/{INTENT_MAP_FILE}"),
+        "# Mandate's intent map is rebuilt from the ledger after each commit, merge and checkout.",
+    )?;
+    let Some(rel) = ledger_in_repo(repo, root)
+        .map(|l| format!("{}{INTENT_MAP_FILE}", l.trim_end_matches(LEDGER_FILE)))
+    else {
+        return Ok(s);
+    };
+    let tracked = git::text(&repo.toplevel, &["ls-files", "--", &rel])
+        .map(|t| !t.trim().is_empty())
+        .unwrap_or(false);
+    if tracked {
+        git::run(&repo.toplevel, &["rm", "--cached", "-q", "--", &rel])?;
+        s.outcome = Outcome::Updated;
+        s.note = Some(format!(
+            "{rel} is no longer tracked (the file stays): commit its removal"
+        ));
+    }
+    Ok(s)
 }
 
 /// `'…'` for the shell, so paths with spaces or quotes survive.
@@ -181,7 +245,8 @@ fn driver(repo: &git::Repo, mandate: &Path) -> Result<Step, InitError> {
     Ok(step("git merge driver", outcome, None))
 }
 
-fn hook_line(repo: &git::Repo, root: &Path, mandate: &Path) -> String {
+/// The workspace as the hooks name it: the work tree's top level, or the folder below it.
+fn workspace_arg(repo: &git::Repo, root: &Path) -> String {
     let rel = ledger_in_repo(repo, root)
         .map(|l| {
             l.trim_end_matches(LEDGER_FILE)
@@ -189,18 +254,39 @@ fn hook_line(repo: &git::Repo, root: &Path, mandate: &Path) -> String {
                 .to_string()
         })
         .unwrap_or_default();
-    let workspace = if rel.is_empty() {
+    if rel.is_empty() {
         "\"$(git rev-parse --show-toplevel)\"".to_string()
     } else {
         format!("\"$(git rev-parse --show-toplevel)\"/{}", shell_quote(&rel))
-    };
+    }
+}
+
+fn hook_line(repo: &git::Repo, root: &Path, mandate: &Path) -> String {
+    let workspace = workspace_arg(repo, root);
     format!(
         "{} trace anchor --message-file \"$1\" --workspace {workspace} || echo 'mandate: the trace ledger was not anchored in this commit' >&2",
         shell_quote(&mandate.to_string_lossy())
     )
 }
 
-fn commit_hook(repo: &git::Repo, root: &Path, mandate: &Path) -> Result<Step, InitError> {
+/// `mandate intents map` for the map hooks, quiet unless it fails.
+fn map_hook_line(repo: &git::Repo, root: &Path, mandate: &Path) -> String {
+    format!(
+        "{} intents map --workspace {} >/dev/null || echo 'mandate: the intent map was not rebuilt' >&2",
+        shell_quote(&mandate.to_string_lossy()),
+        workspace_arg(repo, root)
+    )
+}
+
+/// Installs the hook `name` as `script`, unless the repository has its own hook there (one
+/// without `mark`): then the note says which line to add to it.
+fn install_hook(
+    repo: &git::Repo,
+    name: &str,
+    mark: &str,
+    line: &str,
+    script: &str,
+) -> Result<Step, InitError> {
     let dir = git::text(&repo.toplevel, &["rev-parse", "--git-path", "hooks"])?;
     let dir = {
         let d = PathBuf::from(dir);
@@ -210,20 +296,20 @@ fn commit_hook(repo: &git::Repo, root: &Path, mandate: &Path) -> Result<Step, In
             repo.toplevel.join(d)
         }
     };
-    let path = dir.join("prepare-commit-msg");
-    let line = hook_line(repo, root, mandate);
-    let script = format!(
-        "#!/bin/sh\n{HOOK_MARK}'s head in each commit message (installed by `mandate init`).\n{line}\nexit 0\n"
-    );
-    let what = "commit hook (prepare-commit-msg)";
+    let path = dir.join(name);
+    let what = if mark == HOOK_MARK {
+        format!("commit hook ({name})")
+    } else {
+        format!("intent map hook ({name})")
+    };
     match std::fs::read_to_string(&path) {
         Ok(text) if text == script => return Ok(step(what, Outcome::Unchanged, None)),
-        Ok(text) if !text.contains(HOOK_MARK) => {
+        Ok(text) if !text.contains(mark) => {
             return Ok(step(
                 what,
                 Outcome::Skipped,
                 Some(format!(
-                    "{} is your own hook: add this line to it to anchor the ledger in each commit:\n  {line}",
+                    "{} is your own hook: add this line to it:\n  {line}",
                     path.display()
                 )),
             ))
