@@ -178,3 +178,109 @@ async fn undo_a_turn_rewinds_the_conversation_and_intent_status_follows() {
     .await;
     assert_eq!(code, Some(2), "{err}");
 }
+
+/// Bad invocations of every subcommand are usage errors: exit 2 and a sentence naming the
+/// problem, never 1 (the thing checked is bad) or 3 (it could not be checked).
+#[tokio::test]
+async fn every_bad_invocation_exits_2_with_a_sentence_naming_the_problem() {
+    let dirs = UserDirs::new();
+    let (ws, task) = two_writes(&dirs).await;
+    let root = ws.path().display().to_string();
+    let run = |extra: &[&'static str]| {
+        let mut args = vec![
+            "run",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let other_task = format!("{task}-other");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["undo", "--call", "w2", "--task", &other_task],
+            "tool call w2 was made in task",
+        ),
+        (
+            vec!["undo", "--call", "w2", "--intent", "INT-001"],
+            "--intent",
+        ),
+        (vec!["undo", "--call", "w2", "--turn", "1"], "--turn"),
+        (vec!["undo", "--turn", "1"], "--turn needs --task"),
+        (
+            vec!["undo", "--since", "2026-01-01T00:00:00Z"],
+            "--since needs --intent",
+        ),
+        (
+            vec!["undo", "--intent", "INT-001", "--since", "yesterday"],
+            "RFC 3339",
+        ),
+        (vec!["undo", "--task", &task, "--turn", "0"], "turn 0"),
+        (vec!["undo"], "give one of --call"),
+        (vec!["intents", "show", "INT-404"], "no intent `INT-404`"),
+        (vec!["trace", "blame", "src/missing.rs"], "src/missing.rs"),
+        (vec!["trace", "blame", "src/lib.rs:99"], "no line 99"),
+        (vec!["trace", "blame", "../outside.rs"], "outside.rs"),
+        (vec!["trace", "verify", "--git"], "not in a git repository"),
+        (
+            vec!["trace", "report", "main..HEAD"],
+            "not in a git repository",
+        ),
+        (vec!["trace", "validate", "missing.jsonl"], "missing.jsonl"),
+        (
+            vec!["mcp", "trust", "nosuch", "--yes"],
+            "no server `nosuch`",
+        ),
+        (vec!["mcp", "untrust", "nosuch"], "nosuch"),
+        (vec!["mcp", "allow-write", "nosuch", "--yes"], "nosuch"),
+        (vec!["mcp", "deny-write", "nosuch"], "nosuch"),
+        (run(&["go", "--grant", "network"]), "--grant"),
+        (run(&["go", "--max-turns", "0"]), "--max-turns"),
+        (run(&["go", "--max-tokens", "0"]), "--max-tokens"),
+        (run(&["go", "--max-cost", "0"]), "--max-cost"),
+        (run(&[]), "give the request"),
+        (run(&["--resume", "no-such-task"]), "no-such-task"),
+        (
+            run(&["go", "--condense-threshold", "5"]),
+            "--condense-threshold",
+        ),
+        (
+            run(&["go", "--api-key-env", "MANDATE_TEST_UNSET_VAR"]),
+            "MANDATE_TEST_UNSET_VAR",
+        ),
+        (vec!["undo", "--call"], "--call"),
+        (vec!["intents", "frobnicate"], "frobnicate"),
+        (vec!["trace", "report", "--format", "pdf", "a..b"], "pdf"),
+        (
+            vec!["--log-level", "mandate_core=shout", "intents", "list"],
+            "shout",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (args, says) in &cases {
+        let mut all = vec!["--workspace", root.as_str()];
+        all.extend_from_slice(args);
+        let out = mandate(&all, &dirs, &[]).await;
+        if out.code != Some(2) || !out.stderr.contains(says) {
+            wrong.push(format!(
+                "{args:?}: exit {:?}, expected 2 saying {says:?}:\n{}",
+                out.code,
+                out.stderr.trim()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    // A second selector that agrees with the call is no error: the call within its task.
+    let (code, preview, err) = undo(
+        ws.path(),
+        &dirs,
+        &["--call", "w2", "--task", &task, "--dry-run"],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(preview["files"][0]["path"], "src/lib.rs");
+}

@@ -38,7 +38,13 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
         Ok(_) => EXIT_OK,
         Err(e) => {
             eprintln!("mandate: {e}");
-            EXIT_FAILED
+            match e {
+                // A name that names no server, or a value that is not one, is bad usage.
+                crate::mcp::ManageError::NotFound(_) | crate::mcp::ManageError::Invalid(_) => {
+                    EXIT_USAGE
+                }
+                _ => EXIT_FAILED,
+            }
         }
     };
     match action {
@@ -78,8 +84,7 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
                 println!("  with {}={}", v.name, v.value);
             }
             if !yes && !confirm("Run it whenever a task starts in this workspace?") {
-                eprintln!("mandate: not agreed (give --yes when there is no terminal to ask in)");
-                return EXIT_FAILED;
+                return refused("not agreed");
             }
             done(
                 hub.grant_consent(name, server.definition_hash.clone())
@@ -98,8 +103,7 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
                 println!("  with {}={}", v.name, v.value);
             }
             if !yes && !confirm("Allow it to write in this workspace (during calls, watched)?") {
-                eprintln!("mandate: not allowed (give --yes when there is no terminal to ask in)");
-                return EXIT_FAILED;
+                return refused("not allowed");
             }
             done(
                 hub.set_workspace_write(name, server.definition_hash.clone(), true)
@@ -129,6 +133,17 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
             let value = value.trim_end_matches(['\r', '\n']).to_string();
             done(hub.set_secret(server, name, Some(value)).await)
         }
+    }
+}
+
+/// A question not answered yes: with no terminal to ask in, `--yes` was missing (usage).
+fn refused(what: &str) -> i32 {
+    if std::io::stdin().is_terminal() {
+        eprintln!("mandate: {what}");
+        EXIT_FAILED
+    } else {
+        eprintln!("mandate: {what}: there is no terminal to ask in, so give --yes");
+        EXIT_USAGE
     }
 }
 

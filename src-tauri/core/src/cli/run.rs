@@ -293,6 +293,17 @@ fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
     if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
         return Err(usage("--max-cost must be a positive number of US dollars"));
     }
+    if args.max_turns == Some(0) {
+        return Err(usage("--max-turns must be at least 1"));
+    }
+    if args.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1"));
+    }
+    if !args.grant.is_empty() && args.approve != ApproveArg::Allow {
+        return Err(usage(
+            "--grant widens what approved commands may do, so it needs --approve allow",
+        ));
+    }
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() && args.resume.is_none() {
         return Err(usage(

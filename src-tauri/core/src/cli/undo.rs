@@ -13,15 +13,38 @@ use crate::settings::AppDirs;
 use crate::undo::{self, FileAction, FileResult, Grain, PlanError, Undoer};
 use crate::workspace::Workspace;
 
+/// The one selector given, or a sentence naming what is wrong with the combination.
 fn grain(args: &UndoArgs) -> Result<Grain, String> {
+    let selectors = [
+        ("--call", args.call.is_some()),
+        ("--task", args.task.is_some()),
+        ("--intent", args.intent.is_some()),
+    ];
+    let given: Vec<&str> = selectors.iter().filter(|s| s.1).map(|s| s.0).collect();
+    if args.turn.is_some() && args.task.is_none() {
+        return Err("--turn needs --task: it counts the turns of that task".into());
+    }
+    if args.since.is_some() && args.intent.is_none() {
+        return Err("--since needs --intent: it narrows that intent's changes".into());
+    }
     match (&args.call, &args.task, &args.intent) {
-        (Some(call_id), task, None) if args.turn.is_none() && args.since.is_none() => {
-            Ok(Grain::Call {
-                task_id: task.clone(),
-                call_id: call_id.clone(),
-            })
-        }
-        (None, Some(task_id), None) if args.since.is_none() => Ok(match args.turn {
+        (Some(_), _, Some(_)) => Err(
+            "--call names one tool call; --intent cannot narrow or widen it (give one of them)"
+                .into(),
+        ),
+        (Some(_), _, None) if args.turn.is_some() => Err(
+            "--call names one tool call; --turn cannot be given with it (give --task ID --turn N for a turn)"
+                .into(),
+        ),
+        (Some(call_id), task, None) => Ok(Grain::Call {
+            task_id: task.clone(),
+            call_id: call_id.clone(),
+        }),
+        (None, Some(_), Some(_)) => Err(format!(
+            "give one of {}: a task and an intent are two different sets of changes",
+            given.join(" or ")
+        )),
+        (None, Some(task_id), None) => Ok(match args.turn {
             Some(number) => Grain::TurnNumber {
                 task_id: task_id.clone(),
                 number,
@@ -30,14 +53,40 @@ fn grain(args: &UndoArgs) -> Result<Grain, String> {
                 task_id: task_id.clone(),
             },
         }),
-        (None, None, Some(intent_id)) if args.turn.is_none() => Ok(Grain::Intent {
+        (None, None, Some(intent_id)) => Ok(Grain::Intent {
             intent_id: intent_id.clone(),
             since: args.since.clone(),
         }),
-        _ => {
+        (None, None, None) => {
             Err("give one of --call ID, --task ID [--turn N] or --intent ID [--since TIME]".into())
         }
     }
+}
+
+/// `--call ID --task ID`: a call id names one call, so the task may only say which task it was
+/// made in; a task that disagrees with the ledger is a usage error, not "nothing to undo".
+fn call_in_task(root: &Path, grain: &Grain) -> Result<(), String> {
+    let Grain::Call {
+        task_id: Some(task_id),
+        call_id,
+    } = grain
+    else {
+        return Ok(());
+    };
+    let changes = undo::read_changes(root).map_err(|e| format!("cannot read the ledger: {e}"))?;
+    let mut tasks: Vec<&str> = changes
+        .iter()
+        .filter(|c| &c.call_id == call_id)
+        .map(|c| c.task_id.as_str())
+        .collect();
+    tasks.dedup();
+    if tasks.is_empty() || tasks.contains(&task_id.as_str()) {
+        return Ok(());
+    }
+    Err(format!(
+        "tool call {call_id} was made in task {}, not in task {task_id}; a call id names one call, so give --call {call_id} alone",
+        tasks.join(", ")
+    ))
 }
 
 fn action_word(action: &FileAction) -> (&'static str, Option<&str>) {
@@ -67,6 +116,10 @@ pub async fn undo(root: &Path, args: UndoArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Err(m) = call_in_task(workspace.root(), &grain) {
+        eprintln!("mandate undo: {m}");
+        return EXIT_USAGE;
+    }
     let dirs = AppDirs::from_env();
     let gov = Governance::new(workspace, &dirs);
     let store = TaskStore::new(&dirs.data, gov.root());

@@ -18,6 +18,7 @@ pub use apply::{
     apply, follow_intent_status, Applied, FileChoice, FileResult, StatusError, Undoer,
 };
 pub use merge::{merge3, Overlap};
+pub(crate) use plan::read_changes;
 pub use plan::{plan, prune, FileAction, FilePlan, PlanError, Selection, UndoPlan};
 pub use scope::{Grain, GrainError, Resolved};
 
