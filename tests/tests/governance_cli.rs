@@ -61,9 +61,10 @@ async fn intents_list_show_and_validate() {
         "{}",
         out.stdout
     );
+    // An id that names no intent is a usage error.
     assert_eq!(
         cli(ws.path(), &["intents", "show", "INT-9"]).await.code,
-        Some(1)
+        Some(2)
     );
     let out = cli(ws.path(), &["intents", "validate"]).await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
