@@ -99,6 +99,10 @@ async fn a_fresh_start_reaches_a_first_governed_change_in_under_a_minute() {
         .await
         .expect("screenshot");
     app.click("#intent-save").await.expect("save");
+    // The way back appears once the host has saved the intent (slower on a busy machine).
+    app.wait_until("!document.querySelector('#intent-back-to-chat').hidden")
+        .await
+        .expect("saved");
     app.click("#intent-back-to-chat").await.expect("back");
     app.wait_until("document.querySelector('#guide').hidden")
         .await
