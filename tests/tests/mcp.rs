@@ -542,11 +542,11 @@ async fn mandate_mcp_lists_servers_and_records_consent_from_a_terminal() {
         .unwrap_or("")
         .contains("mcp-test-server"));
 
-    // Without a terminal to ask in, nothing is agreed unless --yes says so.
+    // Without a terminal to ask in, nothing is agreed unless --yes says so (bad usage: exit 2).
     let out =
         mandate_tests::cli::mandate(&["mcp", "trust", "srv", "--workspace", &ws_arg], &dirs, &[])
             .await;
-    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, Some(2), "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("mcp-test-server") && out.stdout.contains("K=v"),
         "{}",
@@ -600,7 +600,7 @@ async fn mandate_mcp_lists_servers_and_records_consent_from_a_terminal() {
     );
     let allow = ["mcp", "allow-write", "srv", "--workspace", &ws_arg];
     let out = mandate_tests::cli::mandate(&allow, &dirs, &[]).await;
-    assert_eq!(out.code, Some(1), "no terminal, no --yes: {}", out.stderr);
+    assert_eq!(out.code, Some(2), "no terminal, no --yes: {}", out.stderr);
     let out = mandate_tests::cli::mandate(&[&allow[..], &["--yes"]].concat(), &dirs, &[]).await;
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     let out = list().await;

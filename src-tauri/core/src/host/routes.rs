@@ -266,7 +266,7 @@ impl Host {
             .map_err(|e| {
                 use crate::mcp::ManageError as E;
                 let code = match &e {
-                    E::Invalid(_) => IpcErrorCode::InvalidInput,
+                    E::Invalid(_) | E::Refused(_) => IpcErrorCode::InvalidInput,
                     E::NotFound(_) => IpcErrorCode::NotFound,
                     E::Conflict(_) => IpcErrorCode::Conflict,
                     E::File(_) => IpcErrorCode::Io,

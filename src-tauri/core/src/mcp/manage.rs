@@ -18,6 +18,9 @@ use crate::secrets::{Secret, SecretError};
 pub enum ManageError {
     #[error("{0}")]
     Invalid(String),
+    /// Asked rightly, and refused: what was asked is not safe for this server.
+    #[error("{0}")]
+    Refused(String),
     #[error("there is no MCP server `{0}`")]
     NotFound(String),
     #[error("{0}")]
@@ -253,7 +256,7 @@ impl McpHub {
         let def = self.find(&name, None).await?;
         let grant = if allowed {
             if !def.is_stdio() {
-                return Err(ManageError::Invalid(format!(
+                return Err(ManageError::Refused(format!(
                     "`{name}` is reached over HTTP: it does not run on this machine, so it cannot be allowed to write here"
                 )));
             }
@@ -272,7 +275,7 @@ impl McpHub {
                 let why = crate::redact::Redactor::global()
                     .redact(&e.to_string())
                     .into_owned();
-                ManageError::Invalid(format!(
+                ManageError::Refused(format!(
                     "MCP server `{name}` cannot be allowed to write in this workspace: {why}"
                 ))
             })?;
