@@ -112,6 +112,7 @@ pub(super) async fn prepare(
     cancel: &CancellationToken,
 ) -> Result<Prepared, TaskEnd> {
     let w = window(env).await;
+    task.set_fixed_tokens(tokens::text(&base.system) + tokens::tools(&base.tools));
     let mut request = fill(env, task, base, &w);
     let mut estimate = tokens::request(&request);
     let last = task.record().context.last;
@@ -206,7 +207,15 @@ pub(super) async fn fit_result(
     content: String,
 ) -> String {
     let w = window(env).await;
-    let budget = fit::budget(&w);
+    // A quarter of the usable input at most, and small enough that after a condensing at
+    // least three more results fit below the threshold: a small window must not condense
+    // at every turn.
+    let after_condensing = task.fixed_tokens() + u64::from(w.max_tokens()) / 2;
+    let room = w
+        .threshold(env.context.threshold_percent)
+        .saturating_sub(after_condensing)
+        / 3;
+    let budget = fit::budget(&w).min(room.max(256));
     let path = (call.name == "read_file")
         .then(|| serde_json::from_str::<serde_json::Value>(&call.arguments).ok())
         .flatten()
@@ -347,7 +356,9 @@ async fn condense_now(
     };
     task.add_usage(&turn.usage);
     let summary = match condense::check(&turn.text, turn.cut_at_output_limit()) {
-        Ok(s) => s,
+        // Like the conversation, the summary never holds a secret Mandate knows: it is sent
+        // to the model and shown in the window.
+        Ok(s) => crate::redact::Redactor::global().redact(&s).into_owned(),
         Err(why) => return Err(failed(env, task, why)),
     };
     let c = Condensation {

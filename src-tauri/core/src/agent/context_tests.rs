@@ -41,6 +41,9 @@ struct WindowedModel {
     seen: Mutex<Seen>,
 }
 
+/// A secret Mandate holds (as if it were the person's API key).
+const SECRET: &str = "sk-context-test-secret-0042";
+
 fn size(r: &ModelRequest) -> u64 {
     let body = json!({
         "system": r.system,
@@ -114,9 +117,18 @@ impl Provider for WindowedModel {
                     message: "summary unavailable".into(),
                 });
             }
-            let facts: Vec<&str> = text.split("\\n").filter(|l| l.contains("FACT-")).collect();
+            // Every fact line the request carried, once (the lines only, as a model would).
+            let mut facts: Vec<&str> = text
+                .split("\\n")
+                .filter_map(|l| l.find("FACT-").map(|at| &l[at..]))
+                .filter(|l| l.starts_with("FACT-ALPHA: "))
+                .map(|l| l.split('"').next().unwrap_or(l))
+                .collect();
+            facts.sort();
+            facts.dedup();
+            // A model may repeat a secret it saw; the summary must not keep it.
             vec![ModelEvent::TextDelta(format!(
-                "## Goal\nRead every doc.\n## Facts\n{}\n## Next\nRead on.",
+                "## Goal\nRead every doc.\n## Facts\n{}\nThe key is {SECRET}.\n## Next\nRead on.",
                 facts.join("\n")
             ))]
         } else {
@@ -217,7 +229,7 @@ fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
         if n == 0 {
             text.push_str("FACT-ALPHA: the build uses cargo\n");
         }
-        for line in 0..120 {
+        for line in 0..240 {
             text.push_str(&format!(
                 "doc {n} line {line}: some words about the code here\n"
             ));
@@ -269,6 +281,7 @@ fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
 }
 
 async fn run(model: WindowedModel, window: Option<u64>) -> Run {
+    crate::secrets::remember(&crate::secrets::Secret::new(SECRET));
     let s = setup(model, window);
     let end = run_task(s.env.clone(), s.task.clone(), Some(OBJECTIVE.into())).await;
     Run {
@@ -293,7 +306,7 @@ fn model(window: u64, files: usize) -> WindowedModel {
 #[tokio::test]
 async fn a_task_many_times_the_window_finishes_without_an_over_window_request_and_keeps_its_facts()
 {
-    let r = run(model(8_192, 60), Some(8_192)).await;
+    let r = run(model(16_384, 60), Some(16_384)).await;
     let seen = r.model.seen.lock().expect("seen");
     assert_eq!(
         r.end,
@@ -311,6 +324,9 @@ async fn a_task_many_times_the_window_finishes_without_an_over_window_request_an
         "{:?}",
         record.context
     );
+    for c in &record.context.condensations {
+        assert!(!c.summary.contains(SECRET), "{}", c.summary);
+    }
     // The whole conversation is kept with the task: every read's result is there.
     let results = record
         .conversation
@@ -324,7 +340,7 @@ async fn a_task_many_times_the_window_finishes_without_an_over_window_request_an
         .map(crate::context::tokens::message)
         .sum();
     assert!(
-        total > 4 * 8_192,
+        total > 4 * 16_384,
         "the task was {total} tokens, several windows"
     );
     // The window shows each condensing as a card, and the gauge.
@@ -335,12 +351,23 @@ async fn a_task_many_times_the_window_finishes_without_an_over_window_request_an
         .count();
     assert_eq!(cards, record.context.condensations.len());
     let gauge = r.task.summary().context.expect("gauge");
-    assert_eq!(gauge.window_tokens, 8_192);
+    assert_eq!(gauge.window_tokens, 16_384);
     assert!(gauge.used_tokens <= gauge.usable_tokens, "{gauge:?}");
     // Condensing loops are what users hate: never more than one in two turns.
+    let notices: Vec<String> = r
+        .events
+        .0
+        .lock()
+        .expect("events")
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
     assert!(
-        seen.summaries <= seen.step / 2 + 1,
-        "{} summaries for {} steps",
+        seen.summaries <= seen.step / 2 + 1 && notices.is_empty(),
+        "{notices:?}\n{} summaries for {} steps",
         seen.summaries,
         seen.step
     );
@@ -348,7 +375,7 @@ async fn a_task_many_times_the_window_finishes_without_an_over_window_request_an
 
 #[tokio::test]
 async fn an_unknown_window_costs_at_most_one_refused_request_and_is_remembered() {
-    let r = run(model(8_192, 30), None).await;
+    let r = run(model(16_384, 60), None).await;
     let seen = r.model.seen.lock().expect("seen");
     assert_eq!(r.end, TaskEnd::Completed("FACTS KEPT".into()));
     assert_eq!(seen.over_window, 1, "learned from the one refusal");
@@ -362,7 +389,7 @@ async fn an_unknown_window_costs_at_most_one_refused_request_and_is_remembered()
             matches!(
                 e,
                 Event::ContextRetry {
-                    limit_tokens: Some(8_192),
+                    limit_tokens: Some(16_384),
                     ..
                 }
             )
@@ -375,13 +402,13 @@ async fn an_unknown_window_costs_at_most_one_refused_request_and_is_remembered()
             "test/windowed",
             "http://127.0.0.1:9"
         )),
-        Some(8_192)
+        Some(16_384)
     );
 }
 
 #[tokio::test]
 async fn a_refusal_that_names_no_limit_is_answered_smaller_each_time() {
-    let mut m = model(8_192, 30);
+    let mut m = model(16_384, 60);
     m.names_limit = false;
     let r = run(m, None).await;
     let seen = r.model.seen.lock().expect("seen");
@@ -391,9 +418,9 @@ async fn a_refusal_that_names_no_limit_is_answered_smaller_each_time() {
 
 #[tokio::test]
 async fn when_summaries_keep_failing_the_person_is_asked_and_nothing_over_the_window_is_sent() {
-    let mut m = model(8_192, 40);
+    let mut m = model(16_384, 60);
     m.summaries_fail = true;
-    let r = run(m, Some(8_192)).await;
+    let r = run(m, Some(16_384)).await;
     let seen = r.model.seen.lock().expect("seen");
     // Nobody answers yes: the task waits for the person after three failures.
     assert!(

@@ -121,6 +121,8 @@ pub struct TaskHandle {
     /// The system prompt as last sent, and what it was made from: it stays the same, byte for
     /// byte, while that does not change, so the provider's prompt cache keeps hitting.
     system_prompt: Mutex<Option<(u64, String)>>,
+    /// Estimated tokens of the system prompt and tools last sent (what every request carries).
+    fixed_tokens: std::sync::atomic::AtomicU64,
 }
 
 impl TaskHandle {
@@ -134,6 +136,7 @@ impl TaskHandle {
             temp_dir: Mutex::new(None),
             told_unconfined: AtomicBool::new(false),
             system_prompt: Mutex::new(None),
+            fixed_tokens: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -363,6 +366,15 @@ impl TaskHandle {
             .as_ref()
             .filter(|(k, _)| *k == key)
             .map(|(_, s)| s.clone())
+    }
+
+    /// What every request of this task carries before its messages (estimated tokens).
+    pub fn fixed_tokens(&self) -> u64 {
+        self.fixed_tokens.load(Ordering::Relaxed)
+    }
+
+    pub fn set_fixed_tokens(&self, tokens: u64) {
+        self.fixed_tokens.store(tokens, Ordering::Relaxed);
     }
 
     pub fn cache_system(&self, key: u64, system: String) {
