@@ -366,7 +366,23 @@ async fn condensing_at_the_threshold_shows_the_row_then_the_card() {
     let (app, _ws, _dirs) = launch("context-auto", &server, Some((WINDOW, 50))).await;
     read_the_files(&app).await;
 
-    app.send("Go on").await.expect("send");
+    // Results are cut small enough that several fit between condensings; what takes the
+    // conversation over the threshold here is the person pasting a long build log.
+    let log = "build log: compiling the parser and its tests, all green so far\n".repeat(400);
+    app.session
+        .execute(
+            "const t = document.querySelector('#composer-input'); t.value = arguments[0]; \
+             t.dispatchEvent(new Event('input', {bubbles: true}));",
+            vec![serde_json::Value::String(format!(
+                "Go on. The build log:\n{log}"
+            ))],
+        )
+        .await
+        .expect("paste the log");
+    app.wait_until("!document.querySelector('#composer-send').hasAttribute('aria-disabled')")
+        .await
+        .expect("the composer takes it");
+    app.click("#composer-send").await.expect("send");
     app.wait_until("(document.querySelector('.task-panel .message.condensing')?.textContent ?? '').includes('Condensing the conversation')")
         .await
         .expect("the condensing row");
