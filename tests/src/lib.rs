@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod gitrepo;
 pub mod llm_server;
+pub mod long_task;
 pub mod mcp;
 pub mod real_provider;
 pub mod script;

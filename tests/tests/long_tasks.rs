@@ -7,29 +7,12 @@ use std::time::Duration;
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{mandate, mandate_within, task_record, Output};
 use mandate_tests::llm_server::ScriptedServer;
+use mandate_tests::long_task::{documents, FACT, INTENTS, OBJECTIVE};
 use mandate_tests::real_provider::{
     Counters, LongTaskPlan, Overflow, ProviderConfig, RealProvider, Rejection, WireFormat,
 };
 use mandate_tests::sse::{anthropic, openai};
 use serde_json::json;
-
-const INTENTS: &str = "active_intents:\n  - id: INT-001\n    name: Docs\n    status: IN_PROGRESS\n    owned_scope: [\"docs/**\"]\n";
-const OBJECTIVE: &str = "Objective: read every document and say what the build uses";
-const FACT: &str = "FACT-ALPHA: the build uses cargo";
-
-/// A document of about `tokens` tokens; the first one holds the fact.
-fn document(n: usize, tokens: usize) -> String {
-    let mut text = String::new();
-    if n == 0 {
-        text.push_str(FACT);
-        text.push('\n');
-    }
-    let line = format!("Document {n}: a line about the parser and its tests, kept for length.\n");
-    while text.len() < tokens * 4 {
-        text.push_str(&line);
-    }
-    text
-}
 
 struct Task {
     wire: WireFormat,
@@ -51,9 +34,7 @@ struct Ran {
 }
 
 async fn run(t: Task) -> Ran {
-    let files: Vec<(String, String)> = (0..t.reads)
-        .map(|n| (format!("docs/d{n:03}.txt"), document(n, t.doc_tokens)))
-        .collect();
+    let files = documents(t.reads, t.doc_tokens);
     let file_refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_str()))

@@ -8,15 +8,13 @@
 use std::time::{Duration, Instant};
 
 use mandate_tests::app::{workspace, UserDirs};
+use mandate_tests::long_task::{documents, FACT, INTENTS, OBJECTIVE};
 use mandate_tests::real_provider::{
     Counters, LongTaskPlan, Overflow, ProviderConfig, RealProvider, WireFormat,
 };
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 
-const INTENTS: &str = "active_intents:\n  - id: INT-001\n    name: Docs\n    status: IN_PROGRESS\n    owned_scope: [\"docs/**\"]\n";
-const OBJECTIVE: &str = "Objective: read every document and say what the build uses";
-const FACT: &str = "FACT-ALPHA: the build uses cargo";
 const STEPS: usize = 50;
 const RUNS: usize = 3;
 
@@ -34,19 +32,6 @@ struct Figures {
     /// Wall time from each `condensing` event to the card that follows it.
     condensing: Duration,
     total: Duration,
-}
-
-fn document(n: usize, tokens: usize) -> String {
-    let mut text = String::new();
-    if n == 0 {
-        text.push_str(FACT);
-        text.push('\n');
-    }
-    let line = format!("Document {n}: a line about the parser and its tests, kept for length.\n");
-    while text.len() < tokens * 4 {
-        text.push_str(&line);
-    }
-    text
 }
 
 /// The whole-history figure: at each model turn, everything said so far (as the wire would
@@ -68,9 +53,7 @@ fn whole_history(record: &Value, fixed: u64) -> u64 {
 }
 
 async fn once(wire: WireFormat, window: u64, doc_tokens: usize) -> anyhow::Result<Figures> {
-    let files: Vec<(String, String)> = (0..STEPS - 2)
-        .map(|n| (format!("docs/d{n:03}.txt"), document(n, doc_tokens)))
-        .collect();
+    let files = documents(STEPS - 2, doc_tokens);
     let refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(p, c)| (p.as_str(), c.as_str()))

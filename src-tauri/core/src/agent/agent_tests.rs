@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::llm::{LlmError, ModelRequest, ModelStream, Provider, ToolCall};
-use crate::protocol::{ApprovalDetail, ApprovalPolicy, Event};
+use crate::protocol::{ApprovalDetail, ApprovalPolicy};
 use crate::workspace::Workspace;
 
 struct NoModel;
@@ -28,46 +28,7 @@ impl Provider for NoModel {
     }
 }
 
-#[derive(Default)]
-struct Events(Mutex<Vec<Event>>);
-
-impl EventSink for Events {
-    fn emit(&self, event: Event) {
-        self.0.lock().expect("events").push(event);
-    }
-}
-
-/// A person who answers every approval with `decision` and remembers what they were shown.
-struct Person {
-    decision: ApprovalDecision,
-    shown: Mutex<Vec<ApprovalRequest>>,
-}
-
-#[async_trait]
-impl Interaction for Person {
-    async fn approve(
-        &self,
-        _: &str,
-        request: ApprovalRequest,
-        _: &CancellationToken,
-    ) -> ApprovalDecision {
-        self.shown.lock().expect("shown").push(request);
-        self.decision.clone()
-    }
-    async fn ask(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: &[String],
-        _: &CancellationToken,
-    ) -> Option<String> {
-        None
-    }
-    fn approver(&self) -> crate::protocol::Approver {
-        crate::protocol::Approver::User
-    }
-}
+use super::test_support::{Events, Person};
 
 struct Fixture {
     _tmp: tempfile::TempDir,

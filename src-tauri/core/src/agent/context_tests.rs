@@ -163,43 +163,7 @@ impl Provider for WindowedModel {
     }
 }
 
-#[derive(Default)]
-struct Events(Mutex<Vec<Event>>);
-
-impl EventSink for Events {
-    fn emit(&self, event: Event) {
-        self.0.lock().expect("events").push(event);
-    }
-}
-
-struct Nobody;
-
-#[async_trait]
-impl Interaction for Nobody {
-    async fn approve(
-        &self,
-        _: &str,
-        _: crate::protocol::ApprovalRequest,
-        _: &CancellationToken,
-    ) -> crate::protocol::ApprovalDecision {
-        crate::protocol::ApprovalDecision::Reject {
-            reason: "nobody is here".into(),
-        }
-    }
-    async fn ask(
-        &self,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: &[String],
-        _: &CancellationToken,
-    ) -> Option<String> {
-        None
-    }
-    fn approver(&self) -> crate::protocol::Approver {
-        crate::protocol::Approver::User
-    }
-}
+use super::test_support::{Events, Person};
 
 struct Run {
     _tmp: tempfile::TempDir,
@@ -259,7 +223,7 @@ fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
         gov,
         provider: model.clone(),
         sink: events.clone(),
-        interaction: Arc::new(Nobody),
+        interaction: Arc::new(Person::away()),
         store: store.clone(),
         tools: Arc::new(crate::tools::registry()),
         approval: ApprovalPolicy::default(),

@@ -70,3 +70,6 @@ mod tests;
 #[cfg(test)]
 #[path = "context_tests.rs"]
 mod context_tests;
+
+#[cfg(test)]
+mod test_support;
