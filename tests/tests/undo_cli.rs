@@ -241,6 +241,8 @@ async fn every_bad_invocation_exits_2_with_a_sentence_naming_the_problem() {
         (run(&["go", "--grant", "network"]), "--grant"),
         (run(&["go", "--max-turns", "0"]), "--max-turns"),
         (run(&["go", "--max-tokens", "0"]), "--max-tokens"),
+        (run(&["go", "--thinking-budget", "500"]), "thinking budget"),
+        (run(&["go", "--context-window", "12"]), "context window"),
         (run(&["go", "--max-cost", "0"]), "--max-cost"),
         (run(&[]), "give the request"),
         (run(&["--resume", "no-such-task"]), "no-such-task"),

@@ -359,7 +359,7 @@ async fn condense_now(
         // Like the conversation, the summary never holds a secret Mandate knows: it is sent
         // to the model and shown in the window.
         Ok(s) => crate::redact::Redactor::global().redact(&s).into_owned(),
-        Err(why) => return Err(failed(env, task, why)),
+        Err(why) => return Err(failed(env, task, why.to_string())),
     };
     let c = Condensation {
         at: cut,

@@ -288,7 +288,7 @@ fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
         return Err(usage(&e.to_string()));
     }
     if let Err(e) = context_config_check(args) {
-        return Err(usage(&e));
+        return Err(usage(&e.to_string()));
     }
     if args.max_cost.is_some_and(|c| !c.is_finite() || c <= 0.0) {
         return Err(usage("--max-cost must be a positive number of US dollars"));
@@ -383,21 +383,22 @@ fn agent_env(
 }
 
 /// The flags' figures checked as Settings checks them.
-fn context_config_check(args: &RunArgs) -> Result<(), String> {
+fn context_config_check(args: &RunArgs) -> Result<(), crate::settings::SettingsError> {
+    if let Some(p) = args.condense_threshold.filter(|p| !(10..=95).contains(p)) {
+        return Err(crate::settings::SettingsError::Invalid(format!(
+            "--condense-threshold is 10 to 95 (percent of the usable input), not {p}"
+        )));
+    }
     let probe = crate::protocol::ContextSettings {
-        threshold_percent: args.condense_threshold.unwrap_or(80),
+        threshold_percent: 80,
         models: vec![crate::protocol::ModelOverride {
-            model: "m".into(),
+            model: "--context-window, --max-output, --thinking-budget".into(),
             context_window: args.context_window,
             max_output: args.max_output,
             thinking_budget: args.thinking_budget,
         }],
     };
-    crate::settings::check_context(probe)
-        .map(|_| ())
-        .map_err(|e| {
-            format!("{e} (--context-window, --max-output, --thinking-budget, --condense-threshold)")
-        })
+    crate::settings::check_context(probe).map(|_| ())
 }
 
 /// Settings' context figures for this model, with the flags over them.

@@ -178,14 +178,23 @@ fn squeeze(text: &str, cap: usize) -> String {
     crate::text::head_and_tail(text, cap * 2 / 3, cap / 3).into_owned()
 }
 
+/// Why a summary the model wrote cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryError {
+    #[error("the summary was cut at the model's output limit")]
+    Cut,
+    #[error("the model answered with no usable summary")]
+    Empty,
+}
+
 /// A summary the model wrote is usable: not empty, and not cut at the output limit.
-pub fn check(text: &str, cut_at_limit: bool) -> Result<String, String> {
+pub fn check(text: &str, cut_at_limit: bool) -> Result<String, SummaryError> {
     let text = text.trim();
     if cut_at_limit {
-        return Err("the summary was cut at the model's output limit".into());
+        return Err(SummaryError::Cut);
     }
     if text.len() < 20 {
-        return Err("the model answered with no usable summary".into());
+        return Err(SummaryError::Empty);
     }
     Ok(text.to_string())
 }
@@ -242,8 +251,11 @@ mod tests {
 
     #[test]
     fn a_cut_or_empty_summary_is_refused() {
-        assert!(check("## Goal\nsomething long enough", true).is_err());
-        assert!(check("  ", false).is_err());
+        assert_eq!(
+            check("## Goal\nsomething long enough", true),
+            Err(SummaryError::Cut)
+        );
+        assert_eq!(check("  ", false), Err(SummaryError::Empty));
         assert!(check("## Goal\nsomething long enough", false).is_ok());
     }
 }
