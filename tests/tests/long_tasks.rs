@@ -25,6 +25,20 @@ struct Task {
     extra: &'static [&'static str],
 }
 
+/// A long task at `window`, told to Mandate, refused with figures, reading `reads` documents
+/// (1,200 tokens each at 16k, 4,000 above).
+fn task(wire: WireFormat, window: u64, reads: usize) -> Task {
+    Task {
+        wire,
+        window,
+        known: true,
+        overflow: Overflow::Figures,
+        reads,
+        doc_tokens: if window <= 16_384 { 1_200 } else { 4_000 },
+        extra: &[],
+    }
+}
+
 struct Ran {
     out: Output,
     counters: Counters,
@@ -146,16 +160,7 @@ fn finished_whole(r: &Ran, reads: usize) {
 
 #[tokio::test]
 async fn a_200_step_task_on_a_16k_window_finishes_over_the_openai_format() {
-    let r = run(Task {
-        wire: WireFormat::OpenAi,
-        window: 16_384,
-        known: true,
-        overflow: Overflow::Figures,
-        reads: 200,
-        doc_tokens: 1_200,
-        extra: &[],
-    })
-    .await;
+    let r = run(task(WireFormat::OpenAi, 16_384, 200)).await;
     finished_whole(&r, 200);
     assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
     assert!(r.counters.largest_request_tokens <= 16_384);
@@ -163,32 +168,14 @@ async fn a_200_step_task_on_a_16k_window_finishes_over_the_openai_format() {
 
 #[tokio::test]
 async fn a_200_step_task_on_a_16k_window_finishes_over_the_anthropic_format() {
-    let r = run(Task {
-        wire: WireFormat::Anthropic,
-        window: 16_384,
-        known: true,
-        overflow: Overflow::Figures,
-        reads: 200,
-        doc_tokens: 1_200,
-        extra: &[],
-    })
-    .await;
+    let r = run(task(WireFormat::Anthropic, 16_384, 200)).await;
     finished_whole(&r, 200);
     assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
 }
 
 #[tokio::test]
 async fn a_200_step_task_on_a_200k_window_finishes_and_the_cache_pays_for_it() {
-    let r = run(Task {
-        wire: WireFormat::Anthropic,
-        window: 200_000,
-        known: true,
-        overflow: Overflow::Figures,
-        reads: 200,
-        doc_tokens: 4_000,
-        extra: &[],
-    })
-    .await;
+    let r = run(task(WireFormat::Anthropic, 200_000, 200)).await;
     finished_whole(&r, 200);
     assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
     let c = &r.counters;
@@ -206,16 +193,7 @@ async fn a_200_step_task_on_a_200k_window_finishes_and_the_cache_pays_for_it() {
 
 #[tokio::test]
 async fn a_200_step_task_on_a_200k_window_finishes_over_the_openai_format() {
-    let r = run(Task {
-        wire: WireFormat::OpenAi,
-        window: 200_000,
-        known: true,
-        overflow: Overflow::Figures,
-        reads: 200,
-        doc_tokens: 4_000,
-        extra: &[],
-    })
-    .await;
+    let r = run(task(WireFormat::OpenAi, 200_000, 200)).await;
     finished_whole(&r, 200);
     assert_eq!(r.counters.rejected_for(Rejection::ContextLength), 0);
     assert!(
@@ -228,13 +206,8 @@ async fn a_200_step_task_on_a_200k_window_finishes_over_the_openai_format() {
 async fn an_unknown_window_is_learned_from_one_refusal_and_remembered() {
     for wire in [WireFormat::OpenAi, WireFormat::Anthropic] {
         let r = run(Task {
-            wire,
-            window: 16_384,
             known: false,
-            overflow: Overflow::Figures,
-            reads: 60,
-            doc_tokens: 1_200,
-            extra: &[],
+            ..task(wire, 16_384, 60)
         })
         .await;
         finished_whole(&r, 60);
@@ -255,13 +228,9 @@ async fn an_unknown_window_is_learned_from_one_refusal_and_remembered() {
 #[tokio::test]
 async fn a_refusal_without_a_figure_is_answered_smaller_each_time() {
     let r = run(Task {
-        wire: WireFormat::Anthropic,
-        window: 16_384,
         known: false,
         overflow: Overflow::NoFigure,
-        reads: 50,
-        doc_tokens: 1_200,
-        extra: &[],
+        ..task(WireFormat::Anthropic, 16_384, 50)
     })
     .await;
     finished_whole(&r, 50);
@@ -273,13 +242,8 @@ async fn a_refusal_without_a_figure_is_answered_smaller_each_time() {
 #[tokio::test]
 async fn thinking_goes_back_signed_inside_the_tool_loop_and_never_into_the_ledger() {
     let r = run(Task {
-        wire: WireFormat::Anthropic,
-        window: 16_384,
-        known: true,
-        overflow: Overflow::Figures,
-        reads: 30,
-        doc_tokens: 1_200,
         extra: &["--thinking-budget", "2048"],
+        ..task(WireFormat::Anthropic, 16_384, 30)
     })
     .await;
     finished_whole(&r, 30);

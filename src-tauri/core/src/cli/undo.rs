@@ -7,14 +7,37 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{UndoArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{UndoArgs, EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::agent::{Governance, TaskStore};
 use crate::settings::AppDirs;
 use crate::undo::{self, FileAction, FileResult, Grain, PlanError, Undoer};
 use crate::workspace::Workspace;
 
 /// The one selector given, or a sentence naming what is wrong with the combination.
-fn grain(args: &UndoArgs) -> Result<Grain, String> {
+/// Why an undo cannot start: bad usage (exit 2), or a ledger that could not be read to check
+/// the selectors against (exit 3).
+#[derive(Debug, thiserror::Error)]
+enum SelectError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot read the ledger: {0}")]
+    Ledger(String),
+}
+
+impl SelectError {
+    fn usage(message: impl Into<String>) -> Self {
+        Self::Usage(message.into())
+    }
+
+    fn exit_code(&self) -> i32 {
+        match self {
+            Self::Usage(_) => EXIT_USAGE,
+            Self::Ledger(_) => EXIT_ERROR,
+        }
+    }
+}
+
+fn grain(args: &UndoArgs) -> Result<Grain, SelectError> {
     let selectors = [
         ("--call", args.call.is_some()),
         ("--task", args.task.is_some()),
@@ -22,28 +45,26 @@ fn grain(args: &UndoArgs) -> Result<Grain, String> {
     ];
     let given: Vec<&str> = selectors.iter().filter(|s| s.1).map(|s| s.0).collect();
     if args.turn.is_some() && args.task.is_none() {
-        return Err("--turn needs --task: it counts the turns of that task".into());
+        return Err(SelectError::usage(
+            "--turn needs --task: it counts the turns of that task",
+        ));
     }
     if args.since.is_some() && args.intent.is_none() {
-        return Err("--since needs --intent: it narrows that intent's changes".into());
+        return Err(SelectError::usage(
+            "--since needs --intent: it narrows that intent's changes",
+        ));
     }
     match (&args.call, &args.task, &args.intent) {
-        (Some(_), _, Some(_)) => Err(
-            "--call names one tool call; --intent cannot narrow or widen it (give one of them)"
-                .into(),
-        ),
-        (Some(_), _, None) if args.turn.is_some() => Err(
-            "--call names one tool call; --turn cannot be given with it (give --task ID --turn N for a turn)"
-                .into(),
-        ),
+        (Some(_), _, Some(_)) => Err(SelectError::usage("--call names one tool call; --intent cannot narrow or widen it (give one of them)")),
+        (Some(_), _, None) if args.turn.is_some() => Err(SelectError::usage("--call names one tool call; --turn cannot be given with it (give --task ID --turn N for a turn)")),
         (Some(call_id), task, None) => Ok(Grain::Call {
             task_id: task.clone(),
             call_id: call_id.clone(),
         }),
-        (None, Some(_), Some(_)) => Err(format!(
+        (None, Some(_), Some(_)) => Err(SelectError::usage(format!(
             "give one of {}: a task and an intent are two different sets of changes",
             given.join(" or ")
-        )),
+        ))),
         (None, Some(task_id), None) => Ok(match args.turn {
             Some(number) => Grain::TurnNumber {
                 task_id: task_id.clone(),
@@ -58,14 +79,14 @@ fn grain(args: &UndoArgs) -> Result<Grain, String> {
             since: args.since.clone(),
         }),
         (None, None, None) => {
-            Err("give one of --call ID, --task ID [--turn N] or --intent ID [--since TIME]".into())
+            Err(SelectError::usage("give one of --call ID, --task ID [--turn N] or --intent ID [--since TIME]"))
         }
     }
 }
 
 /// `--call ID --task ID`: a call id names one call, so the task may only say which task it was
 /// made in; a task that disagrees with the ledger is a usage error, not "nothing to undo".
-fn call_in_task(root: &Path, grain: &Grain) -> Result<(), String> {
+fn call_in_task(root: &Path, grain: &Grain) -> Result<(), SelectError> {
     let Grain::Call {
         task_id: Some(task_id),
         call_id,
@@ -73,7 +94,7 @@ fn call_in_task(root: &Path, grain: &Grain) -> Result<(), String> {
     else {
         return Ok(());
     };
-    let changes = undo::read_changes(root).map_err(|e| format!("cannot read the ledger: {e}"))?;
+    let changes = undo::read_changes(root).map_err(|e| SelectError::Ledger(e.to_string()))?;
     let mut tasks: Vec<&str> = changes
         .iter()
         .filter(|c| &c.call_id == call_id)
@@ -83,10 +104,10 @@ fn call_in_task(root: &Path, grain: &Grain) -> Result<(), String> {
     if tasks.is_empty() || tasks.contains(&task_id.as_str()) {
         return Ok(());
     }
-    Err(format!(
+    Err(SelectError::usage(format!(
         "tool call {call_id} was made in task {}, not in task {task_id}; a call id names one call, so give --call {call_id} alone",
         tasks.join(", ")
-    ))
+    )))
 }
 
 fn action_word(action: &FileAction) -> (&'static str, Option<&str>) {
@@ -104,9 +125,9 @@ fn action_word(action: &FileAction) -> (&'static str, Option<&str>) {
 pub async fn undo(root: &Path, args: UndoArgs) -> i32 {
     let grain = match grain(&args) {
         Ok(g) => g,
-        Err(m) => {
-            eprintln!("mandate undo: {m}");
-            return EXIT_USAGE;
+        Err(e) => {
+            eprintln!("mandate undo: {e}");
+            return e.exit_code();
         }
     };
     let workspace = match Workspace::new(root) {
@@ -116,9 +137,9 @@ pub async fn undo(root: &Path, args: UndoArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    if let Err(m) = call_in_task(workspace.root(), &grain) {
-        eprintln!("mandate undo: {m}");
-        return EXIT_USAGE;
+    if let Err(e) = call_in_task(workspace.root(), &grain) {
+        eprintln!("mandate undo: {e}");
+        return e.exit_code();
     }
     let dirs = AppDirs::from_env();
     let gov = Governance::new(workspace, &dirs);
