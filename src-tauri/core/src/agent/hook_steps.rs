@@ -95,7 +95,9 @@ async fn confirm(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) 
     let gov = env.gov.clone();
     let scripts_of = hooks.clone();
     let scripts = tokio::task::spawn_blocking(move || {
-        uh::trust::named_scripts(gov.user_hooks.root(), &scripts_of)
+        let root = gov.user_hooks.root();
+        uh::code::trace(root, &scripts_of)
+            .shown(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
     })
     .await
     .unwrap_or_default();

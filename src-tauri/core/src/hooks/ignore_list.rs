@@ -1,6 +1,7 @@
 //! `.intentignore` in the workspace root: gitignore syntax, a deny-list no intent can override;
 //! beside it, the paths the repository's git configuration names (its hooks directory, files it
-//! includes: see [`crate::git_config`]), which no intent may change either.
+//! includes: see [`crate::git_config`]) and the code the person's hooks run (see
+//! [`crate::user_hooks::code`]), which no intent may change either.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,8 @@ pub struct IntentIgnore {
     matcher: Option<Gitignore>,
     /// The paths the repository's git configuration names.
     git_named: Vec<NamedPath>,
+    /// The code the person's hooks run: a matcher of its rules, and why for each rule.
+    hook_code: Option<(Gitignore, Vec<(String, String)>)>,
     /// The files read to find them (they change what is named).
     sources: Vec<PathBuf>,
 }
@@ -35,6 +38,7 @@ impl IntentIgnore {
         Self {
             matcher: None,
             git_named: Vec::new(),
+            hook_code: None,
             sources: Vec::new(),
         }
     }
@@ -50,6 +54,16 @@ impl IntentIgnore {
         };
         list.git_named = found.paths;
         list.sources = found.sources;
+        let code = crate::user_hooks::code::of_workspace(root);
+        list.sources.extend(
+            crate::user_hooks::config::SOURCES
+                .iter()
+                .map(|f| root.join(f))
+                .chain(code.files.iter().cloned())
+                .chain(code.trees.iter().cloned())
+                .chain(code.search_dirs.iter().cloned()),
+        );
+        list.hook_code = hook_matcher(root, &code.rules);
         Ok(list)
     }
 
@@ -68,6 +82,23 @@ impl IntentIgnore {
                         .is_some_and(|r| r.starts_with('/'))
             })
             .map(|n| n.why.clone())
+            .or_else(|| self.hook_code(rel))
+    }
+
+    /// Why `rel` is the code of the person's hooks, if it is.
+    fn hook_code(&self, rel: &str) -> Option<String> {
+        let (matcher, why) = self.hook_code.as_ref()?;
+        match matcher.matched_path_or_any_parents(rel, false) {
+            ignore::Match::Ignore(glob) => {
+                let rule = glob.original();
+                let said = why
+                    .iter()
+                    .find(|(p, _)| p == rule)
+                    .map_or("the person's hooks run it", |(_, w)| w.as_str());
+                Some(format!("{said}, so only the person changes it"))
+            }
+            _ => None,
+        }
     }
 
     /// The paths the repository's git configuration names (workspace-relative).
@@ -108,6 +139,25 @@ impl IntentIgnore {
             _ => None,
         }
     }
+}
+
+/// The matcher of the hooks' code rules (None when there are none or they do not build: each
+/// rule is a literal path built by Mandate, so that does not happen).
+fn hook_matcher(
+    root: &Path,
+    rules: &[crate::user_hooks::code::CodeRule],
+) -> Option<(Gitignore, Vec<(String, String)>)> {
+    if rules.is_empty() {
+        return None;
+    }
+    let mut builder = GitignoreBuilder::new(root);
+    let mut why = Vec::new();
+    for rule in rules {
+        if builder.add_line(None, &rule.pattern).is_ok() {
+            why.push((rule.pattern.clone(), rule.why.clone()));
+        }
+    }
+    builder.build().ok().map(|m| (m, why))
 }
 
 #[cfg(test)]

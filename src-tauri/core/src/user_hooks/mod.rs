@@ -25,6 +25,7 @@
 //!   contract; one command configured twice runs once); deny > ask > allow, and every
 //!   context is passed on in configuration order.
 
+pub mod code;
 pub mod config;
 pub mod names;
 pub mod output;

@@ -505,8 +505,9 @@ fn the_fingerprint_covers_the_scripts_hooks_name() {
         &mut config,
     )
     .expect("loads");
+    let root = dir.path().canonicalize().expect("canonical");
     assert_eq!(
-        trust::named_scripts(dir.path(), &config),
+        super::code::trace(dir.path(), &config).shown(&root),
         ["scripts/check.sh"]
     );
     let before = trust::fingerprint(dir.path(), &config);

@@ -2,11 +2,10 @@
 //! the person confirmed per workspace, kept in Mandate's data directory (out of the agent's
 //! reach, like its settings).
 //!
-//! The fingerprint covers each file's `hooks` section and the workspace files a hook command
-//! names by path (`python3 scripts/check.py`, `"$CLAUDE_PROJECT_DIR"/tools/hook.sh`): a
-//! script the agent may edit inside its scope changes the fingerprint, so the changed hook is
-//! not run until the person confirms it again. Scripts reached another way (a script that
-//! sources another) are not covered; `.mandate/` and `.claude/` are never writable by the agent.
+//! The fingerprint covers each file's `hooks` section and the code the hooks run, found the
+//! way their interpreters find it ([`super::code`]): the scripts, what they import or source,
+//! and the directories whose loads cannot be followed. That code is the person's (no intent
+//! may change it), and when the person changes it the hooks do not run until confirmed again.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -14,85 +13,100 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::config::{HookCommand, HookConfig};
+use super::code::HookCode;
+use super::config::HookConfig;
 
 /// Confirmed fingerprints kept per workspace (the newest last): switching between branches
 /// does not ask each time.
 const KEPT_PER_WORKSPACE: usize = 8;
-/// At most this many script files are hashed, each up to this many bytes (plus its size).
-const MAX_SCRIPTS: usize = 32;
+/// At most this many files are hashed, each up to this many bytes (plus its size).
+const MAX_FILES: usize = 4096;
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The workspace files the hooks' commands name, relative to `root`, that exist.
-pub fn named_scripts(root: &Path, config: &HookConfig) -> Vec<String> {
-    let Ok(root) = root.canonicalize() else {
-        return Vec::new();
-    };
-    let mut found: Vec<String> = Vec::new();
-    for hook in &config.hooks {
-        let HookCommand::Shell(command) = &hook.command else {
-            continue;
-        };
-        let mut line = command.clone();
-        for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
-            line = line
-                .replace(&format!("${{{var}}}"), &root.display().to_string())
-                .replace(&format!("${var}"), &root.display().to_string());
-        }
-        let words = line
-            .split(|c: char| c.is_whitespace() || ";|&()<>`=".contains(c))
-            // `"$CLAUDE_PROJECT_DIR"/x.sh`: quotes join, they do not separate.
-            .map(|w| w.replace(['"', '\''], ""))
-            .filter(|w| !w.is_empty())
-            .take(256);
-        for word in words {
-            let path = if Path::new(&word).is_absolute() {
-                PathBuf::from(&word)
-            } else {
-                root.join(&word)
-            };
-            let Ok(real) = path.canonicalize() else {
-                continue;
-            };
-            let Ok(rel) = real.strip_prefix(&root) else {
-                continue;
-            };
-            if rel.as_os_str().is_empty() || !real.is_file() {
-                continue;
-            }
-            let rel = rel.to_string_lossy().into_owned();
-            if !found.contains(&rel) {
-                found.push(rel);
-            }
-            if found.len() >= MAX_SCRIPTS {
-                return found;
-            }
-        }
-    }
-    found
+/// The fingerprint of `config` with the code its hooks run ([`super::code`]) as it is now:
+/// every file read, every file of a tree that is the hook's, and the names in each directory
+/// an import searches.
+pub fn fingerprint(root: &Path, config: &HookConfig) -> String {
+    fingerprint_of(root, config, &super::code::trace(root, config))
 }
 
-/// The fingerprint of `config` with the scripts it names as they are now.
-pub fn fingerprint(root: &Path, config: &HookConfig) -> String {
+/// [`fingerprint`] with the code already traced.
+pub fn fingerprint_of(root: &Path, config: &HookConfig, code: &HookCode) -> String {
     let mut hasher = Sha256::new();
     for (file, section) in &config.sections {
         hasher.update(format!("file {file} {}\n", section.len()));
         hasher.update(section.as_bytes());
     }
-    for script in named_scripts(root, config) {
-        hasher.update(format!("script {script}\n"));
-        match std::fs::File::open(root.join(&script)) {
-            Ok(file) => {
-                let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-                hasher.update(format!("{size}\n"));
-                let mut bytes = Vec::new();
-                let _ = file.take(MAX_SCRIPT_BYTES).read_to_end(&mut bytes);
-                hasher.update(&bytes);
-            }
-            Err(e) => hasher.update(format!("unreadable {}\n", e.kind())),
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut budget = MAX_FILES;
+    for file in &code.files {
+        hash_file(&mut hasher, &root, file, &mut budget);
+    }
+    for tree in &code.trees {
+        let mut files: Vec<PathBuf> = walkdir(tree);
+        files.sort();
+        hasher.update(format!("tree {} {}\n", tree.display(), files.len()));
+        for file in files {
+            hash_file(&mut hasher, &root, &file, &mut budget);
         }
     }
+    for dir in &code.search_dirs {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        hasher.update(format!("dir {} {}\n", dir.display(), names.join("\0")));
+    }
     hex::encode(hasher.finalize())
+}
+
+fn hash_file(hasher: &mut Sha256, root: &Path, file: &Path, budget: &mut usize) {
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    let shown = file.strip_prefix(root).unwrap_or(file);
+    hasher.update(format!("script {}\n", shown.display()));
+    match std::fs::File::open(file) {
+        Ok(handle) => {
+            let size = handle.metadata().map(|m| m.len()).unwrap_or(0);
+            hasher.update(format!("{size}\n"));
+            let mut bytes = Vec::new();
+            let _ = handle.take(MAX_SCRIPT_BYTES).read_to_end(&mut bytes);
+            hasher.update(&bytes);
+        }
+        Err(e) => hasher.update(format!("unreadable {}\n", e.kind())),
+    }
+}
+
+/// The files under `dir` (symbolic links not followed), at most [`MAX_FILES`].
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                out.push(entry.path());
+                if out.len() >= MAX_FILES {
+                    return out;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The confirmed fingerprints, per canonical workspace path.
