@@ -14,22 +14,33 @@ use tauri::ipc::{Channel, InvokeBody};
 use tauri::State;
 
 /// Events go to the channel of the page on screen: a page subscribes once per load, and a
-/// reload (after switching workspaces) replaces the previous page's channel.
+/// reload (after switching workspaces) replaces the previous page's channel. Notices said
+/// before any page listens (what opening the workspace found, a settings file that did not
+/// load) are kept and given to the first page that subscribes.
 #[derive(Default)]
 pub struct ChannelSink {
     channels: Mutex<Vec<Channel<Event>>>,
+    early: Mutex<Vec<Event>>,
     trace: Option<Arc<IpcTrace>>,
 }
+
+/// At most this many notices wait for a page.
+const MAX_EARLY_NOTICES: usize = 32;
 
 impl ChannelSink {
     pub fn new(trace: Option<Arc<IpcTrace>>) -> Self {
         Self {
             channels: Mutex::default(),
+            early: Mutex::default(),
             trace,
         }
     }
 
     fn replace(&self, channel: Channel<Event>) {
+        let early = std::mem::take(&mut *self.early.lock().unwrap_or_else(|p| p.into_inner()));
+        for event in early {
+            let _ = channel.send(event);
+        }
         *self.channels.lock().unwrap_or_else(|p| p.into_inner()) = vec![channel];
     }
 }
@@ -40,6 +51,13 @@ impl EventSink for ChannelSink {
             trace.record("event", &event);
         }
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if channels.is_empty() && matches!(event, Event::Notice { .. }) {
+            let mut early = self.early.lock().unwrap_or_else(|p| p.into_inner());
+            if early.len() < MAX_EARLY_NOTICES {
+                early.push(event);
+            }
+            return;
+        }
         // A channel whose page went away fails to send; drop it.
         channels.retain(|c| c.send(event.clone()).is_ok());
     }
@@ -154,6 +172,7 @@ pub fn subscribe(
 ) -> Result<(), IpcError> {
     mark_first_paint(window, state.sink.trace.clone());
     state.sink.replace(channel);
+    state.host.page_ready();
     state.host.start_watching();
     Ok(())
 }

@@ -469,3 +469,44 @@ async fn always_allow_and_keyboard_approval() {
     assert_eq!(asked, 2, "the second identical command did not ask");
     app.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn a_journal_entry_planted_in_the_workspace_is_ignored_and_said_in_the_window() {
+    // What a branch could carry: an entry where the journal once lay, asking recovery to
+    // record a change no one approved.
+    let planted = json!({"format": 1, "path": "src/greet/mod.rs", "before": null,
+        "after": null, "temp": ".mod.rs.tmp", "record": {"id": "planted"}});
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("src/greet/mod.rs", "pub fn greet() {}\n"),
+            (
+                ".orchestration/.journal/0190c0de-0000-7000-8000-000000000000.json",
+                &planted.to_string(),
+            ),
+        ],
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(Vec::new()).await;
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
+    let app = App::launch("journal-planted", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.wait_until(
+        "[...document.querySelectorAll('#notices .notice')].some(n => n.textContent.includes('lay in the workspace'))",
+    )
+    .await
+    .expect("the person is told");
+    let said = app.text("#notices").await.expect("notices");
+    assert!(
+        said.contains(".orchestration/.journal/0190c0de-0000-7000-8000-000000000000.json")
+            && said.contains("removed unread and nothing was recorded"),
+        "{said}"
+    );
+    app.screenshot("notice-planted-journal")
+        .await
+        .expect("screenshot");
+    assert!(!ws.path().join(".orchestration/.journal").exists());
+    assert!(ledger(ws.path()).is_empty());
+    app.close().await.expect("close");
+}

@@ -19,6 +19,8 @@ const SETTINGS: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "h
 ]}], "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#;
 
 const REVIEW: &str = r#"import json, sys
+sys.path.insert(0, "scripts")
+import review_rules
 event = json.load(sys.stdin)
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
     "permissionDecisionReason": "changes under src/greet are reviewed"}}))
@@ -39,6 +41,7 @@ async fn start(name: &str, server: &ScriptedServer) -> (App, tempfile::TempDir, 
             ("src/greet/mod.rs", "pub fn greet() {}\n"),
             (".claude/settings.json", SETTINGS),
             (".claude/hooks/review.py", REVIEW),
+            ("scripts/review_rules.py", "REVIEWED = ['src/greet']\n"),
         ],
     );
     let dirs = UserDirs::new();
@@ -66,6 +69,7 @@ async fn new_hooks_are_confirmed_on_a_card_and_a_hooks_ask_opens_an_approval() {
         "python3 .claude/hooks/review.py",
         "From .claude/settings.json",
         "`Notification` hooks",
+        "With the code they run, which no intent may change: .claude/hooks/review.py, scripts/review_rules.py",
         "Run them",
     ] {
         assert!(card.contains(expected), "{expected} missing from {card}");

@@ -394,7 +394,7 @@ function userHooksBody(el, d) {
     h('pre', { class: 'command' }, h('code', { text: hook.command })),
     h('p', { class: 'muted small', text: `From ${hook.source} · at most ${hook.timeout_seconds} s` })))));
   if (d.scripts.length) {
-    el.append(h('p', { class: 'small' }, h('span', { text: 'With the scripts they name: ' }),
+    el.append(h('p', { class: 'small user-hook-code' }, h('span', { text: 'With the code they run, which no intent may change: ' }),
       ...d.scripts.flatMap((p, i) => [i ? ', ' : '', pathLink(p)])));
   }
   if (d.ignored.length) {

@@ -123,6 +123,7 @@ impl Host {
                 format!("could not update the intent map of the previous workspace: {e}"),
             );
         }
+        self.say_recovered();
         self.remember_workspace();
         self.desktop.workspace_opened(&root);
         Ok(Reply::State {

@@ -97,6 +97,8 @@ pub struct Host {
     watching: std::sync::atomic::AtomicBool,
     previews: undo::Previews,
     ledger_health: health::LedgerHealth,
+    /// What opening the workspace found, for the page to come (see [`Host::page_ready`]).
+    opening_notices: Mutex<Vec<(crate::protocol::NoticeLevel, String)>>,
 }
 
 impl Host {
@@ -128,10 +130,12 @@ impl Host {
             watching: Default::default(),
             previews: Default::default(),
             ledger_health: Default::default(),
+            opening_notices: Mutex::default(),
         });
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
         }
+        host.say_recovered();
         host.remember_workspace();
         host.prune_checkpoints();
         Ok(host)
@@ -176,6 +180,46 @@ impl Host {
 
     fn notice(&self, level: crate::protocol::NoticeLevel, message: String) {
         self.sink.emit(Event::Notice { level, message });
+    }
+
+    /// Keeps, for the next page that subscribes (the window's first, or the one reloaded on a
+    /// newly opened workspace), what opening the workspace found of interrupted writes and of
+    /// journal entries planted in the workspace (removed unread).
+    fn say_recovered(&self) {
+        use crate::journal::Recovered;
+        use crate::protocol::NoticeLevel;
+        let gov = self.governance();
+        for done in &gov.recovered {
+            let level = match done {
+                Recovered::Cleaned { .. } => continue,
+                Recovered::Completed { .. }
+                | Recovered::RolledBack { .. }
+                | Recovered::Abandoned { .. } => NoticeLevel::Info,
+                Recovered::Rejected { .. } | Recovered::Untrusted { .. } => NoticeLevel::Warning,
+                Recovered::Failed { .. } => NoticeLevel::Error,
+            };
+            let mut message = done.to_string();
+            if let Some(first) = message.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            self.opening_notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((level, format!("{message}.")));
+        }
+    }
+
+    /// A page subscribed: it is told what opening its workspace found.
+    pub fn page_ready(&self) {
+        let said = std::mem::take(
+            &mut *self
+                .opening_notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for (level, message) in said {
+            self.notice(level, message);
+        }
     }
 
     fn settings(&self) -> Settings {
