@@ -9,10 +9,17 @@
 //!   an allow-list that leaves them out ([`readable_around`]): every entry of `/` except the one
 //!   leading to a protected path, then, walking down that path, its siblings. Listing names
 //!   stays allowed everywhere (tools walk directories). An entry created after the list is made
-//!   (once per command) is not readable by that command.
+//!   is not readable by that command.
+//!
+//! Both lists depend on what the machine holds (the home directory's entries), not on the
+//! command: each is made once and kept while the directories it was read from are unchanged
+//! (their modification and change times, and inode), so a command's set-up reads a few stamps
+//! instead of listing and resolving every entry again.
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Paths under the home directory that hold the person's secrets. Tool chains (`~/.cargo`,
 /// `~/.rustup`, `~/.npm`, …) stay readable; only the credential files inside them are here.
@@ -203,6 +210,18 @@ pub fn protected_paths(home: Option<&Path>, own: &[PathBuf]) -> Vec<PathBuf> {
         candidates.extend(HOME_SECRETS.iter().map(|rel| home.join(rel)));
     }
     candidates.extend(own.iter().cloned());
+    static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
+    // A candidate appears, vanishes or is replaced by a link: its directory's stamp changes.
+    let dirs: BTreeSet<PathBuf> = candidates
+        .iter()
+        .filter_map(|c| c.parent().map(Path::to_path_buf))
+        .collect();
+    kept(&KEPT, candidates.clone(), dirs, || {
+        resolve_protected(candidates)
+    })
+}
+
+fn resolve_protected(candidates: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = candidates
         .into_iter()
         .filter_map(|path| match path.canonicalize() {
@@ -222,6 +241,56 @@ pub fn protected_paths(home: Option<&Path>, own: &[PathBuf]) -> Vec<PathBuf> {
     top
 }
 
+/// What a directory's entries were when a list was made from them.
+type Stamp = Option<(i64, i64, i64, i64, u64)>;
+
+fn stamp(dir: &Path) -> Stamp {
+    let m = std::fs::symlink_metadata(dir).ok()?;
+    Some((
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino(),
+    ))
+}
+
+/// A list made from `key`, and the stamps of the directories it was read from.
+struct Kept {
+    key: Vec<PathBuf>,
+    stamps: Vec<(PathBuf, Stamp)>,
+    value: Vec<PathBuf>,
+}
+
+/// The list for `key`: the one kept if made from the same key and `dirs` are unchanged, else
+/// made now (`make`) and kept. The stamps are taken before making it: a change during the
+/// making is seen next time.
+fn kept(
+    cell: &Mutex<Option<Kept>>,
+    key: Vec<PathBuf>,
+    dirs: BTreeSet<PathBuf>,
+    make: impl FnOnce() -> Vec<PathBuf>,
+) -> Vec<PathBuf> {
+    let stamps: Vec<(PathBuf, Stamp)> = dirs
+        .into_iter()
+        .map(|d| {
+            let s = stamp(&d);
+            (d, s)
+        })
+        .collect();
+    let mut slot = cell.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = slot.as_ref().filter(|k| k.key == key && k.stamps == stamps) {
+        return k.value.clone();
+    }
+    let value = make();
+    *slot = Some(Kept {
+        key,
+        stamps,
+        value: value.clone(),
+    });
+    value
+}
+
 /// Whether `path` is inside one of `protected` or contains one.
 pub fn overlaps(path: &Path, protected: &[PathBuf]) -> bool {
     protected
@@ -238,10 +307,19 @@ pub fn readable_around(protected: &[PathBuf]) -> Vec<PathBuf> {
     if protected.is_empty() {
         return vec![PathBuf::from("/")];
     }
-    let leading: BTreeSet<&Path> = protected
+    let leading: BTreeSet<PathBuf> = protected
         .iter()
         .flat_map(|p| p.ancestors().skip(1))
+        .map(Path::to_path_buf)
         .collect();
+    static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
+    let dirs = leading.clone();
+    kept(&KEPT, protected.to_vec(), dirs, || {
+        list_around(protected, &leading)
+    })
+}
+
+fn list_around(protected: &[PathBuf], leading: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
     let mut out: BTreeSet<PathBuf> = BTreeSet::new();
     for dir in leading {
         let Ok(entries) = std::fs::read_dir(dir) else {

@@ -401,3 +401,38 @@ fn secrets_in_trees_the_environment_moves_are_looked_for_there() {
     );
     assert!(!named.contains(&PathBuf::from("/opt/cargo/bin")));
 }
+
+#[test]
+fn the_lists_are_kept_between_commands_but_follow_every_change_of_the_home() {
+    let h = fake_home();
+    let own = own_dirs(&h);
+    let first = secrets::protected_paths(Some(&h.home), &own);
+    assert!(!first.contains(&h.home.join(".azure")));
+    let around = secrets::readable_around(&first);
+    // The same machine: the same lists, again.
+    assert_eq!(secrets::protected_paths(Some(&h.home), &own), first);
+    assert_eq!(secrets::readable_around(&first), around);
+
+    // A secret appears (its parent's entries change): it is protected at once.
+    write(&h.home.join(".azure/accessTokens.json"), "SECRET\n");
+    let now = secrets::protected_paths(Some(&h.home), &own);
+    assert!(now.contains(&h.home.join(".azure")), "{now:?}");
+    // A deeper one, under directories that did not exist.
+    write(&h.home.join(".config/gcloud/credentials.db"), "SECRET\n");
+    let now = secrets::protected_paths(Some(&h.home), &own);
+    assert!(now.contains(&h.home.join(".config/gcloud")), "{now:?}");
+    // A secret replaced by a link elsewhere is protected where it points.
+    let real = h.home.join("vault/aws");
+    std::fs::create_dir_all(&real).expect("mkdir");
+    std::fs::remove_dir_all(h.home.join(".aws")).expect("rm");
+    std::os::unix::fs::symlink(&real, h.home.join(".aws")).expect("link");
+    let now = secrets::protected_paths(Some(&h.home), &own);
+    assert!(now.contains(&real), "{now:?}");
+
+    // A new entry beside the secrets becomes readable; the new secret does not.
+    std::fs::create_dir_all(h.home.join("notes")).expect("mkdir");
+    let around = secrets::readable_around(&now);
+    assert!(around.contains(&h.home.join("notes")), "{around:?}");
+    assert!(!around.iter().any(|p| p.starts_with(h.home.join(".azure"))));
+    assert!(!around.iter().any(|p| p.starts_with(&real)));
+}
