@@ -283,7 +283,11 @@ fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp
         before_mode: None,
         after_mode: None,
     };
-    let (record, _, _) = prepare_record(f.ws.root(), &w, &images);
+    let (record, _, _) = prepare_record(
+        &w,
+        &images,
+        crate::orchestration::git::head_revision(f.ws.root()),
+    );
     let id = record["id"].as_str().expect("id").to_string();
     let entry = Entry {
         format: 1,

@@ -196,7 +196,7 @@ fn write_locked(
         before_mode: current_mode,
         after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
     };
-    let (record, ranges, computed) = prepare_record(root, &w, &images);
+    let (record, ranges, computed) = prepare_record(&w, &images, ledger.head_revision());
     // Undo reads these; a failure costs only the ability to undo this change (said in the log).
     let stored = [
         (current_hash.as_deref(), current.as_deref()),
@@ -323,9 +323,9 @@ fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
 
 /// Diff, classification and the ledger record of a write, before anything is written.
 fn prepare_record(
-    root: &Path,
     w: &FileWrite,
     images: &Images<'_>,
+    revision: Option<String>,
 ) -> (Value, Vec<(u32, u32)>, Classified) {
     let old_text = w
         .base
@@ -381,7 +381,7 @@ fn prepare_record(
         path: w.path.rel.clone(),
         ranges,
     }];
-    let record = build_record(&entry, crate::orchestration::git::head_revision(root));
+    let record = build_record(&entry, revision);
     (record, changes.ranges, computed)
 }
 

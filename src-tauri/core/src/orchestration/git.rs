@@ -65,6 +65,58 @@ fn git_dir_at(dir: &Path) -> Option<PathBuf> {
     })
 }
 
+/// What a ledger head keeps of HEAD, read at one moment from one discovered repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadState {
+    /// [`head_key`].
+    pub key: String,
+    /// [`head_revision`].
+    pub commit: Option<String>,
+    /// [`reflog_size`] of `key`.
+    pub reflog: Option<u64>,
+}
+
+/// [`HeadState`] of `repo` (all empty outside a repository).
+pub fn head_state(repo: Option<&Repo>) -> HeadState {
+    let Some(repo) = repo else {
+        return HeadState::default();
+    };
+    let head = std::fs::read_to_string(repo.git_dir.join("HEAD")).ok();
+    let head = head.as_deref().map(str::trim);
+    let (key, commit) = match head {
+        Some(text) => match text.strip_prefix("ref:") {
+            Some(reference) => {
+                let reference = reference.trim();
+                (reference.to_string(), resolve_ref(repo, reference))
+            }
+            None => ("HEAD".to_string(), is_sha(text).then(|| text.to_string())),
+        },
+        None => ("HEAD".to_string(), None),
+    };
+    let reflog = reflog_path(repo, &key).and_then(|p| std::fs::metadata(p).ok().map(|m| m.len()));
+    HeadState {
+        key,
+        commit,
+        reflog,
+    }
+}
+
+/// Whether `repo`, found earlier from `root`, is still the repository `root` belongs to: its
+/// `HEAD` is there, and no `.git` has appeared between `root` and its top level.
+pub fn still_holds(repo: &Repo, root: &Path) -> bool {
+    if !repo.git_dir.join("HEAD").is_file() {
+        return false;
+    }
+    let mut dir = Some(root);
+    while let Some(d) = dir.filter(|d| *d != repo.toplevel && d.starts_with(&repo.toplevel)) {
+        if std::fs::symlink_metadata(d.join(".git")).is_ok() {
+            return false;
+        }
+        dir = d.parent();
+    }
+    true
+}
+
 /// The commit HEAD points at, or None outside a repository or on an unborn branch.
 pub fn head_revision(root: &Path) -> Option<String> {
     let repo = discover(root)?;
@@ -90,14 +142,19 @@ pub fn head_key(root: &Path) -> String {
 /// (a commit, a reset, a rebase), so a head can tell whether the branch moved since.
 pub fn reflog_size(root: &Path, key: &str) -> Option<u64> {
     let repo = discover(root)?;
-    let path = if key == "HEAD" {
-        repo.git_dir.join("logs/HEAD")
+    std::fs::metadata(reflog_path(&repo, key)?)
+        .ok()
+        .map(|m| m.len())
+}
+
+fn reflog_path(repo: &Repo, key: &str) -> Option<PathBuf> {
+    if key == "HEAD" {
+        Some(repo.git_dir.join("logs/HEAD"))
     } else if key.starts_with("refs/") && !key.contains("..") {
-        repo.common_dir.join("logs").join(key)
+        Some(repo.common_dir.join("logs").join(key))
     } else {
-        return None;
-    };
-    std::fs::metadata(path).ok().map(|m| m.len())
+        None
+    }
 }
 
 pub fn resolve_head(repo: &Repo) -> Option<String> {
@@ -294,6 +351,34 @@ mod tests {
         std::fs::write(git.join("HEAD"), format!("{sha}\n")).expect("w");
         assert_eq!(head_revision(root), Some(sha));
         assert_eq!(head_key(root), "HEAD");
+    }
+
+    #[test]
+    fn a_repository_found_once_is_found_again_when_it_no_longer_holds() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let top = tmp.path().canonicalize().expect("canonical");
+        let fake = |dir: &Path, branch: &str| {
+            let git = dir.join(".git");
+            std::fs::create_dir_all(git.join("refs/heads")).expect("mkdir");
+            std::fs::write(git.join("HEAD"), format!("ref: refs/heads/{branch}\n")).expect("w");
+        };
+        fake(&top, "main");
+        let ws = top.join("sub/ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let ledger = crate::orchestration::ledger::Ledger::with_data_dir(&ws, &top.join("data"));
+        let found = ledger.repo().expect("the parent's repository");
+        assert_eq!(found.toplevel, top);
+        assert_eq!(head_state(Some(&found)).key, "refs/heads/main");
+        // The person makes the workspace a repository of its own: that one holds from now.
+        fake(&ws, "work");
+        assert!(!still_holds(&found, &ws));
+        let now = ledger.repo().expect("its own repository");
+        assert_eq!(now.toplevel, ws);
+        assert_eq!(head_state(Some(&now)).key, "refs/heads/work");
+        // And when it goes, the parent's again.
+        std::fs::remove_dir_all(ws.join(".git")).expect("rm");
+        assert_eq!(ledger.repo().map(|r| r.toplevel), Some(top));
+        assert_eq!(head_state(None), HeadState::default());
     }
 
     #[test]

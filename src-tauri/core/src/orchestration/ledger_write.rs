@@ -97,6 +97,9 @@ pub struct Ledger {
     path: PathBuf,
     heads: HeadStore,
     verified: Mutex<Option<Verified>>,
+    /// The repository the workspace belongs to, found once and checked on each use
+    /// ([`git::still_holds`]): a write does not look for it again.
+    repo: Mutex<Option<git::Repo>>,
     #[cfg(test)]
     pub(crate) fault: Mutex<Option<Fault>>,
 }
@@ -115,6 +118,7 @@ impl Ledger {
             path: root.join(LEDGER_FILE),
             heads: HeadStore::new(data, root),
             verified: Mutex::new(None),
+            repo: Mutex::new(None),
             #[cfg(test)]
             fault: Mutex::new(None),
         }
@@ -137,8 +141,24 @@ impl Ledger {
 
     /// Appends one record; returns it as written.
     pub fn append(&self, entry: &TraceEntry) -> Result<Value, LedgerError> {
-        let record = build_record(entry, git::head_revision(&self.root));
+        let record = build_record(entry, self.head_revision());
         self.append_record(record)
+    }
+
+    /// The repository the workspace belongs to now (found again only when the one found
+    /// before no longer holds).
+    pub fn repo(&self) -> Option<git::Repo> {
+        let mut kept = self.repo.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(repo) = kept.as_ref().filter(|r| git::still_holds(r, &self.root)) {
+            return Some(repo.clone());
+        }
+        *kept = git::discover(&self.root);
+        kept.clone()
+    }
+
+    /// The commit HEAD points at (see [`git::head_revision`]).
+    pub fn head_revision(&self) -> Option<String> {
+        git::resolve_head(&self.repo()?)
     }
 
     /// Chains and appends a prepared record (see [`build_record`]); returns it as written.
@@ -304,7 +324,12 @@ impl Ledger {
         line.push_str(&body);
         line.push('\n');
         let hash = chain::link_hash(body.as_bytes());
-        let branch = git::head_key(&self.root);
+        // HEAD as it is now, read once: the branch, its commit and its reflog belong together.
+        let git::HeadState {
+            key: branch,
+            commit,
+            reflog,
+        } = git::head_state(self.repo().as_ref());
         // Killed after the write and before the head: the pending hash still vouches for it.
         self.heads
             .record_pending(&hex::encode(hash))
@@ -322,8 +347,8 @@ impl Ledger {
             records: new.lines,
             bytes: new.len,
             last: hex::encode(new.last),
-            commit: git::head_revision(&self.root),
-            reflog: git::reflog_size(&self.root, &branch),
+            commit,
+            reflog,
             at: now_rfc3339(),
         };
         if let Err(e) = self.record_head(&branch, head) {
