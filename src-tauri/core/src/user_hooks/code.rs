@@ -55,6 +55,18 @@ pub struct HookCode {
 }
 
 impl HookCode {
+    /// Every path whose change can change the code or its fingerprint: the files, everything
+    /// in the trees, the searched directories.
+    pub fn watched(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.files.iter().cloned().collect();
+        for tree in &self.trees {
+            out.push(tree.clone());
+            out.extend(super::trust::entries_under(tree));
+        }
+        out.extend(self.search_dirs.iter().cloned());
+        out
+    }
+
     /// The workspace-relative paths to show the person: files, then trees (ending in `/`).
     pub fn shown(&self, root: &Path) -> Vec<String> {
         let rel = |p: &Path| p.strip_prefix(root).ok().map(slashed);

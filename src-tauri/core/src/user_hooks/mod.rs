@@ -77,8 +77,44 @@ pub struct UserHooks {
     /// Confirmed in this process (also when the store could not be written).
     confirmed: Mutex<HashSet<String>>,
     declined: Mutex<HashSet<String>>,
+    /// The configuration and fingerprint last made, and the stamps of every file they were
+    /// made from: made again only when one of those changes.
+    loaded: Mutex<Option<Loaded>>,
     /// One confirmation card at a time: a second task waits for the first answer.
     pub asking: tokio::sync::Mutex<()>,
+}
+
+/// What the files said, with the stamps they had (see [`UserHooks::state`]).
+struct Loaded {
+    stamps: Vec<(PathBuf, Stamp)>,
+    said: Result<Option<(Arc<HookConfig>, String)>, ConfigError>,
+}
+
+/// A file's size, times and inode: any write, rename or replacement changes it (the change
+/// time cannot be set back).
+type Stamp = Option<(u64, i64, i64, i64, i64, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino(),
+    ))
+}
+
+fn stamps(paths: Vec<PathBuf>) -> Vec<(PathBuf, Stamp)> {
+    paths
+        .into_iter()
+        .map(|p| {
+            let s = stamp(&p);
+            (p, s)
+        })
+        .collect()
 }
 
 impl UserHooks {
@@ -89,20 +125,19 @@ impl UserHooks {
             trust: TrustStore::new(data_dir),
             confirmed: Mutex::default(),
             declined: Mutex::default(),
+            loaded: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
         }
     }
 
-    /// Reads the files and the trust store (blocking).
+    /// The hooks and whether the person confirmed them (blocking). The files are read and the
+    /// code hashed again only when one of the files they were made from changed.
     pub fn state(&self) -> HooksState {
-        let config = match config::load(&self.root) {
-            Ok(c) => c,
+        let (hooks, fingerprint) = match self.said() {
             Err(e) => return HooksState::Broken(e),
+            Ok(None) => return HooksState::None,
+            Ok(Some(said)) => said,
         };
-        if config.is_empty() {
-            return HooksState::None;
-        }
-        let fingerprint = trust::fingerprint(&self.root, &config);
         let here = |set: &Mutex<HashSet<String>>| {
             set.lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -116,10 +151,44 @@ impl UserHooks {
             Trust::Unconfirmed
         };
         HooksState::Ready {
-            hooks: Arc::new(config),
+            hooks,
             fingerprint,
             trust,
         }
+    }
+
+    /// The configuration and its fingerprint, kept while their files are unchanged.
+    fn said(&self) -> Result<Option<(Arc<HookConfig>, String)>, ConfigError> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = loaded.as_ref() {
+            let now = stamps(kept.stamps.iter().map(|(p, _)| p.clone()).collect());
+            if now == kept.stamps {
+                return kept.said.clone();
+            }
+        }
+        let sources: Vec<PathBuf> = config::SOURCES.iter().map(|f| self.root.join(f)).collect();
+        // Stamped before reading: a change during the reading is seen next time.
+        let before = stamps(sources.clone());
+        let said = match config::load(&self.root) {
+            Err(e) => Err(e),
+            Ok(config) if config.is_empty() => Ok(None),
+            Ok(config) => {
+                let code = code::trace(&self.root, &config);
+                let fingerprint = trust::fingerprint_of(&self.root, &config, &code);
+                let mut watched = before;
+                watched.extend(stamps(code.watched()));
+                *loaded = Some(Loaded {
+                    stamps: watched,
+                    said: Ok(Some((Arc::new(config.clone()), fingerprint.clone()))),
+                });
+                return Ok(Some((Arc::new(config), fingerprint)));
+            }
+        };
+        *loaded = Some(Loaded {
+            stamps: before,
+            said: said.clone(),
+        });
+        said
     }
 
     /// Remembers the person's yes, here and for later runs.

@@ -43,7 +43,7 @@ pub fn fingerprint_of(root: &Path, config: &HookConfig, code: &HookCode) -> Stri
         hash_file(&mut hasher, &root, file, &mut budget);
     }
     for tree in &code.trees {
-        let mut files: Vec<PathBuf> = walkdir(tree);
+        let mut files: Vec<PathBuf> = files_under(tree);
         files.sort();
         hasher.update(format!("tree {} {}\n", tree.display(), files.len()));
         for file in files {
@@ -85,8 +85,18 @@ fn hash_file(hasher: &mut Sha256, root: &Path, file: &Path, budget: &mut usize) 
 }
 
 /// The files under `dir` (symbolic links not followed), at most [`MAX_FILES`].
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    walk(dir, false)
+}
+
+/// The files and directories under `dir`, at most [`MAX_FILES`] files.
+pub(super) fn entries_under(dir: &Path) -> Vec<PathBuf> {
+    walk(dir, true)
+}
+
+fn walk(dir: &Path, with_dirs: bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    let mut files = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&at) else {
@@ -97,10 +107,14 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
                 continue;
             };
             if kind.is_dir() {
+                if with_dirs {
+                    out.push(entry.path());
+                }
                 stack.push(entry.path());
             } else if kind.is_file() {
                 out.push(entry.path());
-                if out.len() >= MAX_FILES {
+                files += 1;
+                if files >= MAX_FILES {
                     return out;
                 }
             }

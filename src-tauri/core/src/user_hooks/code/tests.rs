@@ -263,3 +263,51 @@ fn outside_the_workspace_nothing_is_listed_and_a_broken_configuration_lists_noth
         .rules
         .is_empty());
 }
+
+#[test]
+fn the_state_is_kept_while_nothing_changes_and_follows_every_change_of_the_code() {
+    let ws = workspace(
+        "python3 .claude/hooks/check.py",
+        &[
+            (".claude/hooks/check.py", CHECK_PY),
+            ("scripts/policy.py", "X = 1\n"),
+            ("scripts/helpers/__init__.py", ""),
+            ("scripts/helpers/paths.py", ""),
+            ("scripts/helpers/deep/data.txt", ""),
+        ],
+    );
+    let data = tempfile::tempdir().expect("tmp");
+    let hooks = crate::user_hooks::UserHooks::new(ws.path(), data.path());
+    let print = |hooks: &crate::user_hooks::UserHooks| match hooks.state() {
+        crate::user_hooks::HooksState::Ready { fingerprint, .. } => fingerprint,
+        other => panic!("{other:?}"),
+    };
+    let first = print(&hooks);
+    assert_eq!(print(&hooks), first, "nothing changed");
+    assert_eq!(first, fingerprint(ws.path()));
+    let mut seen = vec![first];
+    let mut changed = |what: &str, change: &dyn Fn(&Path)| {
+        change(ws.path());
+        let now = print(&hooks);
+        assert!(!seen.contains(&now), "{what} must change the fingerprint");
+        assert_eq!(now, fingerprint(ws.path()), "{what}: kept state is stale");
+        seen.push(now);
+    };
+    changed("the imported module", &|r| {
+        std::fs::write(r.join("scripts/policy.py"), "X = 2\n").expect("write")
+    });
+    changed("a file deep in an imported package", &|r| {
+        std::fs::write(r.join("scripts/helpers/deep/new.py"), "").expect("write")
+    });
+    changed("a shadow beside the module", &|r| {
+        std::fs::write(r.join("scripts/json.py"), "").expect("write")
+    });
+    changed("the settings", &|r| {
+        let text = std::fs::read_to_string(r.join(".claude/settings.json")).expect("read");
+        std::fs::write(
+            r.join(".claude/settings.json"),
+            text.replace("check", "checker"),
+        )
+        .expect("write")
+    });
+}
