@@ -45,8 +45,14 @@ impl EventSink for CliSink {
                     ToolCallStatus::Denied => "DENIED",
                     _ => "FAILED",
                 };
+                // Said on every call of a server running outside any confinement.
+                let unconfined = if call.unconfined {
+                    " [UNCONFINED: ran outside any confinement]"
+                } else {
+                    ""
+                };
                 Some(format!(
-                    "• {} {} — {mark}: {}",
+                    "• {} {}{unconfined} — {mark}: {}",
                     call.tool, call.target, call.summary
                 ))
             }
@@ -108,8 +114,18 @@ fn describe(request: &ApprovalRequest) -> String {
             intent_id, globs, ..
         } => format!("widen {intent_id} to {}", globs.join(", ")),
         ApprovalDetail::NewIntent { intent, .. } => format!("create intent {}", intent.id),
-        ApprovalDetail::McpCall { server, tool, .. } => {
-            format!("call `{tool}` of MCP server `{server}`")
+        ApprovalDetail::McpCall {
+            server,
+            tool,
+            unconfined,
+            ..
+        } => {
+            let how = if *unconfined {
+                ", which runs UNCONFINED (it can read and write anything you can)"
+            } else {
+                ""
+            };
+            format!("call `{tool}` of MCP server `{server}`{how}")
         }
         ApprovalDetail::ToolCall { tool, target, .. } => format!("{tool} {target}"),
         ApprovalDetail::UserHooks { hooks, .. } => format!("run {} hooks", hooks.len()),

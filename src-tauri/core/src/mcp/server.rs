@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::catalog::ToolInfo;
 use super::config::{ServerDef, Transport};
-use super::connection::{self, Resolved};
+use super::connection::{self, ConnectError, Resolved};
 use super::grant::WriteGrant;
 use super::jail::{Jail, Place};
 use crate::protocol::McpStatus;
@@ -59,14 +59,26 @@ pub struct ServerEnv {
     pub changed: Box<dyn Fn() + Send + Sync>,
 }
 
+/// What the person allowed a server, each for its definition and the code it runs (in force
+/// when the files were read; checked again at every start).
+#[derive(Default)]
+pub struct Granted {
+    /// To write in the workspace.
+    pub write: Option<Arc<WriteGrant>>,
+    /// To run outside any confinement.
+    pub unconfined: Option<Arc<WriteGrant>>,
+}
+
 pub struct Server {
     pub def: ServerDef,
     pub hash: String,
-    /// The person allowed this definition to write in the workspace (the grant is in force
-    /// and this machine can keep a stopped server stopped).
+    /// The person allowed this definition to write in the workspace (the grant is in force,
+    /// this machine can keep a stopped server stopped, and it does not run unconfined).
     pub writes_workspace: bool,
     /// The grant, checked again against the code it runs at every start.
     grant: Option<Arc<WriteGrant>>,
+    /// The person's consent to run it unconfined, checked again at every start.
+    unconfined: Option<Arc<WriteGrant>>,
     /// Why the grant was not used at its last start (the code it runs changed), and
     /// whether a call has told the person yet.
     dropped: Mutex<Option<(String, bool)>>,
@@ -125,10 +137,14 @@ impl Server {
     pub fn new(
         def: ServerDef,
         status: McpStatus,
-        grant: Option<Arc<WriteGrant>>,
+        granted: Granted,
         env: Arc<ServerEnv>,
         parent: &CancellationToken,
     ) -> Arc<Server> {
+        let Granted {
+            write: grant,
+            unconfined,
+        } = granted;
         let hash = def.definition_hash();
         let (state, _) = watch::channel(State {
             status,
@@ -139,14 +155,17 @@ impl Server {
             jail: None,
         });
         // The grant holds only where a stopped server stays stopped (see
-        // `jail::write_grant_refusal`): otherwise the server runs read-only.
-        let writes_workspace =
-            grant.is_some() && super::jail::write_grant_refusal(&env.confinement).is_none();
+        // `jail::write_grant_refusal`): otherwise the server runs read-only. Unconfined,
+        // nothing confines its writes to watch them: the grant is not used.
+        let writes_workspace = grant.is_some()
+            && unconfined.is_none()
+            && super::jail::write_grant_refusal(&env.confinement).is_none();
         Arc::new(Server {
             def,
             hash,
             writes_workspace,
             grant,
+            unconfined,
             dropped: Mutex::new(None),
             calls: tokio::sync::Mutex::new(()),
             env,
@@ -267,9 +286,7 @@ impl Server {
         };
         let conn = match connected {
             Ok(conn) => conn,
-            Err(e) => {
-                return self.set_status(McpStatus::Failed, Some(format!("it could not start: {e}")))
-            }
+            Err(e) => return self.set_status(McpStatus::Failed, Some(start_failure(&e))),
         };
         let (good, refused): (Vec<_>, Vec<_>) = conn.tools.into_iter().partition(Result::is_ok);
         // Dropping the connection kills the server's group.
@@ -296,6 +313,19 @@ impl Server {
             if place.writes_workspace {
                 place.writes_workspace = self.grant_holds(&resolved).await;
             }
+            if place.unconfined {
+                if let Err(why) = self.consent_holds(&resolved).await {
+                    if !self.env.confinement.is_confined() {
+                        let refused = ConnectError::Unconfined {
+                            server: self.def.name.clone(),
+                            lapse: Some(why),
+                        };
+                        return self.set_status(McpStatus::Failed, Some(refused.to_string()));
+                    }
+                    place.unconfined = false;
+                    place.confinement = self.env.confinement.clone();
+                }
+            }
             let connecting =
                 connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
             let connected = tokio::select! {
@@ -303,10 +333,9 @@ impl Server {
                 () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
             };
             let why = match connected {
-                Err(e) if stops == 0 => {
+                Err(e) if stops == 0 || matches!(e, ConnectError::Unconfined { .. }) => {
                     tracing::warn!(server = %self.def.name, error = %e, "MCP server did not start");
-                    return self
-                        .set_status(McpStatus::Failed, Some(format!("it could not start: {e}")));
+                    return self.set_status(McpStatus::Failed, Some(start_failure(&e)));
                 }
                 Err(e) => format!("it could not start again: {e}"),
                 Ok(conn) => {
@@ -396,10 +425,14 @@ impl Server {
         Some(why)
     }
 
-    /// Whether the grant holds for the code this start runs: found and hashed again, right
-    /// before the spawn. When it does not, this run goes without it and Settings say why.
-    async fn grant_holds(&self, resolved: &Resolved) -> bool {
-        let (grant, resolved, root) = (self.grant.clone(), resolved.clone(), self.env.root.clone());
+    /// Whether `grant` holds for the code this start runs: found and hashed again, right
+    /// before the spawn; `Err` says why not (redacted).
+    async fn holds(
+        &self,
+        grant: Option<Arc<WriteGrant>>,
+        resolved: &Resolved,
+    ) -> Result<(), String> {
+        let (resolved, root) = (resolved.clone(), self.env.root.clone());
         let checked = tokio::task::spawn_blocking(move || match grant {
             Some(grant) => {
                 super::grant::verify(&grant, &resolved, &root).map_err(|e| e.to_string())
@@ -408,9 +441,23 @@ impl Server {
         })
         .await
         .unwrap_or_else(|e| Err(format!("checking the code it runs failed: {e}")));
-        let why = checked
-            .err()
-            .map(|e| Redactor::global().redact(&e).into_owned());
+        checked.map_err(|e| Redactor::global().redact(&e).into_owned())
+    }
+
+    /// Whether the consent to run it unconfined holds for the code this start runs. When it
+    /// does not, it runs confined, or (on a machine without confinement) not at all.
+    async fn consent_holds(&self, resolved: &Resolved) -> Result<(), String> {
+        let held = self.holds(self.unconfined.clone(), resolved).await;
+        if let Err(why) = &held {
+            tracing::warn!(server = %self.def.name, %why, "MCP server runs without the consent to run it unconfined");
+        }
+        held
+    }
+
+    /// Whether the grant holds for the code this start runs. When it does not, this run goes
+    /// without it and Settings say why.
+    async fn grant_holds(&self, resolved: &Resolved) -> bool {
+        let why = self.holds(self.grant.clone(), resolved).await.err();
         if let Some(why) = &why {
             tracing::warn!(server = %self.def.name, %why, "MCP server runs without its grant to write in the workspace");
         }
@@ -438,24 +485,51 @@ impl Server {
         }
     }
 
-    /// Where and how its process runs.
+    /// Where and how its process runs: unconfined only with the person's consent.
     fn place(&self) -> Place {
         let cache = self.env.cache_root.as_ref().map(|root| {
             let short = self.hash.get(..16).unwrap_or(&self.hash);
             root.join("mcp").join(format!("{}-{short}", self.def.name))
         });
+        let unconfined = self.unconfined.is_some();
         Place {
+            name: self.def.name.clone(),
             root: self.env.root.clone(),
-            confinement: self.env.confinement.clone(),
+            confinement: if unconfined {
+                Confinement::from_parts(None, None)
+            } else {
+                self.env.confinement.clone()
+            },
             hidden: self.env.hidden.clone(),
             cache,
             writes_workspace: self.writes_workspace,
+            unconfined,
         }
     }
 
     /// How this machine confines stdio servers.
     pub fn confinement(&self) -> Confinement {
         self.env.confinement.clone()
+    }
+
+    /// Whether the person's consent to run it unconfined was in force when the files were
+    /// read (it is checked again at every start).
+    pub fn consented_unconfined(&self) -> bool {
+        self.unconfined.is_some()
+    }
+
+    /// Whether its process runs outside any confinement: a running server as it was started;
+    /// one that is not running as it would start (with the person's consent, or on a machine
+    /// that offers no confinement, where it starts only with that consent). Never an HTTP
+    /// server: it does not run here.
+    pub fn runs_unconfined(&self) -> bool {
+        if !self.def.is_stdio() {
+            return false;
+        }
+        match self.jail() {
+            Some(jail) => !jail.confinement.is_confined(),
+            None => self.unconfined.is_some() || !self.env.confinement.is_confined(),
+        }
     }
 
     /// The running server's confinement (none for a server over HTTP or one that is down).
@@ -555,6 +629,15 @@ impl Server {
                 },
             }),
         }
+    }
+}
+
+/// What Settings and the notes say of a start that failed: a refusal to run unconfined is a
+/// sentence of its own.
+fn start_failure(e: &ConnectError) -> String {
+    match e {
+        ConnectError::Unconfined { .. } => e.to_string(),
+        _ => format!("it could not start: {e}"),
     }
 }
 

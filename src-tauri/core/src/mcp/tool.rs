@@ -113,6 +113,7 @@ impl Tool for McpTool {
             annotations: self.entry.tool.annotations.clone(),
             read_only: self.read_only,
             writes_workspace: self.server.writes_workspace && self.server.grant_dropped().is_none(),
+            unconfined: self.server.runs_unconfined(),
         };
         let target = format!("{} › {}", self.entry.server, self.entry.tool.name);
         Ok(Planned::new(Action::External(action), target, ()))
