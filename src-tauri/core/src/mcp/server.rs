@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, ServiceError};
-use serde_json::{Map, Value};
+use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +28,10 @@ use crate::secrets::SecretStore;
 
 pub const MAX_RESTARTS: u32 = 5;
 const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+#[path = "server_calls.rs"]
+mod calls;
+pub use calls::CallError;
 
 /// What a server is doing now.
 #[derive(Clone)]
@@ -97,41 +99,6 @@ pub struct Server {
 /// The state of a server that may write in the workspace between its calls.
 const WAITS_FOR_ITS_CALL: &str =
     "it may write in the workspace, so it runs only during its calls: its next call starts it";
-
-/// Why a call did not give a result.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    /// The call was not sent.
-    #[error("MCP server `{server}` is not running ({why}); its tools are unavailable. The call was not sent.")]
-    NotRunning { server: String, why: String },
-    #[error("MCP server `{server}` refused the call: {message}")]
-    Refused { server: String, message: String },
-    /// Sent, but no answer: whether it took effect is unknown.
-    #[error("MCP server `{server}` stopped while running `{tool}` ({why}); it is restarted. Whether the call took effect is unknown.")]
-    Lost {
-        server: String,
-        tool: String,
-        why: String,
-    },
-    #[error("MCP server `{server}` did not answer `{tool}` within {} s; the call was cancelled. Whether it took effect is unknown.", .limit.as_secs())]
-    Timeout {
-        server: String,
-        tool: String,
-        limit: Duration,
-    },
-    #[error("the call to `{tool}` was cancelled")]
-    Cancelled { tool: String, sent: bool },
-}
-
-impl CallError {
-    /// Whether the request reached the server.
-    pub fn was_sent(&self) -> bool {
-        !matches!(
-            self,
-            CallError::NotRunning { .. } | CallError::Cancelled { sent: false, .. }
-        )
-    }
-}
 
 impl Server {
     pub fn new(
@@ -314,7 +281,7 @@ impl Server {
                 place.writes_workspace = self.grant_holds(&resolved).await;
             }
             if place.unconfined {
-                if let Err(why) = self.consent_holds(&resolved).await {
+                if let Some(why) = self.consent_lapse(&resolved).await {
                     if !self.env.confinement.is_confined() {
                         let refused = ConnectError::Unconfined {
                             server: self.def.name.clone(),
@@ -425,39 +392,35 @@ impl Server {
         Some(why)
     }
 
-    /// Whether `grant` holds for the code this start runs: found and hashed again, right
-    /// before the spawn; `Err` says why not (redacted).
-    async fn holds(
-        &self,
-        grant: Option<Arc<WriteGrant>>,
-        resolved: &Resolved,
-    ) -> Result<(), String> {
+    /// Why `grant` does not hold for the code this start runs (found and hashed again, right
+    /// before the spawn), if it does not; redacted.
+    async fn lapse(&self, grant: Option<Arc<WriteGrant>>, resolved: &Resolved) -> Option<String> {
         let (resolved, root) = (resolved.clone(), self.env.root.clone());
-        let checked = tokio::task::spawn_blocking(move || match grant {
-            Some(grant) => {
-                super::grant::verify(&grant, &resolved, &root).map_err(|e| e.to_string())
-            }
-            None => Err("it has no grant".to_string()),
+        let why = tokio::task::spawn_blocking(move || match grant {
+            Some(grant) => super::grant::verify(&grant, &resolved, &root)
+                .err()
+                .map(|e| e.to_string()),
+            None => Some("it has no grant".to_string()),
         })
         .await
-        .unwrap_or_else(|e| Err(format!("checking the code it runs failed: {e}")));
-        checked.map_err(|e| Redactor::global().redact(&e).into_owned())
+        .unwrap_or_else(|e| Some(format!("checking the code it runs failed: {e}")));
+        why.map(|why| Redactor::global().redact(&why).into_owned())
     }
 
-    /// Whether the consent to run it unconfined holds for the code this start runs. When it
-    /// does not, it runs confined, or (on a machine without confinement) not at all.
-    async fn consent_holds(&self, resolved: &Resolved) -> Result<(), String> {
-        let held = self.holds(self.unconfined.clone(), resolved).await;
-        if let Err(why) = &held {
+    /// Why the consent to run it unconfined does not hold for the code this start runs, if it
+    /// does not: it then runs confined, or (on a machine without confinement) not at all.
+    async fn consent_lapse(&self, resolved: &Resolved) -> Option<String> {
+        let why = self.lapse(self.unconfined.clone(), resolved).await;
+        if let Some(why) = &why {
             tracing::warn!(server = %self.def.name, %why, "MCP server runs without the consent to run it unconfined");
         }
-        held
+        why
     }
 
     /// Whether the grant holds for the code this start runs. When it does not, this run goes
     /// without it and Settings say why.
     async fn grant_holds(&self, resolved: &Resolved) -> bool {
-        let why = self.holds(self.grant.clone(), resolved).await.err();
+        let why = self.lapse(self.grant.clone(), resolved).await;
         if let Some(why) = &why {
             tracing::warn!(server = %self.def.name, %why, "MCP server runs without its grant to write in the workspace");
         }
@@ -549,86 +512,6 @@ impl Server {
             .await
             .map_err(|e| format!("reading its secrets failed: {e}"))?;
         resolved
-    }
-
-    /// Calls a tool; waits (bounded) for a restart in progress, never for a server that is down.
-    pub async fn call(
-        &self,
-        tool: &str,
-        arguments: Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<Value, CallError> {
-        let peer = self.ready_peer(cancel).await?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let limit = self.def.tool_timeout;
-        // A server that may write runs only for the duration of a call.
-        let watched = self.jail().filter(|j| j.watched());
-        if let Some(jail) = &watched {
-            jail.thaw();
-        }
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(limit, peer.call_tool(params)) => Some(r),
-            () = cancel.cancelled() => None,
-        };
-        if let Some(jail) = &watched {
-            // One that cannot be stopped is killed (and restarted): either way it runs no more.
-            let _ = jail.freeze().await;
-        }
-        let Some(outcome) = outcome else {
-            return Err(CallError::Cancelled {
-                tool: tool.into(),
-                sent: true,
-            });
-        };
-        let server = self.def.name.clone();
-        match outcome {
-            Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
-            Ok(Err(ServiceError::McpError(e))) => Err(CallError::Refused {
-                server,
-                message: super::result::redact(&e.message),
-            }),
-            Ok(Err(e)) => Err(CallError::Lost {
-                server,
-                tool: tool.into(),
-                why: super::result::redact(&e.to_string()),
-            }),
-            Err(_) => Err(CallError::Timeout {
-                server,
-                tool: tool.into(),
-                limit,
-            }),
-        }
-    }
-
-    /// Waits (bounded) until it is ready, as a call does; says why not.
-    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), CallError> {
-        self.ready_peer(cancel).await.map(|_| ())
-    }
-
-    async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer<RoleClient>, CallError> {
-        let mut rx = self.state.subscribe();
-        // A restart pauses at most 16 s, then has its start-up time.
-        let limit = self.def.startup_timeout + Duration::from_secs(20);
-        let waited = tokio::select! {
-            r = tokio::time::timeout(limit, rx.wait_for(|s| !matches!(s.status, McpStatus::Starting | McpStatus::Restarting))) => r,
-            () = cancel.cancelled() => return Err(CallError::Cancelled { tool: self.def.name.clone(), sent: false }),
-        };
-        let state = match waited {
-            Ok(Ok(state)) => state.clone(),
-            _ => self.state(),
-        };
-        match (state.status, state.peer) {
-            (McpStatus::Ready, Some(peer)) if !self.cancel.is_cancelled() => Ok(peer),
-            (status, _) => Err(CallError::NotRunning {
-                server: self.def.name.clone(),
-                why: match (status, state.error) {
-                    (_, Some(e)) => e,
-                    (McpStatus::Stopped, None) => "it was stopped: its definition changed, it was removed, or Mandate is closing".into(),
-                    (McpStatus::Starting | McpStatus::Restarting, None) => "it is still starting".into(),
-                    (other, None) => format!("{other:?}"),
-                },
-            }),
-        }
     }
 }
 
