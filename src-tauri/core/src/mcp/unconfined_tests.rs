@@ -44,8 +44,10 @@ fn project(f: &Fixture, program: &std::path::Path, args: &[&str]) {
     .expect("write .mcp.json");
 }
 
-#[tokio::test]
-async fn without_landlock_a_server_granted_writes_is_not_started_and_says_how_to_allow_it() {
+/// The workspace's server `files` running the telltale program, consented to, on a machine
+/// without Landlock; its program, the file it leaves when it runs, its definition's hash.
+async fn consented_on_a_machine_without_landlock(
+) -> (Fixture, std::path::PathBuf, std::path::PathBuf, String) {
     let f = fixture_on(None, none());
     let (program, started) = telltale(&f);
     project(&f, &program, &[]);
@@ -56,6 +58,12 @@ async fn without_landlock_a_server_granted_writes_is_not_started_and_says_how_to
         .grant_consent("files".into(), hash.clone())
         .await
         .expect("consent");
+    (f, program, started, hash)
+}
+
+#[tokio::test]
+async fn without_landlock_a_server_granted_writes_is_not_started_and_says_how_to_allow_it() {
+    let (f, _, started, hash) = consented_on_a_machine_without_landlock().await;
     f.hub
         .set_workspace_write("files".into(), hash, true)
         .await
@@ -212,16 +220,7 @@ async fn a_server_the_person_let_run_unconfined_asks_at_every_call_on_any_machin
 
 #[tokio::test]
 async fn the_consent_to_run_unconfined_starts_the_server_and_is_bound_to_its_code() {
-    let f = fixture_on(None, none());
-    let (program, started) = telltale(&f);
-    project(&f, &program, &[]);
-    let hash = f.hub.overview(false).await.servers[0]
-        .definition_hash
-        .clone();
-    f.hub
-        .grant_consent("files".into(), hash.clone())
-        .await
-        .expect("consent");
+    let (f, program, started, hash) = consented_on_a_machine_without_landlock().await;
     let err = f
         .hub
         .set_unconfined("files".into(), "0".repeat(64), true)
