@@ -5,12 +5,13 @@
 //! back from the command line, and a changed definition makes it stale.
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::{mandate, Output};
+use mandate_tests::cli::{ledger, mandate, Output};
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
     consent, consent_and_unconfined, stdio_entry, write_project_file, write_user_file, INTENTS,
 };
 use mandate_tests::script::{call, done, notices, run_go, select};
+use mandate_tests::trace_schema::assert_valid;
 use serde_json::{json, Value};
 
 /// A workspace with the test server `srv`, consented to (and, with `unconfined`, allowed to
@@ -97,6 +98,11 @@ async fn unconfined_by_consent_it_writes_where_a_confined_server_cannot_and_ever
     let cards = finished_cards(&out);
     assert_eq!(cards.len(), 2, "{cards:#?}");
     assert!(cards.iter().all(|c| c["unconfined"] == false), "{cards:#?}");
+    let records = ledger(ws.path());
+    assert_eq!(
+        records[0]["metadata"]["dev.mandate"]["mcp"]["unconfined"],
+        false
+    );
 
     // Allowed to run unconfined: both calls ask, both cards say so, and the write lands.
     let (ws, dirs) = setup(true);
@@ -121,6 +127,15 @@ async fn unconfined_by_consent_it_writes_where_a_confined_server_cannot_and_ever
     let cards = finished_cards(&out);
     assert_eq!(cards.len(), 2, "{cards:#?}");
     assert!(cards.iter().all(|c| c["unconfined"] == true), "{cards:#?}");
+    // The ledger keeps it too: the mutating call's record says it ran unconfined.
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_valid(&records[0]);
+    assert_eq!(
+        records[0]["metadata"]["dev.mandate"]["mcp"]["unconfined"], true,
+        "{:#}",
+        records[0]
+    );
     assert!(
         notices(&out)
             .iter()

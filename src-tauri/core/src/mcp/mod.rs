@@ -48,9 +48,9 @@
 //!   that cannot write in the workspace (a pseudo-path would be reported missing by
 //!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,
 //!   mutation class `EXTERNAL_ACTION` declared, and under
-//!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, the result's `is_error` and
-//!   the outcome (`ok`, `error`, `no_answer`); the approval is in its usual place. Never the
-//!   arguments: they may hold secrets.
+//!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, whether it ran
+//!   `unconfined`, the result's `is_error` and the outcome (`ok`, `error`, `no_answer`); the
+//!   approval is in its usual place. Never the arguments: they may hold secrets.
 //! - **Lifecycle** ([`server`]): servers start at a task's start (or when Settings ask), each
 //!   within its start-up limit (10 s, `startupTimeoutSec` up to 120); a server that stops is
 //!   restarted with a growing pause; a call waits for a restart in progress but never for a
