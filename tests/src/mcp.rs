@@ -80,9 +80,24 @@ pub fn project_def(ws: &Path, name: &str) -> mandate_core::mcp::config::ServerDe
 /// person gives both in Settings, for the definition as it is now and the code it runs now
 /// (its values hold no secret reference).
 pub fn consent_and_write_grant(ws: &Path, name: &str) -> (String, Value) {
+    let (key, mut decisions) = consent(ws, name);
+    decisions["writes"] = json!({ name: bound_to_code(ws, name) });
+    (key, decisions)
+}
+
+/// Consent to the workspace's server `name` and to running it unconfined, as the person gives
+/// both in Settings, for the definition and the code it runs as they are now.
+pub fn consent_and_unconfined(ws: &Path, name: &str) -> (String, Value) {
+    let (key, mut decisions) = consent(ws, name);
+    decisions["unconfined"] = json!({ name: bound_to_code(ws, name) });
+    (key, decisions)
+}
+
+/// A right for the workspace's server `name` bound to its definition and the code it runs
+/// now, as the person's file keeps it (its values hold no secret reference).
+fn bound_to_code(ws: &Path, name: &str) -> Value {
     use mandate_core::mcp::config::Transport;
     use mandate_core::mcp::connection::Resolved;
-    let (key, mut decisions) = consent(ws, name);
     let def = project_def(ws, name);
     let Transport::Stdio { command, args, env } = &def.transport else {
         panic!("`{name}` is not a stdio server");
@@ -94,9 +109,8 @@ pub fn consent_and_write_grant(ws: &Path, name: &str) -> (String, Value) {
     };
     let root = ws.canonicalize().expect("canonical workspace");
     let grant = mandate_core::mcp::grant::grant_for(&root, &def, || Ok(resolved))
-        .expect("the server can be allowed to write");
-    decisions["writes"] = json!({ name: grant });
-    (key, decisions)
+        .expect("the right can be given for the code it runs");
+    serde_json::to_value(grant).expect("json")
 }
 
 /// The test server over streamable HTTP on 127.0.0.1; killed when dropped.

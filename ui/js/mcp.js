@@ -2,13 +2,14 @@
 // its claim (text only, never markup): Mandate cannot see, check or undo what the call does.
 
 import { ask } from './ipc.js';
+import { confirmAction } from './confirm.js';
 import { byId, errorText, h, setMessage } from './dom.js';
 
 /** @typedef {Extract<import('./protocol').ApprovalDetail, { kind: 'mcp_call' }>} McpCall */
 
 /** @param {McpCall} d */
 export function describeMcpCall(d) {
-  return `call ${d.tool} of MCP server ${d.server}`;
+  return `call ${d.tool} of MCP server ${d.server}${d.unconfined ? ' (unconfined)' : ''}`;
 }
 
 /**
@@ -29,7 +30,10 @@ export function mcpCallBody(el, d) {
     h('p', { class: 'muted small', text: claimed.length ? `The server claims: ${claimed.join(', ')}.` : 'The server makes no claim about this tool.' }),
     h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Arguments' }, h('code', { text: d.arguments })),
     h('div', { class: 'danger-box' },
-      h('p', { class: 'small', text: d.writes_workspace
+      d.unconfined ? h('p', { class: 'small mcp-unconfined' },
+        h('span', { class: 'tag tag-danger', text: 'unconfined' }), ' ',
+        'This server runs outside any confinement (you allowed it, or this machine offers none): the call can read and write anything you can, and Mandate cannot see or undo what it changes. That is why it asks, even for a tool the server calls read-only.') : null,
+      h('p', { class: 'small', text: d.unconfined ? 'Approve only what you would run yourself.' : d.writes_workspace
         ? 'You allowed this server to write in the workspace: what the call changes there is found, recorded under the intent when it owns it, and undone otherwise. What it does elsewhere (the network) Mandate cannot show, check or undo.'
         : 'It cannot write in the workspace. Mandate records that it ran, but cannot show, check or undo what it does elsewhere (over the network).' })));
 }
@@ -93,6 +97,39 @@ export function renderMcpServers(overview) {
   byId('mcp-empty').hidden = overview.servers.length > 0;
 }
 
+/**
+ * The person's consent to run a stdio server outside any confinement: asked with a warning,
+ * taken back at once.
+ * @param {McpServerView} s
+ * @returns {HTMLElement[]}
+ */
+function unconfinedControl(s) {
+  const box = h('input', { type: 'checkbox', id: `mcp-unconfined-${s.name}`, checked: s.runs_unconfined });
+  box.addEventListener('change', async () => {
+    const request = () => send({
+      type: 'set_mcp_unconfined', name: s.name, definition_hash: s.definition_hash, allowed: box.checked,
+    }, () => { box.checked = !box.checked; });
+    if (!box.checked) return request();
+    const ok = await confirmAction({
+      title: `Run ${s.name} unconfined?`,
+      message: 'It will run outside any sandbox: it can read, change and delete anything you can — your keys and credentials, other projects, this workspace’s history and trace ledger — and Mandate cannot see or undo what it does. Each of its calls will wait for your approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.',
+      confirmLabel: 'Run unconfined',
+    });
+    if (ok) return request();
+    box.checked = false;
+  });
+  /** @type {HTMLElement[]} */
+  const out = [h('div', { class: 'check mcp-unconfined-toggle' }, box,
+    h('label', { for: `mcp-unconfined-${s.name}`, text: 'Run it unconfined (no sandbox; every call asks you)' }))];
+  const consent = s.unconfined;
+  if (consent.state === 'stale') {
+    out.push(h('p', { class: 'inline-error mcp-grant', text: `Your consent to run it unconfined is stale and not used: ${consent.reason}. Tick the box to allow the code it runs now.` }));
+  } else if (consent.state === 'refused') {
+    out.push(h('p', { class: 'inline-error mcp-grant', text: `It cannot be allowed to run unconfined: ${consent.reason}.` }));
+  }
+  return out;
+}
+
 /** @param {McpServerView} s */
 function serverItem(s) {
   const button = (/** @type {string} */ text, cls = '') =>
@@ -139,6 +176,7 @@ function serverItem(s) {
     } else if (grant.state === 'refused') {
       item.append(h('p', { class: 'inline-error mcp-grant', text: `It cannot be allowed to write in this workspace: ${grant.reason}.` }));
     }
+    item.append(...unconfinedControl(s));
   }
   for (const secret of s.secrets) {
     const field = h('input', { type: 'password', autocomplete: 'off', 'aria-label': `Value of ${secret.name}` });

@@ -431,17 +431,22 @@ function finalize(el, complete) {
   }
 }
 
+/** What the "unconfined" badge of a call card means, said on the card itself. */
+const UNCONFINED_NOTE = 'Unconfined: this MCP server runs outside any confinement (you allowed it, or this machine offers none). It can read and write anything you can, and Mandate cannot see or undo what it changes.';
+
 /** @param {ToolCallView} call */
 function toolCard(call) {
   const bodyId = `tool-body-${++seq}`;
   const head = h('button', { type: 'button', class: 'tool-head', 'aria-expanded': 'false', 'aria-controls': bodyId },
     h('span', { class: 'chevron', 'aria-hidden': 'true' }),
     h('span', { class: 'tool-name' }),
+    h('span', { class: 'tag tag-danger tool-unconfined', hidden: true, title: UNCONFINED_NOTE, text: 'unconfined' }),
     h('span', { class: 'tool-target' }),
     h('span', { class: 'tool-state' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), h('span', { class: 'tool-state-text' })));
   const card = h('div', { class: 'tool-card', 'data-call-id': call.call_id, 'data-message-id': call.call_id },
     // The open button sits beside the head: a button cannot hold another one.
     h('div', { class: 'tool-head-row' }, head, h('span', { class: 'tool-open' })),
+    h('p', { class: 'tool-unconfined-note', role: 'note', hidden: true, text: UNCONFINED_NOTE }),
     h('p', { class: 'tool-summary-line' }),
     h('button', { type: 'button', class: 'tool-review quiet', 'data-action': 'review', hidden: true, text: 'Review in Approvals' }),
     h('button', { type: 'button', class: 'undo-button quiet', 'data-action': 'undo-call', hidden: true, text: 'Undo' }),
@@ -469,6 +474,11 @@ function toolCard(call) {
 function updateCard(card, call) {
   card.dataset.status = call.status;
   card.dataset.kind = call.kind;
+  // Said on every card of a call that runs outside any confinement, whatever its state.
+  card.dataset.unconfined = String(call.unconfined);
+  for (const el of card.querySelectorAll('.tool-unconfined, .tool-unconfined-note')) {
+    if (el instanceof HTMLElement) el.hidden = !call.unconfined;
+  }
   const set = (/** @type {string} */ sel, /** @type {string} */ text) => {
     const el = find(card, sel, HTMLElement);
     if (el) el.textContent = text;

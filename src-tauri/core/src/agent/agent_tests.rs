@@ -4,31 +4,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::llm::{LlmError, ModelRequest, ModelStream, Provider, ToolCall};
+use crate::llm::ToolCall;
 use crate::protocol::{ApprovalDetail, ApprovalPolicy};
 use crate::workspace::Workspace;
 
-struct NoModel;
-
-#[async_trait]
-impl Provider for NoModel {
-    fn model_id(&self) -> String {
-        "test/none".into()
-    }
-    async fn stream(&self, _: &ModelRequest) -> Result<ModelStream, LlmError> {
-        Err(LlmError::Cancelled)
-    }
-    async fn list_models(&self) -> Result<Vec<String>, LlmError> {
-        Ok(Vec::new())
-    }
-}
-
-use super::test_support::{Events, Person};
+use super::test_support::{Events, NoModel, Person};
 
 struct Fixture {
     _tmp: tempfile::TempDir,

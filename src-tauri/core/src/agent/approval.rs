@@ -93,6 +93,7 @@ fn detail(
             arguments: serde_json::to_string_pretty(&e.arguments).unwrap_or_default(),
             annotations: e.annotations.clone(),
             writes_workspace: e.writes_workspace,
+            unconfined: e.unconfined,
         },
         (AskReason::Command(class), Action::Command(cmd)) => ApprovalDetail::Command {
             command: crate::redact::Redactor::global()

@@ -72,4 +72,4 @@ mod tests;
 mod context_tests;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;

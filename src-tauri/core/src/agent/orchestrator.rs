@@ -342,6 +342,7 @@ impl<'a> Card<'a> {
                 path: None,
                 line: None,
                 changed_paths: Vec::new(),
+                unconfined: false,
             },
             announced: false,
         }
@@ -367,6 +368,8 @@ impl<'a> Card<'a> {
             ),
             _ => (None, None),
         };
+        // Said on every card of such a call, from its start: what runs is not confined.
+        self.view.unconfined = matches!(&planned.action, Action::External(e) if e.unconfined);
         self.emit();
     }
 

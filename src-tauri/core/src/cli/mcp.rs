@@ -1,5 +1,6 @@
 //! `mandate mcp …`: what Settings do for MCP servers, from a terminal — list them (started, with
-//! their tools), agree to run a workspace's server, store a secret a server references.
+//! their tools), agree to run a workspace's server, allow a server to write in the workspace or
+//! to run unconfined, store a secret a server references.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use super::{McpAction, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::agent::EventSink;
 use crate::mcp::McpHub;
-use crate::protocol::{Event, McpOverview, McpServerView, McpSource, McpStatus, McpWriteGrant};
+use crate::protocol::{Event, McpGrant, McpOverview, McpServerView, McpSource, McpStatus};
 use crate::secrets::KeyringStore;
 use crate::settings::AppDirs;
 
@@ -93,25 +94,29 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
         }
         McpAction::Untrust { name } => done(hub.revoke_consent(name).await),
         McpAction::AllowWrite { name, yes } => {
-            let overview = hub.overview(false).await;
-            let Some(server) = overview.servers.iter().find(|s| s.name == name) else {
-                eprintln!("mandate: there is no MCP server `{name}`");
+            let Some(hash) = shown(&hub, &name).await else {
                 return EXIT_USAGE;
             };
-            println!("{name} runs:\n  {}", server.target);
-            for v in &server.variables {
-                println!("  with {}={}", v.name, v.value);
-            }
             if !yes && !confirm("Allow it to write in this workspace (during calls, watched)?") {
                 return refused("not allowed");
             }
-            done(
-                hub.set_workspace_write(name, server.definition_hash.clone(), true)
-                    .await,
-            )
+            done(hub.set_workspace_write(name, hash, true).await)
         }
         McpAction::DenyWrite { name } => {
             done(hub.set_workspace_write(name, String::new(), false).await)
+        }
+        McpAction::AllowUnconfined { name, yes } => {
+            let Some(hash) = shown(&hub, &name).await else {
+                return EXIT_USAGE;
+            };
+            println!("{UNCONFINED_WARNING}");
+            if !yes && !confirm("Run it unconfined in this workspace?") {
+                return refused("not allowed");
+            }
+            done(hub.set_unconfined(name, hash, true).await)
+        }
+        McpAction::DenyUnconfined { name } => {
+            done(hub.set_unconfined(name, String::new(), false).await)
         }
         McpAction::Secret {
             server,
@@ -134,6 +139,24 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
             done(hub.set_secret(server, name, Some(value)).await)
         }
     }
+}
+
+/// What running a server unconfined means, said before the person agrees.
+const UNCONFINED_WARNING: &str = "Unconfined, it runs outside any sandbox: it can read, change and delete anything you can (your keys and credentials, other projects, this workspace's history and trace ledger), and Mandate cannot see or undo what it does. Each of its calls will wait for approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.";
+
+/// Shows what server `name` runs, as a person agreeing to a right for it must see it;
+/// returns its definition's hash (None, said, when there is no such server).
+async fn shown(hub: &McpHub, name: &str) -> Option<String> {
+    let overview = hub.overview(false).await;
+    let Some(server) = overview.servers.iter().find(|s| s.name == name) else {
+        eprintln!("mandate: there is no MCP server `{name}`");
+        return None;
+    };
+    println!("{name} runs:\n  {}", server.target);
+    for v in &server.variables {
+        println!("  with {}={}", v.name, v.value);
+    }
+    Some(server.definition_hash.clone())
 }
 
 /// A question not answered yes: with no terminal to ask in, `--yes` was missing (usage).
@@ -194,14 +217,24 @@ fn print_overview(overview: &McpOverview) {
             println!("    {}", s.confinement);
         }
         match &s.write_grant {
-            McpWriteGrant::Stale { reason } => println!(
+            McpGrant::Stale { reason } => println!(
                 "    grant to write in the workspace is stale, not used: {reason}; allow it again with `mandate mcp allow-write {}` if you trust the code it runs now",
                 s.name
             ),
-            McpWriteGrant::Refused { reason } => {
+            McpGrant::Refused { reason } => {
                 println!("    grant to write in the workspace is refused: {reason}")
             }
-            McpWriteGrant::NotGranted | McpWriteGrant::InForce => {}
+            McpGrant::NotGranted | McpGrant::InForce => {}
+        }
+        match &s.unconfined {
+            McpGrant::Stale { reason } => println!(
+                "    consent to run it unconfined is stale, not used: {reason}; allow it again with `mandate mcp allow-unconfined {}` if you trust the code it runs now",
+                s.name
+            ),
+            McpGrant::Refused { reason } => {
+                println!("    consent to run it unconfined is refused: {reason}")
+            }
+            McpGrant::NotGranted | McpGrant::InForce => {}
         }
         if !s.trusts_read_only_hints && s.status != McpStatus::Invalid {
             println!("    read-only hints not believed: every tool is mutating");

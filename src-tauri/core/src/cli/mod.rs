@@ -243,6 +243,20 @@ pub enum McpAction {
     },
     /// Take back NAME's permission to write in this workspace.
     DenyWrite { name: String },
+    /// Let the stdio server NAME, as defined now and with the code it runs now, run outside
+    /// any confinement in this workspace: it can then read and write anything you can, and
+    /// each of its calls waits for approval. Where the machine offers no confinement (no
+    /// Landlock), a server starts only with this. A changed definition or program takes it
+    /// back.
+    AllowUnconfined {
+        name: String,
+        /// Do not ask (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Take back NAME's permission to run unconfined: it runs confined again (or, without
+    /// Landlock, not at all).
+    DenyUnconfined { name: String },
     /// Store the secret NAME of SERVER in the keyring, read as one line from stdin
     /// (referenced in its definition as ${NAME} or ${keyring:NAME}).
     Secret {

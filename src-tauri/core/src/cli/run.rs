@@ -38,64 +38,80 @@ impl EventSink for CliSink {
             let _ = out.flush();
             return;
         }
-        let line = match &event {
-            Event::ToolCallFinished { call, .. } => {
-                let mark = match call.status {
-                    ToolCallStatus::Succeeded => "ok",
-                    ToolCallStatus::Denied => "DENIED",
-                    _ => "FAILED",
-                };
-                Some(format!(
-                    "• {} {} — {mark}: {}",
-                    call.tool, call.target, call.summary
-                ))
-            }
-            Event::MessageFinished { safe_html, .. } if !safe_html.is_empty() => {
-                Some(strip_tags(safe_html))
-            }
-            Event::ApprovalRequested { request, .. } => {
-                Some(format!("? approval needed: {}", describe(request)))
-            }
-            Event::ApprovalResolved { outcome, .. } => Some(format!("  -> {outcome}")),
-            Event::MessageAdded {
-                message: crate::protocol::UiMessage::Error { message, .. },
-                ..
-            } => Some(format!("error: {message}")),
-            Event::Notice { message, .. } => Some(format!("note: {message}")),
-            Event::MessageAdded {
-                message: crate::protocol::UiMessage::Notice { text, .. },
-                ..
-            } => Some(format!("note: {text}")),
-            Event::Condensing { automatic, .. } => Some(format!(
-                "… condensing the conversation ({})",
-                if *automatic { "at the threshold" } else { "asked" }
-            )),
-            Event::MessageAdded {
-                message:
-                    crate::protocol::UiMessage::Condensed {
-                        tokens_before,
-                        tokens_after,
-                        cost_usd,
-                        ..
-                    },
-                ..
-            } => Some(format!(
-                "  context condensed: {tokens_before} → {tokens_after} tokens{}",
-                cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
-            )),
-            Event::ContextRetry {
-                attempt,
-                limit_tokens,
-                ..
-            } => Some(format!(
-                "note: the request did not fit the model's window{}; sending less (try {attempt} of 3)",
-                limit_tokens.map(|l| format!(" of {l} tokens")).unwrap_or_default()
-            )),
-            _ => None,
-        };
-        if let Some(line) = line {
+        if let Some(line) = human_line(&event) {
             let _ = writeln!(out, "{line}");
         }
+    }
+}
+
+/// What the short human-readable log says of `event`, if anything.
+fn human_line(event: &Event) -> Option<String> {
+    match event {
+        Event::ToolCallFinished { call, .. } => {
+            let mark = match call.status {
+                ToolCallStatus::Succeeded => "ok",
+                ToolCallStatus::Denied => "DENIED",
+                _ => "FAILED",
+            };
+            // Said on every call of a server running outside any confinement.
+            let unconfined = if call.unconfined {
+                " [UNCONFINED: ran outside any confinement]"
+            } else {
+                ""
+            };
+            Some(format!(
+                "• {} {}{unconfined} — {mark}: {}",
+                call.tool, call.target, call.summary
+            ))
+        }
+        Event::MessageFinished { safe_html, .. } if !safe_html.is_empty() => {
+            Some(strip_tags(safe_html))
+        }
+        Event::ApprovalRequested { request, .. } => {
+            Some(format!("? approval needed: {}", describe(request)))
+        }
+        Event::ApprovalResolved { outcome, .. } => Some(format!("  -> {outcome}")),
+        Event::MessageAdded {
+            message: crate::protocol::UiMessage::Error { message, .. },
+            ..
+        } => Some(format!("error: {message}")),
+        Event::Notice { message, .. } => Some(format!("note: {message}")),
+        Event::MessageAdded {
+            message: crate::protocol::UiMessage::Notice { text, .. },
+            ..
+        } => Some(format!("note: {text}")),
+        Event::Condensing { automatic, .. } => Some(format!(
+            "… condensing the conversation ({})",
+            if *automatic {
+                "at the threshold"
+            } else {
+                "asked"
+            }
+        )),
+        Event::MessageAdded {
+            message:
+                crate::protocol::UiMessage::Condensed {
+                    tokens_before,
+                    tokens_after,
+                    cost_usd,
+                    ..
+                },
+            ..
+        } => Some(format!(
+            "  context condensed: {tokens_before} → {tokens_after} tokens{}",
+            cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default()
+        )),
+        Event::ContextRetry {
+            attempt,
+            limit_tokens,
+            ..
+        } => Some(format!(
+            "note: the request did not fit the model's window{}; sending less (try {attempt} of 3)",
+            limit_tokens
+                .map(|l| format!(" of {l} tokens"))
+                .unwrap_or_default()
+        )),
+        _ => None,
     }
 }
 
@@ -108,8 +124,18 @@ fn describe(request: &ApprovalRequest) -> String {
             intent_id, globs, ..
         } => format!("widen {intent_id} to {}", globs.join(", ")),
         ApprovalDetail::NewIntent { intent, .. } => format!("create intent {}", intent.id),
-        ApprovalDetail::McpCall { server, tool, .. } => {
-            format!("call `{tool}` of MCP server `{server}`")
+        ApprovalDetail::McpCall {
+            server,
+            tool,
+            unconfined,
+            ..
+        } => {
+            let how = if *unconfined {
+                ", which runs UNCONFINED (it can read and write anything you can)"
+            } else {
+                ""
+            };
+            format!("call `{tool}` of MCP server `{server}`{how}")
         }
         ApprovalDetail::ToolCall { tool, target, .. } => format!("{tool} {target}"),
         ApprovalDetail::UserHooks { hooks, .. } => format!("run {} hooks", hooks.len()),
@@ -505,4 +531,62 @@ async fn key_from_keyring_or_env(kind: ProviderKind) -> Option<Secret> {
         .and_then(|r| r.ok())
         .flatten();
     from_keyring.or_else(|| crate::secrets::from_environment(API_KEY_ENV))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{McpSource, ToolCallView, ToolKind};
+
+    #[test]
+    fn every_call_of_an_unconfined_server_says_so_in_the_log() {
+        let call = |unconfined: bool| ToolCallView {
+            call_id: "c1".into(),
+            tool: "mcp__srv__lookup".into(),
+            kind: ToolKind::Read,
+            target: "srv › lookup".into(),
+            status: ToolCallStatus::Succeeded,
+            summary: "the value of a".into(),
+            output: String::new(),
+            path: None,
+            line: None,
+            changed_paths: Vec::new(),
+            unconfined,
+        };
+        let finished = |unconfined| Event::ToolCallFinished {
+            task_id: "t".into(),
+            call: call(unconfined),
+        };
+        assert_eq!(
+            human_line(&finished(true)).as_deref(),
+            Some("• mcp__srv__lookup srv › lookup [UNCONFINED: ran outside any confinement] — ok: the value of a")
+        );
+        assert_eq!(
+            human_line(&finished(false)).as_deref(),
+            Some("• mcp__srv__lookup srv › lookup — ok: the value of a")
+        );
+        let asked = Event::ApprovalRequested {
+            task_id: "t".into(),
+            request: ApprovalRequest {
+                approval_id: "a".into(),
+                call_id: "c1".into(),
+                intent: None,
+                detail: ApprovalDetail::McpCall {
+                    server: "srv".into(),
+                    source: McpSource::Project,
+                    tool: "lookup".into(),
+                    description: String::new(),
+                    arguments: "{}".into(),
+                    annotations: Default::default(),
+                    writes_workspace: false,
+                    unconfined: true,
+                },
+                hook_reasons: Vec::new(),
+            },
+        };
+        assert_eq!(
+            human_line(&asked).as_deref(),
+            Some("? approval needed: call `lookup` of MCP server `srv`, which runs UNCONFINED (it can read and write anything you can)")
+        );
+    }
 }

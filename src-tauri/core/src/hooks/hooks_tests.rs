@@ -388,6 +388,10 @@ fn hooks_fail_closed_for_mutations_only() {
 }
 
 fn external(read_only: bool) -> Action {
+    external_on(read_only, false)
+}
+
+fn external_on(read_only: bool, unconfined: bool) -> Action {
     Action::External(ExternalAction {
         server: "srv".into(),
         source: crate::protocol::McpSource::Project,
@@ -398,6 +402,7 @@ fn external(read_only: bool) -> Action {
         annotations: Default::default(),
         read_only,
         writes_workspace: false,
+        unconfined,
     })
 }
 
@@ -448,5 +453,35 @@ fn a_read_only_mcp_call_runs_as_a_read() {
     assert_eq!(
         decide(&f, &task(None), ToolKind::Read, &external(true), strict),
         Decision::Allow
+    );
+}
+
+#[test]
+fn every_call_of_an_unconfined_server_asks_even_a_declared_read() {
+    let f = fixture();
+    let lenient = ApprovalPolicy {
+        ask_before_writes: false,
+        ask_before_safe_commands: false,
+    };
+    // No intent is needed for a read; the person is asked all the same.
+    assert_eq!(
+        decide(
+            &f,
+            &task(None),
+            ToolKind::Read,
+            &external_on(true, true),
+            lenient
+        ),
+        Decision::Ask(AskReason::External)
+    );
+    assert_eq!(
+        decide(
+            &f,
+            &task(Some("INT-001")),
+            ToolKind::Mutate,
+            &external_on(false, true),
+            lenient
+        ),
+        Decision::Ask(AskReason::External)
     );
 }

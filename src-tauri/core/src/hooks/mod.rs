@@ -177,6 +177,10 @@ pub struct ExternalAction {
     /// The person allowed the server to write in the workspace: what the call changes there is
     /// found, recorded when the intent owns it, undone otherwise.
     pub writes_workspace: bool,
+    /// The server runs outside any confinement (the person's consent, or a machine without
+    /// Landlock): the call asks a person even when its tool is declared read-only, as a
+    /// command does where nothing confines it.
+    pub unconfined: bool,
 }
 
 /// What a tool call would do, as the hooks see it.
@@ -189,7 +193,8 @@ pub enum Action {
     /// Always asks a person, whatever the approval settings.
     Intents(IntentChange),
     Command(CommandAction),
-    /// A tool of an MCP server. Unless read-only, it needs an intent and always asks a person.
+    /// A tool of an MCP server. Unless read-only, it needs an intent and always asks a person;
+    /// one of a server running unconfined always asks.
     External(ExternalAction),
     /// No effect on files or processes (selecting an intent, asking, completing, lessons).
     Meta,
@@ -419,7 +424,10 @@ impl PreHook for ApprovalHook {
             Action::Write(_) if cx.approval.ask_before_writes => Decision::Ask(AskReason::Write),
             Action::Intents(_) => Decision::Ask(AskReason::Intents),
             // Whatever the approval settings: Mandate cannot show, check or undo its effect.
-            Action::External(e) if !e.read_only => Decision::Ask(AskReason::External),
+            // Unconfined, a "read-only" tool is only the server's word: it asks too.
+            Action::External(e) if !e.read_only || e.unconfined => {
+                Decision::Ask(AskReason::External)
+            }
             _ => Decision::Allow,
         })
     }

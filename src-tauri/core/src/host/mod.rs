@@ -317,7 +317,8 @@ impl Host {
             | Request::RevokeMcpConsent { .. }
             | Request::SetMcpTrust { .. }
             | Request::RestartMcpServer { .. }
-            | Request::SetMcpWorkspaceWrite { .. }) => self.handle_mcp(r).await,
+            | Request::SetMcpWorkspaceWrite { .. }
+            | Request::SetMcpUnconfined { .. }) => self.handle_mcp(r).await,
         }
     }
 

@@ -259,6 +259,11 @@ impl Host {
                 mcp.set_workspace_write(name, definition_hash, allowed)
                     .await
             }
+            Request::SetMcpUnconfined {
+                name,
+                definition_hash,
+                allowed,
+            } => mcp.set_unconfined(name, definition_hash, allowed).await,
             _ => return Err(misrouted("MCP servers")),
         };
         result

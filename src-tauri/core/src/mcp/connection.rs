@@ -55,6 +55,21 @@ pub enum ConnectError {
     Config(String),
     #[error("{0}")]
     Confinement(String),
+    /// A stdio server on a machine without confinement, and no consent (in force) from the
+    /// person to run it unconfined.
+    #[error("this machine offers no confinement (no Landlock), so it would run unconfined, free to read and write anything you can; {}it is not started unless you allow that (Settings → MCP servers, or `mandate mcp allow-unconfined {server}`), and then each of its calls waits for your approval", lapse_note(.lapse))]
+    Unconfined {
+        server: String,
+        /// Why the consent the person gave no longer holds (its code changed).
+        lapse: Option<String>,
+    },
+}
+
+fn lapse_note(lapse: &Option<String>) -> String {
+    match lapse {
+        Some(why) => format!("your consent to run it unconfined no longer holds ({why}), so "),
+        None => String::new(),
+    }
 }
 
 fn tail_note(tail: &str) -> String {

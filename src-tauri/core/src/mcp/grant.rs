@@ -15,6 +15,10 @@
 //!
 //! An entry in any other form (a bare definition hash, written before grants were bound to
 //! code) is stale, never granted.
+//!
+//! The person's consent to run a server unconfined (`projects.<workspace>.unconfined.<server>`)
+//! is bound the same way, and checked the same way at every load and every start: it is for the
+//! code the person saw, never for code the workspace (or the agent) could change.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::{self, Entry, Hidden};
 use super::config::{self, ConfigProblem, ServerDef, Source, Transport};
 use super::grant::{self, GrantState};
-use super::server::{Server, ServerEnv};
+use super::server::{Granted, Server, ServerEnv};
 use super::user_file::{read_capped, UserFile};
 use super::McpTool;
 use crate::agent::EventSink;
@@ -30,6 +30,8 @@ pub(super) struct Slot {
     pub consented: bool,
     /// What the person's grant to write in the workspace is worth now.
     pub write: GrantState,
+    /// What the person's consent to run it unconfined is worth now.
+    pub unconfined: GrantState,
     pub trusts_hints: bool,
     pub secrets: Vec<McpSecretView>,
 }
@@ -86,6 +88,7 @@ struct Decided {
     consented: bool,
     trusts_hints: bool,
     write: GrantState,
+    unconfined: GrantState,
     secrets: Vec<McpSecretView>,
 }
 
@@ -118,6 +121,29 @@ impl McpHub {
         sink: Arc<dyn EventSink>,
         run_consents: BTreeSet<String>,
     ) -> McpHub {
+        let confinement = Confinement::detect();
+        McpHub::with_confinement(
+            root,
+            dirs,
+            cache_root,
+            confinement,
+            secrets,
+            sink,
+            run_consents,
+        )
+    }
+
+    /// [`McpHub::with_cache`] on a machine that confines stdio servers as `confinement` says
+    /// (tests run each level on purpose).
+    pub fn with_confinement(
+        root: &Path,
+        dirs: &AppDirs,
+        cache_root: Option<PathBuf>,
+        confinement: Confinement,
+        secrets: Arc<dyn SecretStore>,
+        sink: Arc<dyn EventSink>,
+        run_consents: BTreeSet<String>,
+    ) -> McpHub {
         let changes = Arc::new(tokio::sync::Notify::new());
         let notify = changes.clone();
         let shared = Arc::new(Shared {
@@ -125,7 +151,7 @@ impl McpHub {
             config_dir: dirs.config.clone(),
             env: Arc::new(ServerEnv {
                 root: root.to_path_buf(),
-                confinement: Confinement::detect(),
+                confinement,
                 hidden: vec![dirs.config.clone(), dirs.data.clone()],
                 cache_root,
                 secrets,
@@ -166,6 +192,7 @@ impl McpHub {
             consented,
             trusts_hints,
             write,
+            unconfined,
             secrets,
         } in loaded.defs
         {
@@ -183,6 +210,7 @@ impl McpHub {
                     if old.server.def == def
                         && old.consented == consented
                         && old.write == write
+                        && old.unconfined == unconfined
                         && !old.server.is_stopped_for_good() =>
                 {
                     old.server
@@ -191,10 +219,14 @@ impl McpHub {
                     if let Some(old) = old {
                         old.server.stop();
                     }
+                    let granted = Granted {
+                        write: write.grant(),
+                        unconfined: unconfined.grant(),
+                    };
                     Server::new(
                         def.clone(),
                         status,
-                        write.grant(),
+                        granted,
                         self.shared.env.clone(),
                         &self.shared.cancel,
                     )
@@ -206,6 +238,7 @@ impl McpHub {
                     server,
                     consented,
                     write,
+                    unconfined,
                     trusts_hints,
                     secrets,
                 },
@@ -326,6 +359,7 @@ fn notes(slots: &Slots) -> Vec<String> {
             )),
             GrantState::NotGranted | GrantState::InForce(_) => {}
         }
+        out.extend(unconfined_note(name, slot));
     }
     let (_, hidden) = catalog_of(slots);
     for h in hidden {
@@ -335,6 +369,23 @@ fn notes(slots: &Slots) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the person should know of a server's consent to run unconfined: in use (every call
+/// asks), stale (allow it again), or refused.
+fn unconfined_note(name: &str, slot: &Slot) -> Option<String> {
+    match &slot.unconfined {
+        GrantState::InForce(_) if slot.server.state().status == McpStatus::Ready => Some(format!(
+            "MCP server `{name}` runs unconfined, as you allowed: it can read and write anything you can, and each of its calls waits for your approval."
+        )),
+        GrantState::Stale(why) => Some(format!(
+            "MCP server `{name}`: your consent to run it unconfined is stale ({why}), so it is not used. If you trust the code it runs now, allow it again (Settings → MCP servers; `mandate mcp allow-unconfined {name}`)."
+        )),
+        GrantState::Refused(why) => Some(format!(
+            "MCP server `{name}` is not run unconfined: {why}."
+        )),
+        GrantState::InForce(_) | GrantState::NotGranted => None,
+    }
 }
 
 fn load(env: &ServerEnv, config_dir: &Path, run: &BTreeSet<String>) -> Loaded {
@@ -383,12 +434,16 @@ fn load(env: &ServerEnv, config_dir: &Path, run: &BTreeSet<String>) -> Loaded {
             // The code a granted server runs is found and hashed again at every load.
             let entry = user.write_entry(root, &def).filter(|_| user_ok);
             let write = grant::state(root, &def, entry, || super::server::resolve(&def, env));
+            // So is the code a server the person allowed to run unconfined runs.
+            let entry = user.unconfined_entry(root, &def).filter(|_| user_ok);
+            let unconfined = grant::state(root, &def, entry, || super::server::resolve(&def, env));
             let secrets = secret_views(root, &def, secrets);
             Decided {
                 def,
                 consented,
                 trusts_hints,
                 write,
+                unconfined,
                 secrets,
             }
         })

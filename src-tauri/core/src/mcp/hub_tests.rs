@@ -10,7 +10,7 @@ use super::config::Source;
 use super::user_file::UserFile;
 use super::*;
 use crate::agent::EventSink;
-use crate::protocol::{Event, McpServerInput, McpStatus, McpVariable, McpWriteGrant};
+use crate::protocol::{Event, McpGrant, McpServerInput, McpStatus, McpVariable};
 use crate::secrets::{MemoryStore, Secret, SecretStore};
 
 #[derive(Default)]
@@ -22,15 +22,24 @@ impl EventSink for Events {
     }
 }
 
-struct Fixture {
+pub(super) struct Fixture {
     _tmp: tempfile::TempDir,
-    root: std::path::PathBuf,
-    config: std::path::PathBuf,
-    store: Arc<MemoryStore>,
-    hub: McpHub,
+    pub root: std::path::PathBuf,
+    pub config: std::path::PathBuf,
+    pub store: Arc<MemoryStore>,
+    pub hub: McpHub,
 }
 
 fn fixture(project: Option<&str>) -> Fixture {
+    fixture_on(project, crate::sandbox::Confinement::detect())
+}
+
+/// A workspace (with `.mcp.json` when `project` is given) and its hub, on a machine that
+/// confines servers as `confinement` says.
+pub(super) fn fixture_on(
+    project: Option<&str>,
+    confinement: crate::sandbox::Confinement,
+) -> Fixture {
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().join("ws");
     std::fs::create_dir_all(&root).expect("mkdir");
@@ -44,10 +53,11 @@ fn fixture(project: Option<&str>) -> Fixture {
         config: config.clone(),
         data: tmp.path().join("data"),
     };
-    let hub = McpHub::with_cache(
+    let hub = McpHub::with_confinement(
         &root,
         &dirs,
         Some(tmp.path().join("cache")),
+        confinement,
         store.clone(),
         Arc::new(Events::default()),
         Default::default(),
@@ -420,11 +430,16 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
 }
 
 /// An executable outside the workspace of `f` (next to it), for a server's program.
-fn program_outside(f: &Fixture, name: &str) -> std::path::PathBuf {
+pub(super) fn program_outside(f: &Fixture, name: &str) -> std::path::PathBuf {
+    script_outside(f, name, "exit 0")
+}
+
+/// A shell script running `body`, outside the workspace of `f` (next to it).
+pub(super) fn script_outside(f: &Fixture, name: &str, body: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt as _;
     let path = f.root.parent().expect("parent").join("bin").join(name);
     std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
-    std::fs::write(&path, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
 }
@@ -449,7 +464,7 @@ async fn a_write_grant_names_the_definition_and_the_code_and_only_a_stdio_server
         .find(|s| s.name == "files")
         .expect("files");
     assert!(!files.may_write_workspace);
-    assert_eq!(files.write_grant, McpWriteGrant::NotGranted);
+    assert_eq!(files.write_grant, McpGrant::NotGranted);
     assert!(
         files.confinement.contains("writes nothing in it")
             || files.confinement.contains("not started unless"),
@@ -485,7 +500,7 @@ async fn a_write_grant_names_the_definition_and_the_code_and_only_a_stdio_server
         .find(|s| s.name == "files")
         .expect("files");
     assert!(files_now.may_write_workspace);
-    assert_eq!(files_now.write_grant, McpWriteGrant::InForce);
+    assert_eq!(files_now.write_grant, McpGrant::InForce);
     assert!(files_now.confinement.contains("may write in the workspace"));
     let file = UserFile::load(&f.config).expect("load");
     let stored = &file.project(&f.root).expect("decisions").writes["files"];
@@ -505,7 +520,7 @@ async fn a_write_grant_names_the_definition_and_the_code_and_only_a_stdio_server
     let files_now = &overview.servers[0];
     assert!(!files_now.may_write_workspace);
     match &files_now.write_grant {
-        McpWriteGrant::Stale { reason } => assert!(
+        McpGrant::Stale { reason } => assert!(
             reason.contains(&program.display().to_string()) && reason.contains("changed"),
             "{reason}"
         ),
@@ -518,7 +533,7 @@ async fn a_write_grant_names_the_definition_and_the_code_and_only_a_stdio_server
         .set_workspace_write("files".into(), files.definition_hash.clone(), true)
         .await
         .expect("granted again");
-    assert_eq!(overview.servers[0].write_grant, McpWriteGrant::InForce);
+    assert_eq!(overview.servers[0].write_grant, McpGrant::InForce);
     let overview = f
         .hub
         .set_workspace_write("files".into(), String::new(), false)
@@ -575,10 +590,10 @@ async fn a_server_that_runs_the_workspaces_code_is_refused_the_grant_naming_the_
         let server = &overview.servers[0];
         assert!(!server.may_write_workspace, "{server:?}");
         match (&server.write_grant, refused) {
-            (McpWriteGrant::Refused { reason }, true) => {
+            (McpGrant::Refused { reason }, true) => {
                 assert!(reason.contains("tools/srv.js"), "{reason}")
             }
-            (McpWriteGrant::Stale { reason }, false) => {
+            (McpGrant::Stale { reason }, false) => {
                 assert!(reason.contains("before Mandate bound"), "{reason}")
             }
             (other, _) => panic!("{other:?}"),

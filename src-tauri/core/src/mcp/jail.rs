@@ -18,8 +18,15 @@
 //!   if it changed anything while starting.
 //!   The grant holds only where no other process can wake the stopped server
 //!   ([`write_grant_refusal`]: bubblewrap's PID namespace, or Landlock ABI 6+ signal scoping).
-//! - **Without Landlock** a server could write anything, and be woken by anyone: it does not
-//!   start.
+//! - **Unconfined**, only where the person said so for this definition and the code it runs
+//!   ([`Place::unconfined`], checked like the grant to write, [`super::grant`]): no Landlock, no
+//!   bubblewrap — what it may touch is what the person may — but still its own process group,
+//!   the allow-listed environment and its private temporary directory. Every call of it asks
+//!   the person and its card says so; the grant to write in the workspace is not used (nothing
+//!   confines its writes to watch them).
+//! - **Without Landlock** a server could write anything, and be woken by anyone: it starts
+//!   only with that consent ([`prepare`] refuses otherwise, saying how to give it), never
+//!   because of the grant to write.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +43,8 @@ use crate::sandbox::{
 /// Where and how a stdio server runs.
 #[derive(Debug, Clone)]
 pub struct Place {
+    /// The server's name, for what the person is told.
+    pub name: String,
     /// The workspace root (canonical): the server's working directory.
     pub root: PathBuf,
     pub confinement: Confinement,
@@ -45,6 +54,9 @@ pub struct Place {
     pub cache: Option<PathBuf>,
     /// The person allowed this definition to write in the workspace.
     pub writes_workspace: bool,
+    /// The person allowed this definition to run outside any confinement (`confinement` then
+    /// confines nothing).
+    pub unconfined: bool,
 }
 
 /// A running server's confinement: what it may write, and its process group.
@@ -149,10 +161,12 @@ pub fn prepare(
     place: &Place,
     own_env: &[(String, String)],
 ) -> Result<(CommandSandbox, tempfile::TempDir), ConnectError> {
-    if !place.confinement.is_confined() && !place.writes_workspace {
-        return Err(ConnectError::Config(
-            "this machine offers no confinement (no Landlock), so a stdio server could write anywhere, and nothing keeps it stopped between calls so that its writes are watched; it is not started".into(),
-        ));
+    // Unconfined only by the person's word for this server: never by the grant to write.
+    if !place.confinement.is_confined() && !place.unconfined {
+        return Err(ConnectError::Unconfined {
+            server: place.name.clone(),
+            lapse: None,
+        });
     }
     let problem = |e: &dyn std::fmt::Display| {
         ConnectError::Config(format!("its confinement could not be prepared: {e}"))
@@ -223,26 +237,26 @@ pub fn write_grant_refusal(confinement: &Confinement) -> Option<String> {
 
 /// How a server runs on this machine, for Settings and the command line. `granted`: the
 /// person allowed it to write in the workspace (used only where [`write_grant_refusal`] finds
-/// nothing).
-pub fn level_note(confinement: &Confinement, granted: bool) -> String {
-    let how = match confinement.level {
-        ConfinementLevel::None => "not confined (no Landlock)".to_string(),
-        _ => format!("confined ({})", confinement.summary()),
-    };
-    let refusal = write_grant_refusal(confinement).filter(|_| granted);
-    let writes_workspace = granted && refusal.is_none();
-    if let Some(why) = refusal {
-        if confinement.is_confined() {
-            format!("{how}; {why}: it reads the workspace, writes nothing in it")
+/// nothing); `unconfined`: they allowed it to run unconfined (and the consent is in force).
+pub fn level_note(confinement: &Confinement, granted: bool, unconfined: bool) -> String {
+    if unconfined {
+        let grant = if granted {
+            "; your grant to write in the workspace is not used: nothing confines its writes, so they cannot be watched"
         } else {
-            format!("{how}; {why}: it is not started")
-        }
-    } else if writes_workspace {
-        format!("{how}; may write in the workspace: stopped between calls, every call's changes recorded or undone")
-    } else if confinement.is_confined() {
-        format!("{how}; reads the workspace, writes nothing in it")
-    } else {
-        format!("{how}; not started: it could write anywhere")
+            ""
+        };
+        return format!("unconfined, as you allowed: it can read and write anything you can, and every call waits for your approval{grant}");
+    }
+    let refusal = write_grant_refusal(confinement).filter(|_| granted);
+    if !confinement.is_confined() {
+        let why = refusal.map(|why| format!("; {why}")).unwrap_or_default();
+        return format!("not confined (no Landlock){why}; not started unless you allow it to run unconfined (then every call waits for your approval)");
+    }
+    let how = format!("confined ({})", confinement.summary());
+    match refusal {
+        Some(why) => format!("{how}; {why}: it reads the workspace, writes nothing in it"),
+        None if granted => format!("{how}; may write in the workspace: stopped between calls, every call's changes recorded or undone"),
+        None => format!("{how}; reads the workspace, writes nothing in it"),
     }
 }
 
@@ -289,11 +303,13 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
         std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
         let place = Place {
+            name: "srv".into(),
             root,
             confinement,
             hidden: Vec::new(),
             cache: None,
             writes_workspace,
+            unconfined: false,
         };
         (tmp, place)
     }
@@ -308,7 +324,32 @@ mod tests {
             "{err}"
         );
         assert!(write_grant_refusal(&none).is_some());
-        assert!(level_note(&none, true).contains("not started"));
+        assert!(level_note(&none, true, false).contains("not started"));
+    }
+
+    #[test]
+    fn without_landlock_the_write_grant_alone_never_starts_a_server_unconfined() {
+        let none = Confinement::from_parts(None, None);
+        let (_tmp, granted) = place(none, true);
+        let err = prepare(&granted, &[]).expect_err("a granted server started unconfined");
+        let said = err.to_string();
+        assert!(
+            said.contains("no confinement (no Landlock)")
+                && said.contains("mandate mcp allow-unconfined"),
+            "{said}"
+        );
+        // With the person's consent it is prepared, unconfined: nothing to write is granted.
+        let (_tmp, mut allowed) = place(Confinement::from_parts(None, None), true);
+        allowed.unconfined = true;
+        allowed.writes_workspace = false;
+        prepare(&allowed, &[]).expect("prepared with the consent");
+        let note = level_note(&Confinement::from_parts(Some(7), None), true, true);
+        assert!(
+            note.starts_with("unconfined, as you allowed")
+                && note.contains("every call waits for your approval")
+                && note.contains("grant to write in the workspace is not used"),
+            "{note}"
+        );
     }
 
     #[test]
@@ -331,7 +372,7 @@ mod tests {
                 "{}",
                 level.summary()
             );
-            let note = level_note(&level, true);
+            let note = level_note(&level, true, false);
             assert_eq!(
                 note.contains("the grant to write in the workspace is not used"),
                 !holds,
@@ -339,7 +380,7 @@ mod tests {
             );
         }
         let weak = Confinement::from_parts(Some(5), None);
-        assert!(level_note(&weak, true).contains("writes nothing in it"));
+        assert!(level_note(&weak, true, false).contains("writes nothing in it"));
         assert!(write_grant_refusal(&weak).is_some_and(|why| why.contains("Landlock below ABI 6")));
     }
 

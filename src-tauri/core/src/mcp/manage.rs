@@ -1,5 +1,6 @@
 //! What Settings may change: servers of the person's own file, the secrets they reference (in the
-//! keyring), consent to a workspace's server, trust in a server's hints, a restart. Every change
+//! keyring), consent to a workspace's server, trust in a server's hints, the rights given for
+//! the code a stdio server runs (to write in the workspace, to run unconfined), a restart. Every change
 //! goes through the person's MCP file (never overwritten while it does not parse) and is
 //! followed by a refresh, so the servers match the files.
 
@@ -8,9 +9,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::config::{self, Source};
-use super::grant::WriteEntry;
+use super::grant::{WriteEntry, WriteGrant};
 use super::hub::{referenced, McpHub};
-use super::user_file::{UserFile, UserFileError};
+use super::user_file::{ProjectDecisions, UserFile, UserFileError};
 use crate::protocol::{McpOverview, McpServerInput, McpStatus, McpVariable};
 use crate::secrets::{Secret, SecretError};
 
@@ -31,6 +32,36 @@ pub enum ManageError {
     Keyring(#[from] SecretError),
     #[error("{0}")]
     Internal(String),
+}
+
+/// A right the person gives a stdio server for the code it runs now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CodeRight {
+    /// To write in the workspace (its calls watched).
+    Write,
+    /// To run outside any confinement (its calls asked).
+    Unconfined,
+}
+
+impl CodeRight {
+    /// What it allows, after "allowed to".
+    fn allows(self) -> &'static str {
+        match self {
+            CodeRight::Write => "write",
+            CodeRight::Unconfined => "run unconfined",
+        }
+    }
+
+    /// Where the person's file keeps it.
+    fn kept(
+        self,
+        decisions: &mut ProjectDecisions,
+    ) -> &mut std::collections::BTreeMap<String, WriteEntry> {
+        match self {
+            CodeRight::Write => &mut decisions.writes,
+            CodeRight::Unconfined => &mut decisions.unconfined,
+        }
+    }
 }
 
 /// The `.mcp.json` entry of a server given in Settings (checked by the same parser).
@@ -253,46 +284,81 @@ impl McpHub {
         hash: String,
         allowed: bool,
     ) -> Result<McpOverview, ManageError> {
+        self.set_code_right(CodeRight::Write, name, hash, allowed)
+            .await
+    }
+
+    /// Allows a stdio server to run outside any confinement in this workspace, for the
+    /// definition the person saw (its hash) and the code it runs now, bound and checked like
+    /// the grant to write; or takes that back. Every call of it then asks the person. The
+    /// server is restarted as it now runs.
+    pub async fn set_unconfined(
+        &self,
+        name: String,
+        hash: String,
+        allowed: bool,
+    ) -> Result<McpOverview, ManageError> {
+        self.set_code_right(CodeRight::Unconfined, name, hash, allowed)
+            .await
+    }
+
+    async fn set_code_right(
+        &self,
+        right: CodeRight,
+        name: String,
+        hash: String,
+        allowed: bool,
+    ) -> Result<McpOverview, ManageError> {
         let def = self.find(&name, None).await?;
         let grant = if allowed {
-            if !def.is_stdio() {
-                return Err(ManageError::Refused(format!(
-                    "`{name}` is reached over HTTP: it does not run on this machine, so it cannot be allowed to write here"
-                )));
-            }
-            if def.definition_hash() != hash {
-                return Err(ManageError::Conflict(format!(
-                    "the definition of `{name}` changed since it was shown; look at it again before allowing it to write"
-                )));
-            }
-            let (env, root) = (self.shared.env.clone(), self.shared.root.clone());
-            let granted = tokio::task::spawn_blocking(move || {
-                super::grant::grant_for(&root, &def, || super::server::resolve(&def, &env))
-            })
-            .await
-            .map_err(|e| ManageError::Internal(e.to_string()))?;
-            let grant = granted.map_err(|e| {
-                let why = crate::redact::Redactor::global()
-                    .redact(&e.to_string())
-                    .into_owned();
-                ManageError::Refused(format!(
-                    "MCP server `{name}` cannot be allowed to write in this workspace: {why}"
-                ))
-            })?;
-            Some(grant)
+            Some(self.bind(right, def, &hash).await?)
         } else {
             None
         };
         self.change_file(move |file, root| {
-            let writes = &mut file.project_mut(root).writes;
+            let kept = right.kept(file.project_mut(root));
             match grant {
-                Some(grant) => writes.insert(name, WriteEntry::Bound(grant)),
-                None => writes.remove(&name),
+                Some(grant) => kept.insert(name, WriteEntry::Bound(grant)),
+                None => kept.remove(&name),
             };
             Ok(())
         })
         .await?;
         Ok(self.overview(true).await)
+    }
+
+    /// The right bound to `def` as the person saw it (`hash`) and to the code it runs now.
+    async fn bind(
+        &self,
+        right: CodeRight,
+        def: config::ServerDef,
+        hash: &str,
+    ) -> Result<WriteGrant, ManageError> {
+        let (name, allows) = (def.name.clone(), right.allows());
+        if !def.is_stdio() {
+            return Err(ManageError::Refused(format!(
+                "`{name}` is reached over HTTP: it does not run on this machine, so it cannot be allowed to {allows} here"
+            )));
+        }
+        if def.definition_hash() != hash {
+            return Err(ManageError::Conflict(format!(
+                "the definition of `{name}` changed since it was shown; look at it again before allowing it to {allows}"
+            )));
+        }
+        let (env, root) = (self.shared.env.clone(), self.shared.root.clone());
+        let granted = tokio::task::spawn_blocking(move || {
+            super::grant::grant_for(&root, &def, || super::server::resolve(&def, &env))
+        })
+        .await
+        .map_err(|e| ManageError::Internal(e.to_string()))?;
+        granted.map_err(|e| {
+            let why = crate::redact::Redactor::global()
+                .redact(&e.to_string())
+                .into_owned();
+            ManageError::Refused(format!(
+                "MCP server `{name}` cannot be allowed to {allows} in this workspace: {why}"
+            ))
+        })
     }
 
     /// Stops the server and starts it again (also one that gave up restarting).

@@ -34,18 +34,23 @@
 //!   is bracketed by change detection (`watched`): in-scope changes are recorded in the call's
 //!   record, out-of-scope ones (any, for a read-only call) undone and reported as
 //!   `SCOPE_VIOLATION`. The grant holds only where nothing else can wake a stopped server
-//!   (bubblewrap, or Landlock ABI 6+); without Landlock no stdio server starts. The grant is
-//!   for the code the person saw ([`grant`], [`launch`]): never for a command line that runs
-//!   code from the workspace, and bound to the content of the program and of the files its
-//!   command line names, checked at every start (a mismatch: it runs without the grant, and
-//!   Settings ask again).
+//!   (bubblewrap, or Landlock ABI 6+). The grant is for the code the person saw ([`grant`],
+//!   [`launch`]): never for a command line that runs code from the workspace, and bound to the
+//!   content of the program and of the files its command line names, checked at every start
+//!   (a mismatch: it runs without the grant, and Settings ask again).
+//! - **Unconfined** only by the person's word: a consent per workspace and definition, bound
+//!   to the code like the grant to write (`mandate mcp allow-unconfined`, Settings). Without
+//!   Landlock a stdio server starts only with it — never because of the grant to write — and
+//!   the refusal says how to give it. Every call of a server running unconfined (or of any
+//!   stdio server on such a machine) asks the person, a declared read too, and its card and
+//!   approval say "unconfined", as a command does where nothing confines it.
 //! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty for a server
 //!   that cannot write in the workspace (a pseudo-path would be reported missing by
 //!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,
 //!   mutation class `EXTERNAL_ACTION` declared, and under
-//!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, the result's `is_error` and
-//!   the outcome (`ok`, `error`, `no_answer`); the approval is in its usual place. Never the
-//!   arguments: they may hold secrets.
+//!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, whether it ran
+//!   `unconfined`, the result's `is_error` and the outcome (`ok`, `error`, `no_answer`); the
+//!   approval is in its usual place. Never the arguments: they may hold secrets.
 //! - **Lifecycle** ([`server`]): servers start at a task's start (or when Settings ask), each
 //!   within its start-up limit (10 s, `startupTimeoutSec` up to 120); a server that stops is
 //!   restarted with a growing pause; a call waits for a restart in progress but never for a
@@ -83,3 +88,5 @@ pub use tool::{args_sha256, McpTool};
 
 #[cfg(test)]
 mod hub_tests;
+#[cfg(test)]
+mod unconfined_tests;

@@ -12,15 +12,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, ServiceError};
-use serde_json::{Map, Value};
+use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::ToolInfo;
 use super::config::{ServerDef, Transport};
-use super::connection::{self, Resolved};
+use super::connection::{self, ConnectError, Resolved};
 use super::grant::WriteGrant;
 use super::jail::{Jail, Place};
 use crate::protocol::McpStatus;
@@ -30,6 +28,10 @@ use crate::secrets::SecretStore;
 
 pub const MAX_RESTARTS: u32 = 5;
 const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+#[path = "server_calls.rs"]
+mod calls;
+pub use calls::CallError;
 
 /// What a server is doing now.
 #[derive(Clone)]
@@ -59,14 +61,26 @@ pub struct ServerEnv {
     pub changed: Box<dyn Fn() + Send + Sync>,
 }
 
+/// What the person allowed a server, each for its definition and the code it runs (in force
+/// when the files were read; checked again at every start).
+#[derive(Default)]
+pub struct Granted {
+    /// To write in the workspace.
+    pub write: Option<Arc<WriteGrant>>,
+    /// To run outside any confinement.
+    pub unconfined: Option<Arc<WriteGrant>>,
+}
+
 pub struct Server {
     pub def: ServerDef,
     pub hash: String,
-    /// The person allowed this definition to write in the workspace (the grant is in force
-    /// and this machine can keep a stopped server stopped).
+    /// The person allowed this definition to write in the workspace (the grant is in force,
+    /// this machine can keep a stopped server stopped, and it does not run unconfined).
     pub writes_workspace: bool,
     /// The grant, checked again against the code it runs at every start.
     grant: Option<Arc<WriteGrant>>,
+    /// The person's consent to run it unconfined, checked again at every start.
+    unconfined: Option<Arc<WriteGrant>>,
     /// Why the grant was not used at its last start (the code it runs changed), and
     /// whether a call has told the person yet.
     dropped: Mutex<Option<(String, bool)>>,
@@ -86,49 +100,18 @@ pub struct Server {
 const WAITS_FOR_ITS_CALL: &str =
     "it may write in the workspace, so it runs only during its calls: its next call starts it";
 
-/// Why a call did not give a result.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    /// The call was not sent.
-    #[error("MCP server `{server}` is not running ({why}); its tools are unavailable. The call was not sent.")]
-    NotRunning { server: String, why: String },
-    #[error("MCP server `{server}` refused the call: {message}")]
-    Refused { server: String, message: String },
-    /// Sent, but no answer: whether it took effect is unknown.
-    #[error("MCP server `{server}` stopped while running `{tool}` ({why}); it is restarted. Whether the call took effect is unknown.")]
-    Lost {
-        server: String,
-        tool: String,
-        why: String,
-    },
-    #[error("MCP server `{server}` did not answer `{tool}` within {} s; the call was cancelled. Whether it took effect is unknown.", .limit.as_secs())]
-    Timeout {
-        server: String,
-        tool: String,
-        limit: Duration,
-    },
-    #[error("the call to `{tool}` was cancelled")]
-    Cancelled { tool: String, sent: bool },
-}
-
-impl CallError {
-    /// Whether the request reached the server.
-    pub fn was_sent(&self) -> bool {
-        !matches!(
-            self,
-            CallError::NotRunning { .. } | CallError::Cancelled { sent: false, .. }
-        )
-    }
-}
-
 impl Server {
     pub fn new(
         def: ServerDef,
         status: McpStatus,
-        grant: Option<Arc<WriteGrant>>,
+        granted: Granted,
         env: Arc<ServerEnv>,
         parent: &CancellationToken,
     ) -> Arc<Server> {
+        let Granted {
+            write: grant,
+            unconfined,
+        } = granted;
         let hash = def.definition_hash();
         let (state, _) = watch::channel(State {
             status,
@@ -139,14 +122,17 @@ impl Server {
             jail: None,
         });
         // The grant holds only where a stopped server stays stopped (see
-        // `jail::write_grant_refusal`): otherwise the server runs read-only.
-        let writes_workspace =
-            grant.is_some() && super::jail::write_grant_refusal(&env.confinement).is_none();
+        // `jail::write_grant_refusal`): otherwise the server runs read-only. Unconfined,
+        // nothing confines its writes to watch them: the grant is not used.
+        let writes_workspace = grant.is_some()
+            && unconfined.is_none()
+            && super::jail::write_grant_refusal(&env.confinement).is_none();
         Arc::new(Server {
             def,
             hash,
             writes_workspace,
             grant,
+            unconfined,
             dropped: Mutex::new(None),
             calls: tokio::sync::Mutex::new(()),
             env,
@@ -267,9 +253,7 @@ impl Server {
         };
         let conn = match connected {
             Ok(conn) => conn,
-            Err(e) => {
-                return self.set_status(McpStatus::Failed, Some(format!("it could not start: {e}")))
-            }
+            Err(e) => return self.set_status(McpStatus::Failed, Some(start_failure(&e))),
         };
         let (good, refused): (Vec<_>, Vec<_>) = conn.tools.into_iter().partition(Result::is_ok);
         // Dropping the connection kills the server's group.
@@ -296,6 +280,19 @@ impl Server {
             if place.writes_workspace {
                 place.writes_workspace = self.grant_holds(&resolved).await;
             }
+            if place.unconfined {
+                if let Some(why) = self.consent_lapse(&resolved).await {
+                    if !self.env.confinement.is_confined() {
+                        let refused = ConnectError::Unconfined {
+                            server: self.def.name.clone(),
+                            lapse: Some(why),
+                        };
+                        return self.set_status(McpStatus::Failed, Some(refused.to_string()));
+                    }
+                    place.unconfined = false;
+                    place.confinement = self.env.confinement.clone();
+                }
+            }
             let connecting =
                 connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
             let connected = tokio::select! {
@@ -303,10 +300,9 @@ impl Server {
                 () = self.cancel.cancelled() => return self.set_status(McpStatus::Stopped, None),
             };
             let why = match connected {
-                Err(e) if stops == 0 => {
+                Err(e) if stops == 0 || matches!(e, ConnectError::Unconfined { .. }) => {
                     tracing::warn!(server = %self.def.name, error = %e, "MCP server did not start");
-                    return self
-                        .set_status(McpStatus::Failed, Some(format!("it could not start: {e}")));
+                    return self.set_status(McpStatus::Failed, Some(start_failure(&e)));
                 }
                 Err(e) => format!("it could not start again: {e}"),
                 Ok(conn) => {
@@ -396,21 +392,35 @@ impl Server {
         Some(why)
     }
 
-    /// Whether the grant holds for the code this start runs: found and hashed again, right
-    /// before the spawn. When it does not, this run goes without it and Settings say why.
-    async fn grant_holds(&self, resolved: &Resolved) -> bool {
-        let (grant, resolved, root) = (self.grant.clone(), resolved.clone(), self.env.root.clone());
-        let checked = tokio::task::spawn_blocking(move || match grant {
-            Some(grant) => {
-                super::grant::verify(&grant, &resolved, &root).map_err(|e| e.to_string())
-            }
-            None => Err("it has no grant".to_string()),
+    /// Why `grant` does not hold for the code this start runs (found and hashed again, right
+    /// before the spawn), if it does not; redacted.
+    async fn lapse(&self, grant: Option<Arc<WriteGrant>>, resolved: &Resolved) -> Option<String> {
+        let (resolved, root) = (resolved.clone(), self.env.root.clone());
+        let why = tokio::task::spawn_blocking(move || match grant {
+            Some(grant) => super::grant::verify(&grant, &resolved, &root)
+                .err()
+                .map(|e| e.to_string()),
+            None => Some("it has no grant".to_string()),
         })
         .await
-        .unwrap_or_else(|e| Err(format!("checking the code it runs failed: {e}")));
-        let why = checked
-            .err()
-            .map(|e| Redactor::global().redact(&e).into_owned());
+        .unwrap_or_else(|e| Some(format!("checking the code it runs failed: {e}")));
+        why.map(|why| Redactor::global().redact(&why).into_owned())
+    }
+
+    /// Why the consent to run it unconfined does not hold for the code this start runs, if it
+    /// does not: it then runs confined, or (on a machine without confinement) not at all.
+    async fn consent_lapse(&self, resolved: &Resolved) -> Option<String> {
+        let why = self.lapse(self.unconfined.clone(), resolved).await;
+        if let Some(why) = &why {
+            tracing::warn!(server = %self.def.name, %why, "MCP server runs without the consent to run it unconfined");
+        }
+        why
+    }
+
+    /// Whether the grant holds for the code this start runs. When it does not, this run goes
+    /// without it and Settings say why.
+    async fn grant_holds(&self, resolved: &Resolved) -> bool {
+        let why = self.lapse(self.grant.clone(), resolved).await;
         if let Some(why) = &why {
             tracing::warn!(server = %self.def.name, %why, "MCP server runs without its grant to write in the workspace");
         }
@@ -438,24 +448,51 @@ impl Server {
         }
     }
 
-    /// Where and how its process runs.
+    /// Where and how its process runs: unconfined only with the person's consent.
     fn place(&self) -> Place {
         let cache = self.env.cache_root.as_ref().map(|root| {
             let short = self.hash.get(..16).unwrap_or(&self.hash);
             root.join("mcp").join(format!("{}-{short}", self.def.name))
         });
+        let unconfined = self.unconfined.is_some();
         Place {
+            name: self.def.name.clone(),
             root: self.env.root.clone(),
-            confinement: self.env.confinement.clone(),
+            confinement: if unconfined {
+                Confinement::from_parts(None, None)
+            } else {
+                self.env.confinement.clone()
+            },
             hidden: self.env.hidden.clone(),
             cache,
             writes_workspace: self.writes_workspace,
+            unconfined,
         }
     }
 
     /// How this machine confines stdio servers.
     pub fn confinement(&self) -> Confinement {
         self.env.confinement.clone()
+    }
+
+    /// Whether the person's consent to run it unconfined was in force when the files were
+    /// read (it is checked again at every start).
+    pub fn consented_unconfined(&self) -> bool {
+        self.unconfined.is_some()
+    }
+
+    /// Whether its process runs outside any confinement: a running server as it was started;
+    /// one that is not running as it would start (with the person's consent, or on a machine
+    /// that offers no confinement, where it starts only with that consent). Never an HTTP
+    /// server: it does not run here.
+    pub fn runs_unconfined(&self) -> bool {
+        if !self.def.is_stdio() {
+            return false;
+        }
+        match self.jail() {
+            Some(jail) => !jail.confinement.is_confined(),
+            None => self.unconfined.is_some() || !self.env.confinement.is_confined(),
+        }
     }
 
     /// The running server's confinement (none for a server over HTTP or one that is down).
@@ -476,85 +513,14 @@ impl Server {
             .map_err(|e| format!("reading its secrets failed: {e}"))?;
         resolved
     }
+}
 
-    /// Calls a tool; waits (bounded) for a restart in progress, never for a server that is down.
-    pub async fn call(
-        &self,
-        tool: &str,
-        arguments: Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<Value, CallError> {
-        let peer = self.ready_peer(cancel).await?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let limit = self.def.tool_timeout;
-        // A server that may write runs only for the duration of a call.
-        let watched = self.jail().filter(|j| j.watched());
-        if let Some(jail) = &watched {
-            jail.thaw();
-        }
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(limit, peer.call_tool(params)) => Some(r),
-            () = cancel.cancelled() => None,
-        };
-        if let Some(jail) = &watched {
-            // One that cannot be stopped is killed (and restarted): either way it runs no more.
-            let _ = jail.freeze().await;
-        }
-        let Some(outcome) = outcome else {
-            return Err(CallError::Cancelled {
-                tool: tool.into(),
-                sent: true,
-            });
-        };
-        let server = self.def.name.clone();
-        match outcome {
-            Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
-            Ok(Err(ServiceError::McpError(e))) => Err(CallError::Refused {
-                server,
-                message: super::result::redact(&e.message),
-            }),
-            Ok(Err(e)) => Err(CallError::Lost {
-                server,
-                tool: tool.into(),
-                why: super::result::redact(&e.to_string()),
-            }),
-            Err(_) => Err(CallError::Timeout {
-                server,
-                tool: tool.into(),
-                limit,
-            }),
-        }
-    }
-
-    /// Waits (bounded) until it is ready, as a call does; says why not.
-    pub async fn ready(&self, cancel: &CancellationToken) -> Result<(), CallError> {
-        self.ready_peer(cancel).await.map(|_| ())
-    }
-
-    async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer<RoleClient>, CallError> {
-        let mut rx = self.state.subscribe();
-        // A restart pauses at most 16 s, then has its start-up time.
-        let limit = self.def.startup_timeout + Duration::from_secs(20);
-        let waited = tokio::select! {
-            r = tokio::time::timeout(limit, rx.wait_for(|s| !matches!(s.status, McpStatus::Starting | McpStatus::Restarting))) => r,
-            () = cancel.cancelled() => return Err(CallError::Cancelled { tool: self.def.name.clone(), sent: false }),
-        };
-        let state = match waited {
-            Ok(Ok(state)) => state.clone(),
-            _ => self.state(),
-        };
-        match (state.status, state.peer) {
-            (McpStatus::Ready, Some(peer)) if !self.cancel.is_cancelled() => Ok(peer),
-            (status, _) => Err(CallError::NotRunning {
-                server: self.def.name.clone(),
-                why: match (status, state.error) {
-                    (_, Some(e)) => e,
-                    (McpStatus::Stopped, None) => "it was stopped: its definition changed, it was removed, or Mandate is closing".into(),
-                    (McpStatus::Starting | McpStatus::Restarting, None) => "it is still starting".into(),
-                    (other, None) => format!("{other:?}"),
-                },
-            }),
-        }
+/// What Settings and the notes say of a start that failed: a refusal to run unconfined is a
+/// sentence of its own.
+fn start_failure(e: &ConnectError) -> String {
+    match e {
+        ConnectError::Unconfined { .. } => e.to_string(),
+        _ => format!("it could not start: {e}"),
     }
 }
 

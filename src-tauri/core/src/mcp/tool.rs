@@ -113,6 +113,7 @@ impl Tool for McpTool {
             annotations: self.entry.tool.annotations.clone(),
             read_only: self.read_only,
             writes_workspace: self.server.writes_workspace && self.server.grant_dropped().is_none(),
+            unconfined: self.server.runs_unconfined(),
         };
         let target = format!("{} › {}", self.entry.server, self.entry.tool.name);
         Ok(Planned::new(Action::External(action), target, ()))
@@ -225,7 +226,8 @@ impl McpTool {
     }
 
     /// The ledger record of a call that was sent: what was called, with which arguments
-    /// (their digest), what came back and who approved it, under `metadata["dev.mandate"]`;
+    /// (their digest), whether it ran unconfined, what came back and who approved it, under
+    /// `metadata["dev.mandate"]`;
     /// `files` holds what it changed that Mandate saw (a watched server's in-scope changes,
     /// with line ranges and content hashes), empty for a server that cannot write. `Err` says
     /// why the ledger could not record it (the problem is also shown to the person).
@@ -243,6 +245,8 @@ impl McpTool {
             "tool": action.tool,
             "args_sha256": action.args_sha256,
             "transport": if self.server.def.is_stdio() { "stdio" } else { "http" },
+            // Outside any confinement, what it did is known only by what it said.
+            "unconfined": action.unconfined,
         });
         if let Some(mcp) = mcp.as_object_mut() {
             if let Some(result) = result.as_object() {

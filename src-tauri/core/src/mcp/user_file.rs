@@ -7,13 +7,15 @@
 //!  "untrusted": ["docs"],
 //!  "projects": {"/home/me/app": {"consents": {"files": "<definition hash>"}, "untrusted": [],
 //!                                "writes": {"files": {"definition": "<definition hash>",
-//!                                                     "program": "…", "code": {…}}}}}}
+//!                                                     "program": "…", "code": {…}}},
+//!                                "unconfined": {"files": {"definition": "…", …}}}}}
 //! ```
 //!
 //! A file of its own rather than a key in `settings.json`: saving the general settings replaces
 //! that file whole, and the MCP decisions must never be lost by it. Consent to a workspace's
 //! server is keyed by the workspace's path and the hash of the server's definition, so a changed
-//! command asks again; a grant to write is also bound to the code it runs ([`super::grant`]). No secret is ever written here. A file that does not parse is never
+//! command asks again; a grant to write, and the consent to run a server unconfined, are also
+//! bound to the code it runs ([`super::grant`]). No secret is ever written here. A file that does not parse is never
 //! overwritten, and while it is broken no settings server starts and no consent holds.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,6 +53,11 @@ pub struct ProjectDecisions {
     /// either (command, arguments, environment, the content of its program) makes it stale.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub writes: BTreeMap<String, WriteEntry>,
+    /// Server name → the consent to run it outside any confinement in this workspace (stdio
+    /// servers; see `McpHub::set_unconfined`), bound like a grant to write to the definition
+    /// and the code it runs: any change to either asks again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unconfined: BTreeMap<String, WriteEntry>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +146,14 @@ impl UserFile {
     pub fn write_entry(&self, root: &Path, def: &ServerDef) -> Option<&WriteEntry> {
         self.project(root)
             .and_then(|p| p.writes.get(&def.name))
+            .filter(|_| def.is_stdio())
+    }
+
+    /// What the person decided about this server running unconfined in the workspace `root`,
+    /// as stored (whether it still holds is [`super::grant::state`]'s to say).
+    pub fn unconfined_entry(&self, root: &Path, def: &ServerDef) -> Option<&WriteEntry> {
+        self.project(root)
+            .and_then(|p| p.unconfined.get(&def.name))
             .filter(|_| def.is_stdio())
     }
 

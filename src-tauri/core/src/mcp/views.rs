@@ -6,8 +6,8 @@ use super::config::{ConfigProblem, Source, Transport};
 use super::grant::GrantState;
 use super::hub::{catalog_of, Shared, Slot, Slots, PROJECT_FILE};
 use crate::protocol::{
-    McpOverview, McpServerView, McpSource, McpStatus, McpToolView, McpTransportKind, McpVariable,
-    McpWriteGrant,
+    McpGrant, McpOverview, McpServerView, McpSource, McpStatus, McpToolView, McpTransportKind,
+    McpVariable,
 };
 
 pub(super) fn source(source: Source) -> McpSource {
@@ -85,10 +85,14 @@ fn server_view(name: &str, slot: &Slot, entries: &[Entry], hidden: &[Hidden]) ->
         trusts_read_only_hints: slot.trusts_hints,
         may_write_workspace: slot.may_write(),
         write_grant: write_grant(slot),
+        runs_unconfined: slot.server.consented_unconfined(),
+        unconfined: grant_view(&slot.unconfined),
         confinement: match transport {
-            McpTransportKind::Stdio => {
-                super::jail::level_note(&slot.server.confinement(), slot.may_write())
-            }
+            McpTransportKind::Stdio => super::jail::level_note(
+                &slot.server.confinement(),
+                slot.may_write(),
+                slot.server.consented_unconfined(),
+            ),
             McpTransportKind::Http => String::new(),
         },
         secrets: slot.secrets.clone(),
@@ -98,17 +102,24 @@ fn server_view(name: &str, slot: &Slot, entries: &[Entry], hidden: &[Hidden]) ->
 
 /// The grant as Settings show it: a grant dropped at the server's last start (the code it
 /// runs changed since the files were read) is stale like one found so when they were read.
-fn write_grant(slot: &Slot) -> McpWriteGrant {
+fn write_grant(slot: &Slot) -> McpGrant {
     match (&slot.write, slot.server.grant_dropped()) {
-        (GrantState::NotGranted, _) => McpWriteGrant::NotGranted,
-        (GrantState::Refused(reason), _) => McpWriteGrant::Refused {
+        (GrantState::InForce(_), Some(reason)) => McpGrant::Stale { reason },
+        (state, _) => grant_view(state),
+    }
+}
+
+/// A grant bound to code, as Settings show it.
+fn grant_view(state: &GrantState) -> McpGrant {
+    match state {
+        GrantState::NotGranted => McpGrant::NotGranted,
+        GrantState::Refused(reason) => McpGrant::Refused {
             reason: reason.clone(),
         },
-        (GrantState::Stale(reason), _) => McpWriteGrant::Stale {
+        GrantState::Stale(reason) => McpGrant::Stale {
             reason: reason.clone(),
         },
-        (GrantState::InForce(_), Some(reason)) => McpWriteGrant::Stale { reason },
-        (GrantState::InForce(_), None) => McpWriteGrant::InForce,
+        GrantState::InForce(_) => McpGrant::InForce,
     }
 }
 
@@ -153,7 +164,9 @@ fn invalid_server(name: &str, p: &ConfigProblem) -> McpServerView {
         error: Some(p.message.clone()),
         trusts_read_only_hints: false,
         may_write_workspace: false,
-        write_grant: McpWriteGrant::NotGranted,
+        write_grant: McpGrant::NotGranted,
+        runs_unconfined: false,
+        unconfined: McpGrant::NotGranted,
         confinement: String::new(),
         secrets: Vec::new(),
         tools: Vec::new(),

@@ -70,6 +70,9 @@ pub enum ApprovalDetail {
         /// The person allowed the server to write in the workspace: the call's changes there
         /// are found, recorded when the intent owns them and undone otherwise.
         writes_workspace: bool,
+        /// The server runs outside any confinement (the person allowed it, or the machine
+        /// offers none): it can read and write whatever the person can, unseen by Mandate.
+        unconfined: bool,
     },
     /// A call with no card of its own (a read, a question) that the person's hook wants them to
     /// approve (`hook_reasons` says why).

@@ -117,7 +117,13 @@ pub struct McpServerView {
     /// call's changes are recorded or undone.
     pub may_write_workspace: bool,
     /// What became of the grant to write in the workspace.
-    pub write_grant: McpWriteGrant,
+    pub write_grant: McpGrant,
+    /// The person allowed this definition (stdio) to run unconfined, and the consent holds
+    /// for the code it runs now: it runs outside any confinement, and every call of it asks.
+    pub runs_unconfined: bool,
+    /// What became of the consent to run it unconfined (needed where the machine offers no
+    /// confinement, or it does not start).
+    pub unconfined: McpGrant,
     /// How its process is confined on this machine, in a sentence (empty for HTTP servers
     /// and invalid definitions).
     pub confinement: String,
@@ -125,15 +131,17 @@ pub struct McpServerView {
     pub tools: Vec<McpToolView>,
 }
 
-/// The person's grant to a stdio server to write in the workspace, as it stands now.
+/// A right the person gave a stdio server for the code it runs (to write in the workspace, to
+/// run unconfined), as it stands now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "state", rename_all = "snake_case")]
-pub enum McpWriteGrant {
+pub enum McpGrant {
     NotGranted,
     /// Granted, for this definition and the code it runs now.
     InForce,
-    /// Granted for other code: its program or a file its command line names changed since
-    /// (or it was granted before grants were bound to code). Not used; allow it again.
+    /// Granted for other code: its definition, its program or a file its command line names
+    /// changed since (or it was granted before grants were bound to code). Not used; allow it
+    /// again.
     Stale {
         reason: String,
     },

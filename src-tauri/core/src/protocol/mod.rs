@@ -190,6 +190,14 @@ pub enum Request {
         definition_hash: String,
         allowed: bool,
     },
+    /// Allows (or no longer allows) a stdio server to run outside any confinement, for
+    /// exactly the definition shown (its hash) and the code it runs now: a change to either
+    /// takes it back. Every call of it then asks (see `McpServerView::runs_unconfined`).
+    SetMcpUnconfined {
+        name: String,
+        definition_hash: String,
+        allowed: bool,
+    },
     /// A text block for a bug report: version, system, confinement, provider and settings
     /// (never a key), and the end of the log.
     Diagnostics,
@@ -485,7 +493,7 @@ pub fn typescript_declarations() -> String {
         McpServerInput::decl(&cfg),
         McpVariable::decl(&cfg),
         McpSecretView::decl(&cfg),
-        McpWriteGrant::decl(&cfg),
+        McpGrant::decl(&cfg),
         McpServerView::decl(&cfg),
         McpOverview::decl(&cfg),
     ];

@@ -158,4 +158,9 @@ pub struct ToolCallView {
     /// Workspace files the call changed and recorded in the ledger: what undoing it takes back.
     #[serde(default)]
     pub changed_paths: Vec<String>,
+    /// The call runs in a program outside any confinement (an MCP server the person allowed
+    /// to run unconfined, or any stdio server where the machine offers no confinement): it
+    /// can read and write whatever the person can, and Mandate cannot see what it changes.
+    #[serde(default)]
+    pub unconfined: bool,
 }
