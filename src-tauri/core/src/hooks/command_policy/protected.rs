@@ -56,7 +56,7 @@ struct Finder<'a> {
 impl Finder<'_> {
     fn script(&mut self, script: &Script) -> Option<ProtectedTarget> {
         for word in &script.loose_words {
-            if let Some(hit) = self.word(word) {
+            if let Some(hit) = self.word(word, true) {
                 return Some(hit);
             }
         }
@@ -64,16 +64,20 @@ impl Finder<'_> {
             for stage in &pipeline.stages {
                 let hit = match stage {
                     Stage::Simple(cmd) => {
+                        // The program's name is looked up on PATH, not in the working
+                        // directory, unless it holds a `/`: no link to look for there.
                         let hit = cmd
                             .words
                             .iter()
+                            .enumerate()
+                            .map(|(i, w)| (w, i > 0 || w.text.contains('/')))
                             .chain(
                                 cmd.redirects
                                     .iter()
                                     .filter(|r| r.kind != RedirectKind::HereDoc)
-                                    .map(|r| &r.target),
+                                    .map(|r| (&r.target, true)),
                             )
-                            .find_map(|w| self.word(w));
+                            .find_map(|(w, path)| self.word(w, path));
                         if hit.is_none() {
                             self.follow_cd(&cmd.words);
                         }
@@ -82,7 +86,7 @@ impl Finder<'_> {
                     Stage::Group(group) => group
                         .redirects
                         .iter()
-                        .find_map(|r| self.word(&r.target))
+                        .find_map(|r| self.word(&r.target, true))
                         .or_else(|| self.script(&group.body)),
                 };
                 if hit.is_some() {
@@ -101,7 +105,8 @@ impl Finder<'_> {
         }
     }
 
-    fn word(&mut self, word: &Word) -> Option<ProtectedTarget> {
+    /// `path`: the word may name a path in the working directory (links are looked for).
+    fn word(&mut self, word: &Word, path: bool) -> Option<ProtectedTarget> {
         for substitution in &word.substitutions {
             if let Some(hit) = self.script(substitution) {
                 return Some(hit);
@@ -116,15 +121,16 @@ impl Finder<'_> {
             candidates.push(after);
         }
         candidates.into_iter().find_map(|text| {
-            self.names_protected(text).map(|name| ProtectedTarget {
-                word: word.raw.clone(),
-                name,
-            })
+            self.names_protected(text, path)
+                .map(|name| ProtectedTarget {
+                    word: word.raw.clone(),
+                    name,
+                })
         })
     }
 
     /// The protected name `text` reaches as a path, lexically and through symlinks.
-    fn names_protected(&self, text: &str) -> Option<String> {
+    fn names_protected(&self, text: &str, links: bool) -> Option<String> {
         let path = normalize(&self.cwd.join(text));
         let rel = path.strip_prefix(self.root).ok()?;
         if let Some(first) = rel.components().next() {
@@ -136,7 +142,28 @@ impl Finder<'_> {
                 return Some((*name).to_string());
             }
         }
-        // A symlink in the existing part of the path may lead into a protected directory.
+        // A symlink in the existing part of the path may lead into a protected directory:
+        // each existing component below the root is looked at (one `lstat` each, stopping at
+        // the first that does not exist); only a path through a symlink is resolved.
+        if !links {
+            return None;
+        }
+        let mut at = self.root.to_path_buf();
+        let mut through_link = false;
+        for part in rel.components() {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    through_link = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        if !through_link {
+            return None;
+        }
         let mut existing = path.clone();
         while !existing.exists() {
             if !existing.pop() {
