@@ -35,6 +35,10 @@ enum Ready {
 const REFUSED: &str = "Tools that change files or run commands are refused until then.";
 
 async fn state(env: &AgentEnv) -> Result<HooksState, String> {
+    // Unchanged since last read (the usual case): no trip off the async worker.
+    if let Some(kept) = env.gov.user_hooks.state_if_kept() {
+        return Ok(kept);
+    }
     let gov = env.gov.clone();
     tokio::task::spawn_blocking(move || gov.user_hooks.state())
         .await

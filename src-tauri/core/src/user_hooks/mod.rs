@@ -133,7 +133,31 @@ impl UserHooks {
     /// The hooks and whether the person confirmed them (blocking). The files are read and the
     /// code hashed again only when one of the files they were made from changed.
     pub fn state(&self) -> HooksState {
-        let (hooks, fingerprint) = match self.said() {
+        self.state_of(self.said(), true)
+    }
+
+    /// [`UserHooks::state`] when nothing it was made from changed and the person's decision
+    /// is known without reading the trust store: a few `lstat`s, cheap enough for an async
+    /// worker. `None`: call [`UserHooks::state`] off the async workers.
+    pub fn state_if_kept(&self) -> Option<HooksState> {
+        let said = self.kept()?;
+        let state = self.state_of(said, false);
+        match &state {
+            HooksState::Ready {
+                trust: Trust::Unconfirmed,
+                ..
+            } => None,
+            _ => Some(state),
+        }
+    }
+
+    /// The state of what the files said; `store`: the trust store may be read.
+    fn state_of(
+        &self,
+        said: Result<Option<(Arc<HookConfig>, String)>, ConfigError>,
+        store: bool,
+    ) -> HooksState {
+        let (hooks, fingerprint) = match said {
             Err(e) => return HooksState::Broken(e),
             Ok(None) => return HooksState::None,
             Ok(Some(said)) => said,
@@ -143,7 +167,18 @@ impl UserHooks {
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(&fingerprint)
         };
-        let trust = if here(&self.confirmed) || self.trust.is_confirmed(&self.root, &fingerprint) {
+        let stored = || {
+            let yes = store && self.trust.is_confirmed(&self.root, &fingerprint);
+            if yes {
+                // Known from now on without reading the store again.
+                self.confirmed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(fingerprint.clone());
+            }
+            yes
+        };
+        let trust = if here(&self.confirmed) || stored() {
             Trust::Confirmed
         } else if here(&self.declined) {
             Trust::Declined
@@ -158,14 +193,20 @@ impl UserHooks {
     }
 
     /// The configuration and its fingerprint, kept while their files are unchanged.
+    /// What the files said when last read, if none of them changed since.
+    #[allow(clippy::type_complexity)]
+    fn kept(&self) -> Option<Result<Option<(Arc<HookConfig>, String)>, ConfigError>> {
+        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = loaded.as_ref()?;
+        let now = stamps(kept.stamps.iter().map(|(p, _)| p.clone()).collect());
+        (now == kept.stamps).then(|| kept.said.clone())
+    }
+
     fn said(&self) -> Result<Option<(Arc<HookConfig>, String)>, ConfigError> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kept) = loaded.as_ref() {
-            let now = stamps(kept.stamps.iter().map(|(p, _)| p.clone()).collect());
-            if now == kept.stamps {
-                return kept.said.clone();
-            }
+        if let Some(said) = self.kept() {
+            return said;
         }
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         let sources: Vec<PathBuf> = config::SOURCES.iter().map(|f| self.root.join(f)).collect();
         // Stamped before reading: a change during the reading is seen next time.
         let before = stamps(sources.clone());
