@@ -35,6 +35,7 @@ mod death_tests;
 pub mod env;
 mod freeze;
 mod landlock_rules;
+mod made_dirs;
 #[cfg(test)]
 mod nested_git_tests;
 mod plan;
@@ -51,6 +52,8 @@ mod spawn;
 mod spawner;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -58,6 +61,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use freeze::{freeze_group, thaw_group, FreezeError};
+pub use made_dirs::MadeDir;
 pub use plan::{protected_inside, without_listed, SandboxRequest};
 pub(crate) use run::kill_group;
 pub use run::{
@@ -210,6 +214,9 @@ pub struct CommandSandbox {
     /// A directory outside the workspace that stays writable across runs (an MCP server's
     /// package caches); none for commands. See [`CommandSandbox::with_cache_dir`].
     pub cache_dir: Option<PathBuf>,
+    /// Directories made in the workspace only so that they could be granted (see
+    /// [`made_dirs`]); [`CommandSandbox::remove_made_dirs`] after the process.
+    pub made: Vec<MadeDir>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -336,6 +343,13 @@ impl CommandSandbox {
             out.push(".git".into());
         }
         out
+    }
+
+    /// Removes the directories made for this sandbox that the process left empty (a first
+    /// build's `node_modules/` that nothing was written to), so that no trace of the
+    /// confinement stays in the workspace. Call it once the process has ended.
+    pub fn remove_made_dirs(&self) -> Vec<PathBuf> {
+        made_dirs::remove_unused(&self.made)
     }
 
     /// Whether the command could write `path` (absolute): it is inside a writable grant,

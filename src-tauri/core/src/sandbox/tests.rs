@@ -279,7 +279,12 @@ fn root_level_globs_grant_top_level_directories_never_the_root() {
         ],
     );
     assert_eq!(nested, vec![Grant::directory(s.root.join("src"))]);
-    let fresh = scope_grants(&s.root, &["newmod/**".into()]);
+    // A new top-level directory is granted only once made (by the sandbox, which removes it
+    // again if the command leaves it empty); reading the grants makes nothing.
+    assert_eq!(scope_grants(&s.root, &["newmod/**".into()]), Vec::new());
+    assert!(!s.root.join("newmod").exists());
+    let mut make = |dir: &Path| std::fs::create_dir(dir).is_ok();
+    let fresh = scope::scope_grants_making(&s.root, &["newmod/**".into()], &mut make);
     assert_eq!(fresh, vec![Grant::directory(s.root.join("newmod"))]);
     assert!(s.root.join("newmod").is_dir());
     let deep = scope_grants(&s.root, &["src/auth/new/deeper/*.rs".into()]);
