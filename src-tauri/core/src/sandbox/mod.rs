@@ -278,6 +278,7 @@ impl CommandSandbox {
             env,
             workspace,
             cache_dir: None,
+            made: Vec::new(),
         };
         sandbox.protect(protected)?;
         Ok(sandbox)
@@ -316,13 +317,20 @@ impl CommandSandbox {
             path: dir.display().to_string(),
             message: message.to_string(),
         };
+        let allowed = |at: &Path| {
+            let overlaps = |other: &Path| at.starts_with(other) || other.starts_with(at);
+            !overlaps(&self.workspace) && !self.hidden.iter().any(|h| overlaps(h))
+        };
+        let overlap = || refuse("it overlaps the workspace or Mandate's own directories");
+        // Checked before anything is made, so that a refused one leaves no directory behind,
+        // and again once made (a symlink on the way may have changed meanwhile).
+        if !allowed(&resolved(dir).map_err(|e| refuse(&e.to_string()))?) {
+            return Err(overlap());
+        }
         std::fs::create_dir_all(dir).map_err(|e| refuse(&e.to_string()))?;
         let canonical = dir.canonicalize().map_err(|e| refuse(&e.to_string()))?;
-        let overlaps = |other: &Path| canonical.starts_with(other) || other.starts_with(&canonical);
-        if overlaps(&self.workspace) || self.hidden.iter().any(|h| overlaps(h)) {
-            return Err(refuse(
-                "it overlaps the workspace or Mandate's own directories",
-            ));
+        if !allowed(&canonical) {
+            return Err(overlap());
         }
         self.cache_dir = Some(canonical);
         Ok(self)
@@ -372,6 +380,28 @@ impl CommandSandbox {
             || self.temp_dir.starts_with(path)
             || self.cache_dir.as_ref().is_some_and(|c| c.starts_with(path))
             || (self.write_git && self.workspace.join(".git").starts_with(path))
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists: its nearest existing ancestor,
+/// canonical, joined with the rest.
+fn resolved(path: &Path) -> std::io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        match at.canonicalize() {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return Ok(absolute),
+        }
     }
 }
 
