@@ -39,6 +39,9 @@ mod made_dirs;
 #[cfg(test)]
 mod nested_git_tests;
 mod plan;
+mod programs;
+#[cfg(test)]
+mod programs_tests;
 mod reaper;
 mod run;
 mod scope;
@@ -63,6 +66,7 @@ use serde::Serialize;
 pub use freeze::{freeze_group, thaw_group, FreezeError};
 pub use made_dirs::MadeDir;
 pub use plan::{protected_inside, without_listed, SandboxRequest};
+pub use programs::find_program;
 pub(crate) use run::kill_group;
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
@@ -217,6 +221,9 @@ pub struct CommandSandbox {
     /// Directories made in the workspace only so that they could be granted (see
     /// [`made_dirs`]); [`CommandSandbox::remove_made_dirs`] after the process.
     pub made: Vec<MadeDir>,
+    /// What a hook or server runs from outside the workspace that bubblewrap's private `/tmp`
+    /// would hide: bound read-only back ([`CommandSandbox::with_programs`]).
+    pub programs: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -232,6 +239,8 @@ pub enum SandboxError {
         workspace: String,
         protected: String,
     },
+    #[error("`{program}` is inside `{protected}`, which commands, hooks and MCP servers may not read (the person's secrets or Mandate's own data), so it is not run: keep it elsewhere")]
+    ProgramHidden { program: String, protected: String },
 }
 
 impl CommandSandbox {
@@ -279,6 +288,7 @@ impl CommandSandbox {
             workspace,
             cache_dir: None,
             made: Vec::new(),
+            programs: Vec::new(),
         };
         sandbox.protect(protected)?;
         Ok(sandbox)

@@ -33,19 +33,7 @@ pub fn named_scripts(root: &Path, config: &HookConfig) -> Vec<String> {
         let HookCommand::Shell(command) = &hook.command else {
             continue;
         };
-        let mut line = command.clone();
-        for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
-            line = line
-                .replace(&format!("${{{var}}}"), &root.display().to_string())
-                .replace(&format!("${var}"), &root.display().to_string());
-        }
-        let words = line
-            .split(|c: char| c.is_whitespace() || ";|&()<>`=".contains(c))
-            // `"$CLAUDE_PROJECT_DIR"/x.sh`: quotes join, they do not separate.
-            .map(|w| w.replace(['"', '\''], ""))
-            .filter(|w| !w.is_empty())
-            .take(256);
-        for word in words {
+        for word in command_words(&root, command) {
             let path = if Path::new(&word).is_absolute() {
                 PathBuf::from(&word)
             } else {
@@ -70,6 +58,23 @@ pub fn named_scripts(root: &Path, config: &HookConfig) -> Vec<String> {
         }
     }
     found
+}
+
+/// The words of a hook's command line, roughly as the shell splits them (quotes join, they
+/// do not separate: `"$CLAUDE_PROJECT_DIR"/x.sh`), with `$CLAUDE_PROJECT_DIR` and
+/// `$MANDATE_PROJECT_DIR` replaced by `root`: where to look for the files it runs.
+pub fn command_words(root: &Path, command: &str) -> Vec<String> {
+    let mut line = command.to_string();
+    for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
+        line = line
+            .replace(&format!("${{{var}}}"), &root.display().to_string())
+            .replace(&format!("${var}"), &root.display().to_string());
+    }
+    line.split(|c: char| c.is_whitespace() || ";|&()<>`=".contains(c))
+        .map(|w| w.replace(['"', '\''], ""))
+        .filter(|w| !w.is_empty())
+        .take(256)
+        .collect()
 }
 
 /// The fingerprint of `config` with the scripts it names as they are now.
