@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 src="$PWD"
 main_target="${CARGO_TARGET_DIR:-$src/target}"
 
-copy="$(mktemp -d /tmp/mandate-tmpcheck.XXXXXX)"
+copy="$(mktemp -d -p /tmp)"
 trap 'rm -rf "$copy"' EXIT
 git ls-files -z --cached --others --exclude-standard \
   | tar --null --ignore-failed-read -T - -cf - 2>/dev/null \

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 
-use super::tests::levels;
+use super::tests::{levels, AgentPlace};
 use super::*;
 use crate::changes::hostile_git::git;
 use crate::hooks::command_policy::{CommandNeeds, CommandPolicy};
@@ -227,43 +227,16 @@ fn build(layout: &Layout) -> Built {
 }
 
 async fn governed(b: &Built, layout: &Layout, level: &Confinement, line: &str) -> GovernedRun {
-    let ws = crate::workspace::Workspace::new(&b.root).expect("ws");
-    let action = crate::hooks::CommandAction {
-        command: line.into(),
-        cwd: ws.resolve(layout.cwd).expect("cwd"),
-        timeout: std::time::Duration::from_secs(60),
-        granted: CommandNeeds::default(),
-    };
-    let scope: Vec<String> = layout.scope.iter().map(|g| g.to_string()).collect();
-    let globs = scope.clone();
-    let owns = move |p: &str| {
-        globs
-            .iter()
-            .any(|g| globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p)))
-    };
     let app_dirs: Vec<PathBuf> = layout.app_dirs.iter().map(|d| b.root.join(d)).collect();
-    let policy = CommandPolicy::builtin();
-    let ignore = IntentIgnore::load(&b.root).expect("ignore");
-    let cx = CommandContext {
-        workspace: &b.root,
-        owned_scope: &scope,
-        owns: &owns,
-        ignore: &ignore,
-        policy: &policy,
-        confinement: level,
-        temp_dir: &b.temp,
+    let place = AgentPlace {
+        root: &b.root,
+        temp: &b.temp,
+        cwd: layout.cwd,
+        scope: layout.scope,
         granted: CommandNeeds::default(),
         app_dirs: &app_dirs,
-        redactor: &Redactor::new(),
     };
-    run_governed(
-        &action,
-        &cx,
-        &tokio_util::sync::CancellationToken::new(),
-        |_| {},
-    )
-    .await
-    .expect("ran")
+    place.run(level, line).await
 }
 
 /// What differs between two trees, one line per path.
