@@ -16,8 +16,9 @@
 //!   between pinned as mount points (so a protected path cannot be renamed away with its
 //!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), a network namespace without
 //!   interfaces unless the network is granted, and `/run`, the person's secrets and Mandate's
-//!   own directories hidden. Landlock then filters the network and scopes signals (its file
-//!   rules would forbid bubblewrap's mounts);
+//!   own directories hidden. `/tmp` is private; what a hook or server runs from under the real
+//!   one is bound read-only back (`programs.rs`). Landlock then filters the network and scopes
+//!   signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session it cannot leave (`setsid` and `setpgid` refused by a seccomp filter), descriptors
 //!   above 2 closed, death with Mandate (`PR_SET_PDEATHSIG`, forked from one long-lived thread:
@@ -28,6 +29,10 @@
 //!
 //! Where the kernel offers none of it, [`Confinement::level`] is `None` and says so: the
 //! caller must then ask a person before every command.
+//!
+//! No trace of the confinement stays in the workspace: a directory made only so that it could
+//! be granted (a first build's `node_modules/`) is removed after the command when it is still
+//! empty (`made_dirs.rs`), and every mount point bubblewrap is given exists already.
 
 mod bwrap;
 #[cfg(test)]
@@ -219,7 +224,7 @@ pub struct CommandSandbox {
     /// package caches); none for commands. See [`CommandSandbox::with_cache_dir`].
     pub cache_dir: Option<PathBuf>,
     /// Directories made in the workspace only so that they could be granted (see
-    /// [`made_dirs`]); [`CommandSandbox::remove_made_dirs`] after the process.
+    /// `made_dirs.rs`); [`CommandSandbox::remove_made_dirs`] after the process.
     pub made: Vec<MadeDir>,
     /// What a hook or server runs from outside the workspace that bubblewrap's private `/tmp`
     /// would hide: bound read-only back ([`CommandSandbox::with_programs`]).
