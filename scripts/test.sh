@@ -22,3 +22,6 @@ cargo build --workspace --all-targets
 
 step "tests (private D-Bus session with gnome-keyring, virtual X display)"
 dbus-run-session -- ./scripts/test-session.sh 2> >(grep -vE '^(dbus-daemon|\(xdg-desktop-portal|\(/usr/libexec|$|\[[WE]\]\[)' >&2)
+
+step "tests from a copy of the checkout under /tmp (sandbox, MCP and hooks; confined processes get a private /tmp)"
+./scripts/test-from-tmp.sh

@@ -22,6 +22,11 @@ pub fn server_bin() -> PathBuf {
     crate::app::mandate_bin().with_file_name("mcp-test-server")
 }
 
+/// A wrapper script that runs what its arguments name. The test server is named on the
+/// server's command line rather than inside the script, so that its start finds it wherever
+/// the checkout lives (under `/tmp`, bubblewrap shows a server what its command line names).
+pub const EXEC_ARGS: &str = "#!/bin/sh\nexec \"$@\"\n";
+
 /// Writes the workspace's `.mcp.json`.
 pub fn write_project_file(ws: &Path, servers: Value) {
     std::fs::write(

@@ -9,7 +9,7 @@ use mandate_tests::cli::{mandate, run_openai};
 use mandate_tests::llm_server::{Reply, ScriptedServer};
 use mandate_tests::mcp::{
     consent, consent_and_write_grant, project_def, server_bin, write_project_file, write_user_file,
-    INTENTS,
+    EXEC_ARGS, INTENTS,
 };
 use mandate_tests::script::{call, done, notices, run_go, select};
 use serde_json::{json, Value};
@@ -42,28 +42,27 @@ async fn list(ws: &std::path::Path, dirs: &UserDirs) -> Value {
     serde_json::from_str(&out.stdout).expect("json")
 }
 
-/// A wrapper script outside the workspace that runs the test server: the program the person
-/// grants, bound by its content.
+/// A wrapper script outside the workspace that runs the test server (named by its
+/// arguments): the program the person grants, bound by its content.
 fn wrapper(dir: &std::path::Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt as _;
     let path = dir.join("srv");
-    let text = format!("#!/bin/sh\nexec '{}' \"$@\"\n", server_bin().display());
-    std::fs::write(&path, text).expect("write wrapper");
+    std::fs::write(&path, EXEC_ARGS).expect("write wrapper");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
 }
 
 #[tokio::test]
 async fn a_server_whose_script_lives_in_the_workspace_is_never_granted() {
-    let script = format!("#!/bin/sh\nexec '{}' \"$@\"\n", server_bin().display());
     let ws = workspace(
         Some(INTENTS),
-        &[("docs/notes.md", NOTES), ("tools/srv.sh", &script)],
+        &[("docs/notes.md", NOTES), ("tools/srv.sh", EXEC_ARGS)],
     );
     let dirs = UserDirs::new();
+    let bin = server_bin().display().to_string();
     write_project_file(
         ws.path(),
-        json!({"srv": {"command": "/bin/sh", "args": ["tools/srv.sh"]}}),
+        json!({"srv": {"command": "/bin/sh", "args": ["tools/srv.sh", bin]}}),
     );
     let (key, decisions) = consent(ws.path(), "srv");
     write_user_file(&dirs.config(), json!({"projects": {&key: decisions}}));
@@ -140,13 +139,13 @@ fn decisions_of(file: &str, key: &str) -> Value {
 #[tokio::test]
 async fn a_granted_server_whose_program_changed_after_the_grant_runs_without_it() {
     let ws = workspace(Some(INTENTS), &[("docs/notes.md", NOTES)]);
-    // Not under /tmp: bubblewrap gives servers a /tmp of their own.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmp");
+    // Under /tmp, where bubblewrap gives servers a /tmp of their own: it is shown to them.
+    let outside = tempfile::tempdir().expect("tmp");
     let program = wrapper(outside.path());
     let dirs = UserDirs::new();
     write_project_file(
         ws.path(),
-        json!({"srv": {"command": program.display().to_string()}}),
+        json!({"srv": {"command": program.display().to_string(), "args": [server_bin().display().to_string()]}}),
     );
     let (key, decisions) = consent_and_write_grant(ws.path(), "srv");
     write_user_file(&dirs.config(), json!({"projects": {&key: decisions}}));

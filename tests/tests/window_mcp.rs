@@ -5,7 +5,7 @@ use mandate_tests::app::{workspace, App, UserDirs};
 use mandate_tests::cli::ledger;
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::mcp::{
-    consent, project_def, server_bin, stdio_entry, write_project_file, write_user_file,
+    consent, project_def, server_bin, stdio_entry, write_project_file, write_user_file, EXEC_ARGS,
 };
 use mandate_tests::sse::openai;
 use mandate_tests::trace_schema::assert_valid;
@@ -238,13 +238,12 @@ async fn settings_list_servers_ask_consent_and_add_one() {
 
 #[tokio::test]
 async fn settings_say_when_a_write_grant_is_stale_or_refused_and_ask_again() {
-    let script = format!("#!/bin/sh\nexec '{}' \"$@\"\n", server_bin().display());
-    let ws = workspace(Some(INTENTS), &[("tools/srv.sh", &script)]);
+    let ws = workspace(Some(INTENTS), &[("tools/srv.sh", EXEC_ARGS)]);
     write_project_file(
         ws.path(),
         json!({
             "srv": stdio_entry(&[], json!({})),
-            "local": {"command": "/bin/sh", "args": ["tools/srv.sh"]},
+            "local": {"command": "/bin/sh", "args": ["tools/srv.sh", server_bin().display().to_string()]},
         }),
     );
     let (srv, local) = (

@@ -270,23 +270,6 @@ pub async fn connect(
     }
 }
 
-/// Whether `command` names an executable file: a path (relative to `cwd`), or a name on the
-/// `PATH` of `env`.
-fn program_found(command: &str, env: &[(String, String)], cwd: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    let runnable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if command.contains('/') {
-        return runnable(&cwd.join(command));
-    }
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
-    std::env::split_paths(path).any(|dir| runnable(&cwd.join(dir).join(command)))
-}
-
 /// Starts a stdio server confined ([`super::jail`]); one that may write in the workspace is
 /// stopped before it is handed over, and refused if it changed anything while starting.
 async fn connect_stdio(
@@ -311,12 +294,23 @@ async fn connect_stdio(
         None
     };
     // Under bubblewrap a missing program would only be said by bubblewrap, on stderr.
-    if !program_found(command, &sandbox.env, &place.root) {
+    let Some(program) = crate::sandbox::find_program(command, &sandbox.env, &place.root) else {
         return Err(ConnectError::Spawn {
             command: super::config::printable(command, 200),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         });
-    }
+    };
+    // What it runs from outside the workspace is shown to it wherever it lives (`/tmp`
+    // included); one inside a hidden path is refused here, with the reason.
+    let named = args
+        .iter()
+        .flat_map(|a| [Some(a.as_str()), a.split_once('=').map(|(_, v)| v)])
+        .flatten()
+        .filter(|a| a.contains('/'))
+        .map(std::path::PathBuf::from);
+    let sandbox = sandbox
+        .with_programs(std::iter::once(program).chain(named))
+        .map_err(|e| ConnectError::Config(e.to_string()))?;
     let cmd = server_command(command, args, &sandbox, &place.confinement)
         .map_err(|e| ConnectError::Config(format!("its confinement could not be prepared: {e}")))?;
     let mut child = crate::sandbox::spawn(cmd).map_err(|source| ConnectError::Spawn {

@@ -185,17 +185,6 @@ pub fn prepare(
     } else {
         (Vec::new(), Vec::new())
     };
-    let cache = place
-        .cache
-        .as_deref()
-        .filter(|c| std::fs::create_dir_all(c).is_ok());
-    let env = server_environment(
-        std::env::vars(),
-        own_env,
-        Redactor::global(),
-        temp.path(),
-        cache,
-    );
     let mut jail = CommandSandbox::new(
         &place.root,
         &place.root,
@@ -205,10 +194,11 @@ pub fn prepare(
         true,
         false,
         place.hidden.clone(),
-        env,
+        Vec::new(),
     )
     .map_err(|e| problem(&e))?;
-    if let Some(cache) = cache {
+    // Made only once it is known not to overlap the workspace or a hidden directory.
+    if let Some(cache) = &place.cache {
         jail = match jail.clone().with_cache_dir(cache) {
             Ok(with) => with,
             Err(e) => {
@@ -217,6 +207,13 @@ pub fn prepare(
             }
         };
     }
+    jail.env = server_environment(
+        std::env::vars(),
+        own_env,
+        Redactor::global(),
+        temp.path(),
+        jail.cache_dir.as_deref(),
+    );
     Ok((jail, temp))
 }
 
@@ -392,5 +389,21 @@ mod tests {
         let (_tmp, p) = place(Confinement::from_parts(Some(7), None), false);
         let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
         assert!(sandbox.writable.is_empty());
+    }
+
+    #[test]
+    fn a_cache_directory_inside_the_workspace_is_neither_made_nor_used() {
+        let (_tmp, mut p) = place(Confinement::from_parts(Some(7), None), false);
+        p.cache = Some(p.root.join("src/mcp/cache"));
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert_eq!(sandbox.cache_dir, None);
+        assert!(!p.root.join("src/mcp").exists());
+        assert!(!sandbox.env.iter().any(|(_, v)| v.contains("src/mcp")));
+        let outside = p.root.parent().expect("parent").join("cache/mcp/x");
+        p.cache = Some(outside.clone());
+        let (sandbox, _temp) = prepare(&p, &[]).expect("prepared");
+        assert_eq!(sandbox.cache_dir.as_deref(), Some(outside.as_path()));
+        let npm = outside.join("npm").display().to_string();
+        assert!(sandbox.env.contains(&("npm_config_cache".to_string(), npm)));
     }
 }

@@ -54,7 +54,8 @@ fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
 }
 
 /// The arguments before `--` for one command: a read-only `/`, fresh `/dev`, `/proc`, `/tmp`
-/// and `/run` (sockets of the session and system buses), the workspace read-only with the
+/// and `/run` (sockets of the session and system buses), a hook's or server's program kept
+/// under `/tmp` read-only again (`programs`), the workspace read-only with the
 /// writable paths bound read-write and the protected paths inside them read-only again, then
 /// the person's secrets and Mandate's own directories hidden.
 pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
@@ -90,7 +91,12 @@ pub(super) fn arguments(sandbox: &CommandSandbox) -> Vec<OsString> {
             &["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"],
         );
     }
-    // After the tmpfs mounts, so a workspace under /tmp stays visible.
+    // After the tmpfs mounts, so that what lives under /tmp stays visible: a hook's or
+    // server's program and the person's home first, then the workspace and what is
+    // writable, which may lie inside them.
+    for path in sandbox.shown_again() {
+        bind(&mut a, "--ro-bind", &path);
+    }
     bind(&mut a, "--ro-bind", &sandbox.workspace);
     bind(&mut a, "--bind", &sandbox.temp_dir);
     if let Some(cache) = &sandbox.cache_dir {

@@ -16,8 +16,9 @@
 //!   between pinned as mount points (so a protected path cannot be renamed away with its
 //!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), a network namespace without
 //!   interfaces unless the network is granted, and `/run`, the person's secrets and Mandate's
-//!   own directories hidden. Landlock then filters the network and scopes signals (its file
-//!   rules would forbid bubblewrap's mounts);
+//!   own directories hidden. `/tmp` is private; what a hook or server runs from under the real
+//!   one is bound read-only back (`programs.rs`). Landlock then filters the network and scopes
+//!   signals (its file rules would forbid bubblewrap's mounts);
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session it cannot leave (`setsid` and `setpgid` refused by a seccomp filter), descriptors
 //!   above 2 closed, death with Mandate (`PR_SET_PDEATHSIG`, forked from one long-lived thread:
@@ -28,6 +29,10 @@
 //!
 //! Where the kernel offers none of it, [`Confinement::level`] is `None` and says so: the
 //! caller must then ask a person before every command.
+//!
+//! No trace of the confinement stays in the workspace: a directory made only so that it could
+//! be granted (a first build's `node_modules/`) is removed after the command when it is still
+//! empty (`made_dirs.rs`), and every mount point bubblewrap is given exists already.
 
 mod bwrap;
 #[cfg(test)]
@@ -35,9 +40,13 @@ mod death_tests;
 pub mod env;
 mod freeze;
 mod landlock_rules;
+mod made_dirs;
 #[cfg(test)]
 mod nested_git_tests;
 mod plan;
+mod programs;
+#[cfg(test)]
+mod programs_tests;
 mod reaper;
 mod run;
 mod scope;
@@ -51,6 +60,8 @@ mod spawn;
 mod spawner;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trace_tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -58,7 +69,9 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 pub use freeze::{freeze_group, thaw_group, FreezeError};
+pub use made_dirs::MadeDir;
 pub use plan::{protected_inside, without_listed, SandboxRequest};
+pub use programs::find_program;
 pub(crate) use run::kill_group;
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
@@ -210,6 +223,12 @@ pub struct CommandSandbox {
     /// A directory outside the workspace that stays writable across runs (an MCP server's
     /// package caches); none for commands. See [`CommandSandbox::with_cache_dir`].
     pub cache_dir: Option<PathBuf>,
+    /// Directories made in the workspace only so that they could be granted (see
+    /// `made_dirs.rs`); [`CommandSandbox::remove_made_dirs`] after the process.
+    pub made: Vec<MadeDir>,
+    /// What a hook or server runs from outside the workspace that bubblewrap's private `/tmp`
+    /// would hide: bound read-only back ([`CommandSandbox::with_programs`]).
+    pub programs: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,6 +244,8 @@ pub enum SandboxError {
         workspace: String,
         protected: String,
     },
+    #[error("`{program}` is inside `{protected}`, which commands, hooks and MCP servers may not read (the person's secrets or Mandate's own data), so it is not run: keep it elsewhere")]
+    ProgramHidden { program: String, protected: String },
 }
 
 impl CommandSandbox {
@@ -271,6 +292,8 @@ impl CommandSandbox {
             env,
             workspace,
             cache_dir: None,
+            made: Vec::new(),
+            programs: Vec::new(),
         };
         sandbox.protect(protected)?;
         Ok(sandbox)
@@ -309,13 +332,20 @@ impl CommandSandbox {
             path: dir.display().to_string(),
             message: message.to_string(),
         };
+        let allowed = |at: &Path| {
+            let overlaps = |other: &Path| at.starts_with(other) || other.starts_with(at);
+            !overlaps(&self.workspace) && !self.hidden.iter().any(|h| overlaps(h))
+        };
+        let overlap = || refuse("it overlaps the workspace or Mandate's own directories");
+        // Checked before anything is made, so that a refused one leaves no directory behind,
+        // and again once made (a symlink on the way may have changed meanwhile).
+        if !allowed(&resolved(dir).map_err(|e| refuse(&e.to_string()))?) {
+            return Err(overlap());
+        }
         std::fs::create_dir_all(dir).map_err(|e| refuse(&e.to_string()))?;
         let canonical = dir.canonicalize().map_err(|e| refuse(&e.to_string()))?;
-        let overlaps = |other: &Path| canonical.starts_with(other) || other.starts_with(&canonical);
-        if overlaps(&self.workspace) || self.hidden.iter().any(|h| overlaps(h)) {
-            return Err(refuse(
-                "it overlaps the workspace or Mandate's own directories",
-            ));
+        if !allowed(&canonical) {
+            return Err(overlap());
         }
         self.cache_dir = Some(canonical);
         Ok(self)
@@ -338,6 +368,13 @@ impl CommandSandbox {
         out
     }
 
+    /// Removes the directories made for this sandbox that the process left empty (a first
+    /// build's `node_modules/` that nothing was written to), so that no trace of the
+    /// confinement stays in the workspace. Call it once the process has ended.
+    pub fn remove_made_dirs(&self) -> Vec<PathBuf> {
+        made_dirs::remove_unused(&self.made)
+    }
+
     /// Whether the command could write `path` (absolute): it is inside a writable grant,
     /// the temporary directory, or the granted `.git/`.
     pub fn may_write(&self, path: &Path) -> bool {
@@ -358,6 +395,28 @@ impl CommandSandbox {
             || self.temp_dir.starts_with(path)
             || self.cache_dir.as_ref().is_some_and(|c| c.starts_with(path))
             || (self.write_git && self.workspace.join(".git").starts_with(path))
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists: its nearest existing ancestor,
+/// canonical, joined with the rest.
+fn resolved(path: &Path) -> std::io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        match at.canonicalize() {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return Ok(absolute),
+        }
     }
 }
 

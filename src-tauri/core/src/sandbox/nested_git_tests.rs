@@ -5,12 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tests::levels;
+use super::tests::{levels, AgentPlace};
 use super::*;
 use crate::changes::hostile_git::{git, Payload, WHY};
-use crate::hooks::command_policy::{CommandNeeds, CommandPolicy};
-use crate::hooks::ignore_list::IntentIgnore;
-use crate::redact::Redactor;
+use crate::hooks::command_policy::CommandNeeds;
 
 struct Nested {
     _tmp: tempfile::TempDir,
@@ -65,8 +63,6 @@ async fn governed(n: &Nested, level: &Confinement, line: &str) -> GovernedRun {
     governed_with(n, level, line, &["vendor/**"], CommandNeeds::default()).await
 }
 
-/// Runs `line` for an intent owning `scope` (globs), with the workspace's `.intentignore` and
-/// repository configuration as Mandate loads them.
 async fn governed_with(
     n: &Nested,
     level: &Confinement,
@@ -74,42 +70,15 @@ async fn governed_with(
     scope: &[&str],
     granted: CommandNeeds,
 ) -> GovernedRun {
-    let ws = crate::workspace::Workspace::new(&n.root).expect("ws");
-    let action = crate::hooks::CommandAction {
-        command: line.into(),
-        cwd: ws.resolve(".").expect("root"),
-        timeout: std::time::Duration::from_secs(60),
-        granted,
-    };
-    let scope: Vec<String> = scope.iter().map(|g| g.to_string()).collect();
-    let globs = scope.clone();
-    let owns = move |p: &str| {
-        globs
-            .iter()
-            .any(|g| globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p)))
-    };
-    let policy = CommandPolicy::builtin();
-    let ignore = IntentIgnore::load(&n.root).expect("ignore");
-    let cx = CommandContext {
-        workspace: &n.root,
-        owned_scope: &scope,
-        owns: &owns,
-        ignore: &ignore,
-        policy: &policy,
-        confinement: level,
-        temp_dir: &n.temp,
+    let place = AgentPlace {
+        root: &n.root,
+        temp: &n.temp,
+        cwd: ".",
+        scope,
         granted,
         app_dirs: &[],
-        redactor: &Redactor::new(),
     };
-    run_governed(
-        &action,
-        &cx,
-        &tokio_util::sync::CancellationToken::new(),
-        |_| {},
-    )
-    .await
-    .expect("ran")
+    place.run(level, line).await
 }
 
 fn reason<'a>(run: &'a GovernedRun, path: &str) -> Option<&'a str> {

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{env, scope_grants, CommandSandbox, Grant, SandboxError};
+use super::scope::scope_grants_making;
+use super::{env, CommandSandbox, Grant, MadeDir, SandboxError};
 use crate::changes::{EntryKind, Snapshot};
 use crate::hooks::command_policy::ConfinementSettings;
 use crate::hooks::ignore_list::IntentIgnore;
@@ -42,15 +43,22 @@ pub struct SandboxRequest<'a> {
 
 impl SandboxRequest<'_> {
     /// The sandbox. Missing build-output directories whose marker file is at the root or in
-    /// the working directory (`target/` beside `Cargo.toml`) are created first, so that a
-    /// first build can write them.
+    /// the working directory (`target/` beside `Cargo.toml`), and new top-level directories
+    /// the intent owns, are made first so that a first build can write them; they are listed
+    /// in [`CommandSandbox::made`], and the caller removes those left empty
+    /// ([`CommandSandbox::remove_made_dirs`]) once the command has ended.
     pub fn build(&self) -> Result<CommandSandbox, SandboxError> {
-        let mut grants = without_listed(
-            self.workspace,
-            scope_grants(self.workspace, self.owned_scope),
-            self.ignore,
-        );
-        for dir in self.build_outputs() {
+        let mut made: Vec<MadeDir> = Vec::new();
+        let mut make = |dir: &Path| match MadeDir::make(dir) {
+            Some(dir) => {
+                made.push(dir);
+                true
+            }
+            None => false,
+        };
+        let scope = scope_grants_making(self.workspace, self.owned_scope, &mut make);
+        let mut grants = without_listed(self.workspace, scope, self.ignore);
+        for dir in self.build_outputs(&mut make) {
             grants.push(Grant::directory(dir));
         }
         let read_only_inside = self.read_only_inside(&grants);
@@ -61,7 +69,7 @@ impl SandboxRequest<'_> {
             self.network,
             self.redactor,
         );
-        CommandSandbox::new(
+        let sandbox = CommandSandbox::new(
             self.workspace,
             self.cwd,
             grants,
@@ -71,7 +79,14 @@ impl SandboxRequest<'_> {
             self.write_git,
             self.app_dirs.to_vec(),
             env,
-        )
+        );
+        match sandbox {
+            Ok(sandbox) => Ok(CommandSandbox { made, ..sandbox }),
+            Err(e) => {
+                super::made_dirs::remove_unused(&made);
+                Err(e)
+            }
+        }
     }
 
     fn allowed_here(&self, rel: &str) -> bool {
@@ -87,7 +102,7 @@ impl SandboxRequest<'_> {
         self.allowed_here(rel) && !self.ignore.git_named().any(|n| n.starts_with(&inside))
     }
 
-    fn build_outputs(&self) -> Vec<PathBuf> {
+    fn build_outputs(&self, make: &mut dyn FnMut(&Path) -> bool) -> Vec<PathBuf> {
         let names = self.settings.build_output_names();
         let mut dirs: Vec<PathBuf> = self
             .before
@@ -111,7 +126,7 @@ impl SandboxRequest<'_> {
                 if wanted
                     && !dir.exists()
                     && rel.is_ok_and(|r| self.output_writable(&r))
-                    && std::fs::create_dir(&dir).is_ok()
+                    && make(&dir)
                 {
                     dirs.push(dir);
                 }

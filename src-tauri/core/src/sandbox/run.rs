@@ -251,7 +251,13 @@ pub async fn run_governed(
     } else {
         Vec::new()
     };
-    let watch = Watch::from_snapshot(before, cx.confinement, named, fixed).await?;
+    let watch = match Watch::from_snapshot(before, cx.confinement, named, fixed).await {
+        Ok(watch) => watch,
+        Err(e) => {
+            sandbox.remove_made_dirs();
+            return Err(e);
+        }
+    };
     let run = run_confined(
         action,
         &sandbox,
@@ -261,6 +267,9 @@ pub async fn run_governed(
         on_output,
     )
     .await;
+    // Before the changes are read: a directory made only to be granted, left empty, was
+    // never the command's doing.
+    sandbox.remove_made_dirs();
     let rules = ChangeRules {
         owns: cx.owns,
         ignore: cx.ignore,

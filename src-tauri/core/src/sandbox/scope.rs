@@ -42,9 +42,20 @@ fn has_glob(component: &str) -> bool {
 
 /// The writable paths covering `owned_scope` (an intent's globs, as in
 /// `active_intents.yaml`) in the workspace `root` (canonical). A literal directory that does
-/// not exist yet is covered by its nearest existing parent; when that is the root, the
-/// directory is created (an empty directory the intent owns) so it can be granted.
+/// not exist yet is covered by its nearest existing parent, never the root: nothing is made
+/// here (see [`scope_grants_making`]).
 pub fn scope_grants(root: &Path, owned_scope: &[String]) -> Vec<Grant> {
+    scope_grants_making(root, owned_scope, &mut |_| false)
+}
+
+/// [`scope_grants`], where a literal directory whose nearest existing parent is the root is
+/// given to `make` first (a new top-level directory the intent owns): when `make` creates it,
+/// it is granted.
+pub(super) fn scope_grants_making(
+    root: &Path,
+    owned_scope: &[String],
+    make: &mut dyn FnMut(&Path) -> bool,
+) -> Vec<Grant> {
     let mut grants = Vec::new();
     for pattern in owned_scope {
         let trimmed = pattern.trim().trim_start_matches("./");
@@ -77,10 +88,8 @@ pub fn scope_grants(root: &Path, owned_scope: &[String]) -> Vec<Grant> {
                 break;
             };
             if parent.as_os_str().is_empty() {
-                // A new top-level directory the intent owns: create it so it can be granted.
-                if protected_reason(&dir.to_string_lossy()).is_none()
-                    && std::fs::create_dir(root.join(&dir)).is_ok()
-                {
+                // A new top-level directory the intent owns: made so it can be granted.
+                if protected_reason(&dir.to_string_lossy()).is_none() && make(&root.join(&dir)) {
                     break;
                 }
             }

@@ -141,13 +141,19 @@ fn a_server_writes_its_temporary_and_cache_directories_and_nothing_in_the_worksp
 fn a_cache_directory_never_overlaps_the_workspace_or_a_hidden_one() {
     let p = place();
     let ws = p.sandbox.workspace.clone();
-    for bad in [ws.join("cache"), ws.parent().expect("parent").to_path_buf()] {
+    for bad in [
+        ws.join("cache"),
+        ws.join("docs/mcp/cache"),
+        ws.parent().expect("parent").to_path_buf(),
+    ] {
         assert!(
             p.sandbox.clone().with_cache_dir(&bad).is_err(),
             "{}",
             bad.display()
         );
     }
+    // Refused before anything is made: no trace of it in the workspace.
+    assert!(!ws.join("cache").exists() && !ws.join("docs/mcp").exists());
     // A symlink elsewhere that leads into the workspace is the workspace.
     let link = ws.parent().expect("parent").join("link-into-ws");
     std::fs::create_dir_all(ws.join(".git")).expect("mkdir");
@@ -157,6 +163,7 @@ fn a_cache_directory_never_overlaps_the_workspace_or_a_hidden_one() {
     let data = ws.parent().expect("parent").join("data");
     hidden.hidden.push(data.clone());
     assert!(hidden.with_cache_dir(&data.join("cache")).is_err());
+    assert!(!data.exists());
 }
 
 #[test]

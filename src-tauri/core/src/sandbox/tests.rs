@@ -279,7 +279,12 @@ fn root_level_globs_grant_top_level_directories_never_the_root() {
         ],
     );
     assert_eq!(nested, vec![Grant::directory(s.root.join("src"))]);
-    let fresh = scope_grants(&s.root, &["newmod/**".into()]);
+    // A new top-level directory is granted only once made (by the sandbox, which removes it
+    // again if the command leaves it empty); reading the grants makes nothing.
+    assert_eq!(scope_grants(&s.root, &["newmod/**".into()]), Vec::new());
+    assert!(!s.root.join("newmod").exists());
+    let mut make = |dir: &Path| std::fs::create_dir(dir).is_ok();
+    let fresh = scope::scope_grants_making(&s.root, &["newmod/**".into()], &mut make);
     assert_eq!(fresh, vec![Grant::directory(s.root.join("newmod"))]);
     assert!(s.root.join("newmod").is_dir());
     let deep = scope_grants(&s.root, &["src/auth/new/deeper/*.rs".into()]);
@@ -483,4 +488,61 @@ async fn a_timeout_kills_everything_the_command_started() {
     // Long enough for the orphan to have fired, had it survived.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert!(!marker.exists(), "a child of the command outlived the kill");
+}
+
+/// Where, and for which intent, a test runs a command as the agent does ([`run_governed`]).
+pub(super) struct AgentPlace<'a> {
+    /// The workspace root (canonical).
+    pub root: &'a Path,
+    pub temp: &'a Path,
+    /// Where the command starts, relative to the root.
+    pub cwd: &'a str,
+    /// The selected intent's globs.
+    pub scope: &'a [&'a str],
+    pub granted: crate::hooks::command_policy::CommandNeeds,
+    /// Mandate's own directories, hidden.
+    pub app_dirs: &'a [PathBuf],
+}
+
+impl AgentPlace<'_> {
+    /// Runs `line` with the workspace's `.intentignore` and repository configuration as
+    /// Mandate loads them.
+    pub(super) async fn run(&self, level: &Confinement, line: &str) -> GovernedRun {
+        let ws = crate::workspace::Workspace::new(self.root).expect("ws");
+        let action = crate::hooks::CommandAction {
+            command: line.into(),
+            cwd: ws.resolve(self.cwd).expect("cwd"),
+            timeout: std::time::Duration::from_secs(60),
+            granted: self.granted,
+        };
+        let scope: Vec<String> = self.scope.iter().map(|g| g.to_string()).collect();
+        let globs = scope.clone();
+        let owns = move |p: &str| {
+            globs
+                .iter()
+                .any(|g| globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p)))
+        };
+        let policy = CommandPolicy::builtin();
+        let ignore = crate::hooks::ignore_list::IntentIgnore::load(self.root).expect("ignore");
+        let cx = CommandContext {
+            workspace: self.root,
+            owned_scope: &scope,
+            owns: &owns,
+            ignore: &ignore,
+            policy: &policy,
+            confinement: level,
+            temp_dir: self.temp,
+            granted: self.granted,
+            app_dirs: self.app_dirs,
+            redactor: &Redactor::new(),
+        };
+        run_governed(
+            &action,
+            &cx,
+            &tokio_util::sync::CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .expect("ran")
+    }
 }

@@ -90,6 +90,8 @@ pub async fn run_hook(
         env.retain(|(n, _)| n != name);
         env.push((name.to_string(), root.clone()));
     }
+    let env_path: Vec<(String, String)> =
+        env.iter().filter(|(n, _)| n == "PATH").cloned().collect();
     let sandbox = CommandSandbox::new(
         place.root,
         place.root,
@@ -101,7 +103,12 @@ pub async fn run_hook(
         place.app_dirs.to_vec(),
         env,
     );
-    let command = sandbox.and_then(|s| ConfinedCommand::command(&s, place.confinement, command));
+    // What the line runs from outside the workspace (a script kept under `/tmp`) is shown to
+    // it; one inside a hidden path is refused here, with the reason.
+    let programs = hook_programs(place.root, command, &env_path);
+    let command = sandbox
+        .and_then(|s| s.with_programs(programs))
+        .and_then(|s| ConfinedCommand::command(&s, place.confinement, command));
     let mut cmd = match command {
         Ok(c) => tokio::process::Command::from(c),
         Err(e) => return HookRun::failed(e.to_string()),
@@ -119,6 +126,21 @@ pub async fn run_hook(
         stderr: place.redactor.redact(&run.stderr).into_owned(),
         ..run
     }
+}
+
+/// The files a hook's line may run: the words written as paths, and the others found as
+/// programs on its `PATH`.
+fn hook_programs(root: &Path, command: &str, env: &[(String, String)]) -> Vec<PathBuf> {
+    super::trust::command_words(root, command)
+        .into_iter()
+        .filter_map(|word| {
+            if word.contains('/') {
+                Some(PathBuf::from(word))
+            } else {
+                crate::sandbox::find_program(&word, env, root)
+            }
+        })
+        .collect()
 }
 
 /// One stream, kept up to [`MAX_STREAM_BYTES`].

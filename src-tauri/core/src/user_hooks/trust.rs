@@ -23,6 +23,23 @@ const KEPT_PER_WORKSPACE: usize = 8;
 const MAX_FILES: usize = 4096;
 const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The words of a hook's command line, roughly as the shell splits them (quotes join, they
+/// do not separate: `"$CLAUDE_PROJECT_DIR"/x.sh`), with `$CLAUDE_PROJECT_DIR` and
+/// `$MANDATE_PROJECT_DIR` replaced by `root`: where to look for the files it runs.
+pub fn command_words(root: &Path, command: &str) -> Vec<String> {
+    let mut line = command.to_string();
+    for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
+        line = line
+            .replace(&format!("${{{var}}}"), &root.display().to_string())
+            .replace(&format!("${var}"), &root.display().to_string());
+    }
+    line.split(|c: char| c.is_whitespace() || ";|&()<>`=".contains(c))
+        .map(|w| w.replace(['"', '\''], ""))
+        .filter(|w| !w.is_empty())
+        .take(256)
+        .collect()
+}
+
 /// The fingerprint of `config` with the code its hooks run ([`super::code`]) as it is now:
 /// every file read, every file of a tree that is the hook's, and the names in each directory
 /// an import searches.
