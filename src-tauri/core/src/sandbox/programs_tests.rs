@@ -143,11 +143,13 @@ async fn a_hook_kept_in_a_hidden_directory_is_refused_with_the_reason() {
 
 fn server_place(o: &Outside, level: &Confinement) -> Place {
     Place {
+        name: "outside".into(),
         root: o.root.clone(),
         confinement: level.clone(),
         hidden: vec![o.data.clone()],
         cache: None,
         writes_workspace: false,
+        unconfined: false,
     }
 }
 
