@@ -1,6 +1,7 @@
 //! Calling a tool of a running server: a call waits (bounded) for a restart in progress but
-//! never for a server that is down, has its time limit, and runs a server that may write only
-//! for its duration (thawed for the call, stopped again after it).
+//! never for a server that is down, has its time limit, and runs a watched server (one that
+//! may write in the workspace, or runs unconfined) only for its duration (thawed for the
+//! call, stopped again after it).
 
 use std::time::Duration;
 
@@ -58,7 +59,7 @@ impl Server {
         let peer = self.ready_peer(cancel).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let limit = self.def.tool_timeout;
-        // A server that may write runs only for the duration of a call.
+        // A watched server runs only for the duration of a call.
         let watched = self.jail().filter(|j| j.watched());
         if let Some(jail) = &watched {
             jail.thaw();
