@@ -1,8 +1,10 @@
 //! A server the person allowed to run unconfined, with the real test server and the real
 //! kernel: confined, its write outside its own directories is refused; unconfined, the same
 //! write lands. Every call of an unconfined server — a declared read too — waits for approval
-//! and says "unconfined" on its card and its approval. The consent is given, listed and taken
-//! back from the command line, and a changed definition makes it stale.
+//! and says "unconfined" on its card and its approval. What it changes in the workspace is
+//! recorded when the intent owns it and put back otherwise (protected files byte for byte);
+//! what it writes outside its calls is undone and it is refused. The consent is given, listed
+//! and taken back from the command line, and a changed definition makes it stale.
 
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, mandate, Output};
@@ -17,8 +19,17 @@ use serde_json::{json, Value};
 /// A workspace with the test server `srv`, consented to (and, with `unconfined`, allowed to
 /// run unconfined).
 fn setup(unconfined: bool) -> (tempfile::TempDir, UserDirs) {
-    let ws = workspace(Some(INTENTS), &[("docs/notes.md", "notes\n")]);
-    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
+    setup_with(unconfined, json!({}), &[("docs/notes.md", "notes\n")])
+}
+
+/// [`setup`] with the server's variables `env` and the workspace's `files`.
+fn setup_with(
+    unconfined: bool,
+    env: Value,
+    files: &[(&str, &str)],
+) -> (tempfile::TempDir, UserDirs) {
+    let ws = workspace(Some(INTENTS), files);
+    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], env)}));
     let dirs = UserDirs::new();
     let (key, decisions) = if unconfined {
         consent_and_unconfined(ws.path(), "srv")
@@ -243,19 +254,12 @@ const SETTINGS: &str = "{\n  \"permissions\": {}\n}\n";
 /// A workspace with notes INT-001 owns, a source file it does not and the person's Claude
 /// Code settings; its server `srv` (with `env`) allowed to run unconfined.
 fn unconfined_workspace(env: Value) -> (tempfile::TempDir, UserDirs) {
-    let ws = workspace(
-        Some(INTENTS),
-        &[
-            ("docs/notes.md", "notes\n"),
-            ("src/main.rs", MAIN),
-            (".claude/settings.json", SETTINGS),
-        ],
-    );
-    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], env)}));
-    let dirs = UserDirs::new();
-    let (key, decisions) = consent_and_unconfined(ws.path(), "srv");
-    write_user_file(&dirs.config(), json!({"projects": {key: decisions}}));
-    (ws, dirs)
+    let files = [
+        ("docs/notes.md", "notes\n"),
+        ("src/main.rs", MAIN),
+        (".claude/settings.json", SETTINGS),
+    ];
+    setup_with(true, env, &files)
 }
 
 fn write_marker(id: &str, path: &str, text: &str) -> mandate_tests::llm_server::Reply {

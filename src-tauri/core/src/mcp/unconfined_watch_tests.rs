@@ -12,7 +12,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::hub_tests::{fixture_on, Fixture};
+use super::hub_tests::{consent_to_the_only_server, fixture_on, Fixture};
 use super::PROJECT_FILE;
 use crate::agent::test_support::{Events, NoModel, Person};
 use crate::agent::{dispatch, AgentEnv, CallResult, Governance, TaskHandle, TaskStore};
@@ -125,13 +125,7 @@ async fn run_with(env: Value, intent: bool) -> Run {
             .to_string(),
     )
     .expect("write .mcp.json");
-    let hash = f.hub.overview(false).await.servers[0]
-        .definition_hash
-        .clone();
-    f.hub
-        .grant_consent("srv".into(), hash.clone())
-        .await
-        .expect("consent");
+    let hash = consent_to_the_only_server(&f, "srv").await;
     f.hub
         .set_unconfined("srv".into(), hash, true)
         .await
