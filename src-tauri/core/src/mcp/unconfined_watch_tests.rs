@@ -233,8 +233,7 @@ impl Run {
             .collect()
     }
 
-    /// The process group of the running server.
-    fn group(&self) -> i32 {
+    fn server(&self) -> Arc<super::server::Server> {
         let slots = self
             .f
             .hub
@@ -242,8 +241,12 @@ impl Run {
             .slots
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        slots.servers["srv"]
-            .server
+        slots.servers["srv"].server.clone()
+    }
+
+    /// The process group of the running server.
+    fn group(&self) -> i32 {
+        self.server()
             .jail()
             .and_then(|j| j.group)
             .expect("the server runs")
@@ -428,17 +431,8 @@ async fn an_unconfined_server_woken_between_calls_is_refused_at_the_next_call() 
     assert!(!result.is_error, "{}", result.content);
     let group = r.group();
     // Any process of the person's can wake it where no PID namespace hides it: it writes,
-    // then stops itself again to look as it was left.
-    // SAFETY: signals to the test's own server group.
-    unsafe {
-        libc::killpg(group, libc::SIGCONT);
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // SAFETY: as above.
-    unsafe {
-        libc::killpg(group, libc::SIGSTOP);
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // then is stopped again to look as it was left.
+    wake_behind_its_back(group).await;
     assert_eq!(r.read("docs/woken.md").as_deref(), Some("woken\n"));
     let result = r.call("wait", json!({"ms": 10})).await;
     assert!(result.is_error, "{}", result.content);
@@ -461,6 +455,49 @@ async fn an_unconfined_server_woken_between_calls_is_refused_at_the_next_call() 
         "{:?}",
         r.notices()
     );
+}
+
+/// Continues the stopped `group` as another process could, lets it run, and stops it again.
+async fn wake_behind_its_back(group: i32) {
+    // SAFETY: signals to the test's own server group.
+    unsafe {
+        libc::killpg(group, libc::SIGCONT);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: as above.
+    unsafe {
+        libc::killpg(group, libc::SIGSTOP);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn a_server_woken_after_its_calls_watch_began_is_not_continued() {
+    let r = run().await;
+    let result = r.call("wait", json!({"ms": 10})).await;
+    assert!(!result.is_error, "{}", result.content);
+    let group = r.group();
+    // Woken once the call's own checks are done: the last check, right before it is
+    // continued for the call, finds it.
+    wake_behind_its_back(group).await;
+    let server = r.server();
+    let mut args = serde_json::Map::new();
+    args.insert("ms".into(), json!(10));
+    let outcome = server.call("wait", args, &CancellationToken::new()).await;
+    assert!(
+        matches!(
+            outcome,
+            Err(super::server::CallError::RanWhileStopped { .. })
+        ),
+        "{outcome:?}"
+    );
+    for _ in 0..100 {
+        if !alive(group) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(group), "it goes on");
 }
 
 #[tokio::test]
