@@ -1,8 +1,10 @@
 //! A server the person allowed to run unconfined, with the real test server and the real
 //! kernel: confined, its write outside its own directories is refused; unconfined, the same
 //! write lands. Every call of an unconfined server — a declared read too — waits for approval
-//! and says "unconfined" on its card and its approval. The consent is given, listed and taken
-//! back from the command line, and a changed definition makes it stale.
+//! and says "unconfined" on its card and its approval. What it changes in the workspace is
+//! recorded when the intent owns it and put back otherwise (protected files byte for byte);
+//! what it writes outside its calls is undone and it is refused. The consent is given, listed
+//! and taken back from the command line, and a changed definition makes it stale.
 
 use mandate_tests::app::{workspace, UserDirs};
 use mandate_tests::cli::{ledger, mandate, Output};
@@ -17,8 +19,17 @@ use serde_json::{json, Value};
 /// A workspace with the test server `srv`, consented to (and, with `unconfined`, allowed to
 /// run unconfined).
 fn setup(unconfined: bool) -> (tempfile::TempDir, UserDirs) {
-    let ws = workspace(Some(INTENTS), &[("docs/notes.md", "notes\n")]);
-    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], json!({}))}));
+    setup_with(unconfined, json!({}), &[("docs/notes.md", "notes\n")])
+}
+
+/// [`setup`] with the server's variables `env` and the workspace's `files`.
+fn setup_with(
+    unconfined: bool,
+    env: Value,
+    files: &[(&str, &str)],
+) -> (tempfile::TempDir, UserDirs) {
+    let ws = workspace(Some(INTENTS), files);
+    write_project_file(ws.path(), json!({"srv": stdio_entry(&[], env)}));
     let dirs = UserDirs::new();
     let (key, decisions) = if unconfined {
         consent_and_unconfined(ws.path(), "srv")
@@ -235,4 +246,135 @@ async fn the_consent_is_given_listed_and_taken_back_from_the_command_line() {
     let (srv, text) = list(ws.path(), &dirs).await;
     assert_eq!(srv["unconfined"]["state"], "not_granted", "{srv:#}");
     assert!(text.contains("confined (landlock"), "{text}");
+}
+
+const MAIN: &str = "fn main() {}\n";
+const SETTINGS: &str = "{\n  \"permissions\": {}\n}\n";
+
+/// A workspace with notes INT-001 owns, a source file it does not and the person's Claude
+/// Code settings; its server `srv` (with `env`) allowed to run unconfined.
+fn unconfined_workspace(env: Value) -> (tempfile::TempDir, UserDirs) {
+    let files = [
+        ("docs/notes.md", "notes\n"),
+        ("src/main.rs", MAIN),
+        (".claude/settings.json", SETTINGS),
+    ];
+    setup_with(true, env, &files)
+}
+
+fn write_marker(id: &str, path: &str, text: &str) -> mandate_tests::llm_server::Reply {
+    call(
+        id,
+        "mcp__srv__write_marker",
+        json!({"path": path, "text": text}),
+    )
+}
+
+#[tokio::test]
+async fn what_an_unconfined_server_changes_in_the_workspace_is_recorded_in_scope_and_undone_out_of_it(
+) {
+    let (ws, dirs) = unconfined_workspace(json!({}));
+    let intents =
+        std::fs::read(ws.path().join(".orchestration/active_intents.yaml")).expect("intents");
+    let server = ScriptedServer::start(vec![
+        select(),
+        write_marker("in", "docs/notes.md", "notes, changed by the server\n"),
+        write_marker("out", "src/main.rs", "fn main() { evil() }\n"),
+        write_marker(
+            "intents",
+            ".orchestration/active_intents.yaml",
+            "active_intents: []\n",
+        ),
+        write_marker("hooks", ".claude/settings.json", "{\"hooks\": {}}"),
+        done(),
+    ])
+    .await;
+    let out = run_go(ws.path(), &server, &["--approve", "allow"], &dirs).await;
+
+    // In scope: it stays, and the call's record lists it.
+    let result = server.tool_result("in").expect("in");
+    assert!(
+        result.contains("recorded in the trace ledger under INT-001"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("docs/notes.md")).expect("notes"),
+        "notes, changed by the server\n"
+    );
+    let records = ledger(ws.path());
+    assert_eq!(records.len(), 4, "{records:#?}");
+    for record in &records {
+        assert_valid(record);
+        assert_eq!(record["metadata"]["dev.mandate"]["mcp"]["unconfined"], true);
+    }
+    assert_eq!(
+        records[0]["files"][0]["path"], "docs/notes.md",
+        "{:#}",
+        records[0]
+    );
+    assert_eq!(records[0]["files"].as_array().map(Vec::len), Some(1));
+
+    // Out of scope, and protected: put back byte for byte, and the model told.
+    for (id, path) in [
+        ("out", "src/main.rs"),
+        ("intents", ".orchestration/active_intents.yaml"),
+        ("hooks", ".claude/settings.json"),
+    ] {
+        let result = server.tool_result(id).expect(id);
+        assert!(
+            result.contains("SCOPE_VIOLATION") && result.contains(&format!("{path} (undone)")),
+            "{result}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/main.rs")).expect("main"),
+        MAIN
+    );
+    assert_eq!(
+        std::fs::read(ws.path().join(".orchestration/active_intents.yaml")).expect("intents"),
+        intents
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".claude/settings.json")).expect("settings"),
+        SETTINGS
+    );
+    assert!(
+        notices(&out)
+            .iter()
+            .any(|n| n.contains("Scope Violation") && n.contains("src/main.rs")),
+        "{:?}",
+        notices(&out)
+    );
+}
+
+#[tokio::test]
+async fn an_unconfined_server_that_writes_outside_its_calls_has_it_undone_and_is_refused() {
+    let ws_file = "docs/planted.md";
+    let (ws, dirs) = unconfined_workspace(json!({"MCP_TEST_WRITE_AT_START": ws_file}));
+    let server = ScriptedServer::start(vec![
+        select(),
+        write_marker("w", "docs/notes.md", "changed\n"),
+        done(),
+    ])
+    .await;
+    let out = run_go(ws.path(), &server, &["--approve", "allow"], &dirs).await;
+    assert!(
+        !ws.path().join(ws_file).exists(),
+        "what it wrote while no call was running is still there"
+    );
+    let result = server.tool_result("w").expect("w");
+    assert!(result.contains("mcp__srv__write_marker"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("docs/notes.md")).expect("notes"),
+        "notes\n"
+    );
+    assert!(
+        notices(&out)
+            .iter()
+            .any(|n| n.contains("`srv` is unavailable")
+                && n.contains("outside any call")
+                && n.contains("docs/planted.md (undone)")),
+        "{:?}",
+        notices(&out)
+    );
 }

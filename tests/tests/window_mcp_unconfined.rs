@@ -97,7 +97,7 @@ async fn an_unconfined_servers_call_card_says_so_and_settings_ask_before_allowin
     for expected in [
         "unconfined",
         "Unconfined: this MCP server runs outside any confinement",
-        "Mandate cannot see or undo what it changes",
+        "What a call changes in the workspace is found afterwards",
     ] {
         assert!(text.contains(expected), "{expected} missing from {text}");
     }

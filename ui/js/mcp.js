@@ -1,5 +1,5 @@
 // MCP: the approval card of a call to a server's tool, and the servers in Settings. Everything the server said is shown as
-// its claim (text only, never markup): Mandate cannot see, check or undo what the call does.
+// its claim (text only, never markup): Mandate cannot see, check or undo what the call does beyond the workspace.
 
 import { ask } from './ipc.js';
 import { confirmAction } from './confirm.js';
@@ -32,7 +32,7 @@ export function mcpCallBody(el, d) {
     h('div', { class: 'danger-box' },
       d.unconfined ? h('p', { class: 'small mcp-unconfined' },
         h('span', { class: 'tag tag-danger', text: 'unconfined' }), ' ',
-        'This server runs outside any confinement (you allowed it, or this machine offers none): the call can read and write anything you can, and Mandate cannot see or undo what it changes. That is why it asks, even for a tool the server calls read-only.') : null,
+        'This server runs outside any confinement (you allowed it, or this machine offers none): the call can read and write anything you can. What it changes in the workspace is found after the call, recorded under the intent when the intent owns it and undone otherwise; what it does elsewhere (your other files, the network) Mandate cannot see or undo. That is why it asks, even for a tool the server calls read-only.') : null,
       h('p', { class: 'small', text: d.unconfined ? 'Approve only what you would run yourself.' : d.writes_workspace
         ? 'You allowed this server to write in the workspace: what the call changes there is found, recorded under the intent when it owns it, and undone otherwise. What it does elsewhere (the network) Mandate cannot show, check or undo.'
         : 'It cannot write in the workspace. Mandate records that it ran, but cannot show, check or undo what it does elsewhere (over the network).' })));
@@ -112,7 +112,7 @@ function unconfinedControl(s) {
     if (!box.checked) return request();
     const ok = await confirmAction({
       title: `Run ${s.name} unconfined?`,
-      message: 'It will run outside any sandbox: it can read, change and delete anything you can — your keys and credentials, other projects, this workspace’s history and trace ledger — and Mandate cannot see or undo what it does. Each of its calls will wait for your approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.',
+      message: 'It will run outside any sandbox: it can read, change and delete anything you can — your keys and credentials, other projects, Mandate’s own data — and Mandate cannot see or undo what it does outside this workspace. In the workspace it runs only during its calls: what each call changes there is recorded under the selected intent when the intent owns it, and undone otherwise. Each of its calls will wait for your approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.',
       confirmLabel: 'Run unconfined',
     });
     if (ok) return request();

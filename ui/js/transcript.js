@@ -432,7 +432,7 @@ function finalize(el, complete) {
 }
 
 /** What the "unconfined" badge of a call card means, said on the card itself. */
-const UNCONFINED_NOTE = 'Unconfined: this MCP server runs outside any confinement (you allowed it, or this machine offers none). It can read and write anything you can, and Mandate cannot see or undo what it changes.';
+const UNCONFINED_NOTE = 'Unconfined: this MCP server runs outside any confinement (you allowed it, or this machine offers none). It can read and write anything you can. What a call changes in the workspace is found afterwards: recorded under the intent when the intent owns it, undone otherwise. What it does elsewhere, Mandate cannot see or undo.';
 
 /** @param {ToolCallView} call */
 function toolCard(call) {

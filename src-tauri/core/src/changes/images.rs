@@ -1,7 +1,7 @@
 //! What is kept of the workspace before a process that may change it out of scope, so that
-//! the change can be undone: copies of the protected files (Mandate's own, the repository's
-//! `.git/` configuration) and of every nested repository's `.git` but its objects, and the
-//! files the checkpoint store holds.
+//! the change can be undone: copies of the protected files (Mandate's own, the person's hooks
+//! and MCP servers, the repository's `.git/` configuration) and of every nested repository's
+//! `.git` but its objects, and the files the checkpoint store holds.
 
 use std::collections::HashMap;
 
@@ -47,9 +47,16 @@ impl BeforeImages {
     }
 }
 
-/// The protected files worth a copy before an unconfined command.
+/// The protected files worth a copy before an unconfined process: the intents and the
+/// ledger, the ignore list, the person's hooks (`.mandate/`, `.claude/`) and the workspace's
+/// MCP servers (`.mcp.json`) — none is in the checkpoint store, and each decides what runs
+/// next with the person's rights — and the repository's configuration.
 fn worth_copying(rel: &str) -> bool {
-    if rel == ".intentignore" || rel.starts_with(".orchestration/") {
+    if matches!(rel, ".intentignore" | ".mcp.json")
+        || [".orchestration/", ".mandate/", ".claude/"]
+            .iter()
+            .any(|dir| rel.starts_with(dir))
+    {
         return true;
     }
     let Some(git) = rel.strip_prefix(".git/") else {

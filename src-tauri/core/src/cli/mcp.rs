@@ -142,7 +142,7 @@ pub async fn mcp(root: &Path, action: McpAction) -> i32 {
 }
 
 /// What running a server unconfined means, said before the person agrees.
-const UNCONFINED_WARNING: &str = "Unconfined, it runs outside any sandbox: it can read, change and delete anything you can (your keys and credentials, other projects, this workspace's history and trace ledger), and Mandate cannot see or undo what it does. Each of its calls will wait for approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.";
+const UNCONFINED_WARNING: &str = "Unconfined, it runs outside any sandbox: it can read, change and delete anything you can (your keys and credentials, other projects, Mandate's own data), and Mandate cannot see or undo what it does outside this workspace. In the workspace it runs only during its calls: what each call changes there is recorded under the selected intent when the intent owns it, and undone otherwise. Each of its calls will wait for approval. Allow this only for a program you trust; a change to its definition or to the code it runs takes it back.";
 
 /// Shows what server `name` runs, as a person agreeing to a right for it must see it;
 /// returns its definition's hash (None, said, when there is no such server).

@@ -245,7 +245,8 @@ pub enum McpAction {
     DenyWrite { name: String },
     /// Let the stdio server NAME, as defined now and with the code it runs now, run outside
     /// any confinement in this workspace: it can then read and write anything you can, and
-    /// each of its calls waits for approval. Where the machine offers no confinement (no
+    /// each of its calls waits for approval (what a call changes in the workspace is still
+    /// recorded in scope and undone out of it). Where the machine offers no confinement (no
     /// Landlock), a server starts only with this. A changed definition or program takes it
     /// back.
     AllowUnconfined {

@@ -18,7 +18,8 @@ use tokio::io::AsyncReadExt;
 
 use super::catalog::ToolInfo;
 use super::jail::{Jail, Place};
-use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement, Watch};
+use super::starting::StartingWatch;
+use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement};
 
 /// How many pages of `tools/list` are followed (a server that pages forever is cut off).
 const MAX_TOOL_PAGES: usize = 16;
@@ -270,8 +271,9 @@ pub async fn connect(
     }
 }
 
-/// Starts a stdio server confined ([`super::jail`]); one that may write in the workspace is
-/// stopped before it is handed over, and refused if it changed anything while starting.
+/// Starts a stdio server confined ([`super::jail`]); one that may write in the workspace (or
+/// runs unconfined) is stopped before it is handed over, and refused if it changed anything
+/// while starting ([`super::starting::Starting`]).
 async fn connect_stdio(
     name: &str,
     command: &str,
@@ -284,15 +286,7 @@ async fn connect_stdio(
     let (sandbox, temp) = tokio::task::spawn_blocking(move || super::jail::prepare(&p, &own))
         .await
         .map_err(|e| ConnectError::Config(e.to_string()))??;
-    let watch = if place.writes_workspace {
-        Some(
-            Watch::start(&place.root, &place.confinement, Vec::new())
-                .await
-                .map_err(|e| ConnectError::Config(e.to_string()))?,
-        )
-    } else {
-        None
-    };
+    let watch = StartingWatch::before_spawn(place).await?;
     // Under bubblewrap a missing program would only be said by bubblewrap, on stderr.
     let Some(program) = crate::sandbox::find_program(command, &sandbox.env, &place.root) else {
         return Err(ConnectError::Spawn {
@@ -337,16 +331,13 @@ async fn connect_stdio(
         ));
     };
     let guard = ChildGuard::new(child, Some(temp));
-    let jail = Arc::new(Jail {
+    let jail = Arc::new(Jail::new(
         sandbox,
-        confinement: place.confinement.clone(),
-        writes_workspace: place.writes_workspace,
-        group: guard.group(),
-    });
-    let starting = Starting {
-        jail: jail.clone(),
-        watch,
-    };
+        place.confinement.clone(),
+        place.writes_workspace,
+        guard.group(),
+    ));
+    let starting = watch.spawned(jail.clone());
     let connected = handshake(name, stdout, stdin, guard, reader, stderr, limit).await;
     let mut conn = match connected {
         Ok(conn) => conn,
@@ -358,7 +349,7 @@ async fn connect_stdio(
 }
 
 /// `initialize` and the tool list of a spawned stdio server. On error its group is killed
-/// (the guard is dropped); [`Starting::failed`] makes sure it is gone.
+/// (the guard is dropped); [`super::starting::Starting::failed`] makes sure it is gone.
 async fn handshake(
     name: &str,
     stdout: tokio::process::ChildStdout,
@@ -390,72 +381,6 @@ async fn handshake(
         }
     };
     finish(name, service, Some(guard), stderr, limit).await
-}
-
-/// A stdio server between its spawn and its hand-over. A server that may write in the
-/// workspace is watched while it starts; whichever way the start ends, its process group is
-/// stopped or dead before the watch is read (and before a call's own watch settles), and what
-/// changed is named. Dropped unfinished (the start was cancelled), it kills the group.
-struct Starting {
-    jail: Arc<Jail>,
-    watch: Option<Watch>,
-}
-
-impl Starting {
-    /// The start failed: the group is stopped (or killed) and killed, and the error names
-    /// what changed in the workspace meanwhile.
-    async fn failed(mut self, e: ConnectError) -> ConnectError {
-        let Some(watch) = self.watch.take() else {
-            self.jail.kill();
-            return e;
-        };
-        let _ = self.jail.freeze().await;
-        self.jail.kill();
-        match super::jail::startup_changes(watch, &self.jail).await {
-            Ok(changed) if changed.is_empty() => e,
-            Ok(changed) => ConnectError::Confinement(format!(
-                "{e}; files in the workspace changed while it was starting ({})",
-                changed.join(", ")
-            )),
-            Err(why) => ConnectError::Confinement(format!(
-                "{e}; what it changed in the workspace while starting could not be found ({why})"
-            )),
-        }
-    }
-
-    /// The start succeeded: a watched server is stopped, and refused if it changed anything.
-    async fn succeeded(mut self) -> Result<(), ConnectError> {
-        let Some(watch) = self.watch.take() else {
-            return Ok(());
-        };
-        if let Err(why) = self.jail.freeze().await {
-            self.jail.kill();
-            return Err(ConnectError::Confinement(why));
-        }
-        let changed = match super::jail::startup_changes(watch, &self.jail).await {
-            Ok(changed) => changed,
-            Err(why) => {
-                self.jail.kill();
-                return Err(ConnectError::Confinement(why));
-            }
-        };
-        if !changed.is_empty() {
-            self.jail.kill();
-            return Err(ConnectError::Confinement(format!(
-                "files in the workspace changed while it was starting ({}), and a server allowed to write may do so only while its tool runs; it was stopped, and the call's change detection sorts those changes",
-                changed.join(", ")
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Starting {
-    fn drop(&mut self) {
-        if self.watch.is_some() {
-            self.jail.kill();
-        }
-    }
 }
 
 async fn finish(

@@ -306,8 +306,8 @@ pub(super) fn catalog_of(slots: &Slots) -> (Vec<Entry>, Vec<Hidden>) {
         .iter()
         .filter_map(|(name, slot)| {
             let state = slot.server.state();
-            // One that may write waits, stopped, for a call to start it.
-            let waits = slot.server.writes_workspace
+            // A watched one waits, stopped, for a call to start it.
+            let waits = slot.server.watched()
                 && matches!(state.status, McpStatus::Stopped | McpStatus::Failed)
                 && !state.tools.is_empty()
                 && !slot.server.is_stopped_for_good();
@@ -374,9 +374,13 @@ fn notes(slots: &Slots) -> Vec<String> {
 /// What the person should know of a server's consent to run unconfined: in use (every call
 /// asks), stale (allow it again), or refused.
 fn unconfined_note(name: &str, slot: &Slot) -> Option<String> {
+    let state = slot.server.state();
+    // Ready, or stopped with its tools known: it waits for a call to start it.
+    let usable = state.status == McpStatus::Ready
+        || (state.status == McpStatus::Stopped && !state.tools.is_empty());
     match &slot.unconfined {
-        GrantState::InForce(_) if slot.server.state().status == McpStatus::Ready => Some(format!(
-            "MCP server `{name}` runs unconfined, as you allowed: it can read and write anything you can, and each of its calls waits for your approval."
+        GrantState::InForce(_) if usable => Some(format!(
+            "MCP server `{name}` runs unconfined, as you allowed: it can read and write anything you can, and each of its calls waits for your approval; what a call changes in the workspace is recorded when the selected intent owns it and undone otherwise."
         )),
         GrantState::Stale(why) => Some(format!(
             "MCP server `{name}`: your consent to run it unconfined is stale ({why}), so it is not used. If you trust the code it runs now, allow it again (Settings → MCP servers; `mandate mcp allow-unconfined {name}`)."

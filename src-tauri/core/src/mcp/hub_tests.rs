@@ -429,6 +429,19 @@ fn a_server_secret_is_redacted_in_every_encoding_and_everywhere_once_resolved() 
     assert!(redacted.contains("TOKEN=[REDACTED]"), "{redacted}");
 }
 
+/// Consents to the workspace's server `name`, the only one it defines, as the person does in
+/// Settings; returns its definition's hash.
+pub(super) async fn consent_to_the_only_server(f: &Fixture, name: &str) -> String {
+    let hash = f.hub.overview(false).await.servers[0]
+        .definition_hash
+        .clone();
+    f.hub
+        .grant_consent(name.into(), hash.clone())
+        .await
+        .expect("consent");
+    hash
+}
+
 /// An executable outside the workspace of `f` (next to it), for a server's program.
 pub(super) fn program_outside(f: &Fixture, name: &str) -> std::path::PathBuf {
     script_outside(f, name, "exit 0")

@@ -20,16 +20,28 @@
 //!   ([`write_grant_refusal`]: bubblewrap's PID namespace, or Landlock ABI 6+ signal scoping).
 //! - **Unconfined**, only where the person said so for this definition and the code it runs
 //!   ([`Place::unconfined`], checked like the grant to write, [`super::grant`]): no Landlock, no
-//!   bubblewrap — what it may touch is what the person may — but still its own process group,
-//!   the allow-listed environment and its private temporary directory. Every call of it asks
-//!   the person and its card says so; the grant to write in the workspace is not used (nothing
-//!   confines its writes to watch them).
+//!   bubblewrap — what it may touch is what the person may — but still its own process group
+//!   (its system-call filter refuses `setsid` and `setpgid`), the allow-listed environment and
+//!   its private temporary directory. Every call of it asks the person and its card says so.
+//!   It is watched as a granted server is, whatever the grant: stopped between calls, started
+//!   only inside a call's watch, and each call's changes in the workspace recorded when the
+//!   selected intent owns them and undone otherwise (the protected files are copied before
+//!   the call, as before an unconfined command). To list its tools outside a call it starts
+//!   under a watch of its own where nothing is in scope: what it changed is undone and it is
+//!   refused. What stopping it does not guarantee here, with no PID namespace: any process of
+//!   the person's may continue it (a stopped thread runs no code, and its context switches
+//!   show at the next call that it ran, which refuses that call and kills it — what it changed
+//!   meanwhile cannot be told from the person's or the agent's changes, so it is named, not
+//!   undone); and work it handed to a process outside its group (a daemon, a scheduler, a
+//!   service over a socket) is not stopped: between calls it is not seen, and what it changes
+//!   during a later call is sorted as that call's. What it does outside the workspace is not
+//!   seen at all.
 //! - **Without Landlock** a server could write anything, and be woken by anyone: it starts
 //!   only with that consent ([`prepare`] refuses otherwise, saying how to give it), never
 //!   because of the grant to write.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::Mutex;
 
 use super::connection::ConnectError;
 use crate::hooks::command_policy::CommandPolicy;
@@ -37,7 +49,7 @@ use crate::hooks::ignore_list::IntentIgnore;
 use crate::redact::Redactor;
 use crate::sandbox::{
     self, env::command_environment, scope_grants, ChangeRules, CommandSandbox, Confinement,
-    ConfinementLevel, Watch,
+    ConfinementLevel,
 };
 
 /// Where and how a stdio server runs.
@@ -57,6 +69,32 @@ pub struct Place {
     /// The person allowed this definition to run outside any confinement (`confinement` then
     /// confines nothing).
     pub unconfined: bool,
+    /// It starts only to list its tools, outside any call.
+    pub listing: bool,
+}
+
+impl Place {
+    /// How its start is watched for changes in the workspace.
+    pub fn start_watch(&self) -> StartWatch {
+        match (self.writes_workspace || self.unconfined, self.listing) {
+            (false, _) => StartWatch::No,
+            (true, false) => StartWatch::InCall,
+            (true, true) => StartWatch::OutsideCall,
+        }
+    }
+}
+
+/// How the start of a server is watched for changes in the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartWatch {
+    /// Not at all: it cannot write in the workspace.
+    No,
+    /// Inside a call's watch: what it changed while starting is named and it is refused; the
+    /// call's watch sorts the change (recorded in scope, undone out of it).
+    InCall,
+    /// Outside any call (an unconfined server listing its tools): nothing is in scope there,
+    /// so what it changed is undone, and it is refused.
+    OutsideCall,
 }
 
 /// A running server's confinement: what it may write, and its process group.
@@ -66,29 +104,70 @@ pub struct Jail {
     pub writes_workspace: bool,
     /// The server's process group (its pid: it starts a session of its own).
     pub group: Option<i32>,
+    /// What its threads had done when it was last stopped (see [`Jail::woken`]).
+    stopped: Mutex<Option<sandbox::GroupMark>>,
 }
 
 impl Jail {
-    /// Whether the server is stopped between calls and its calls bracketed by change
-    /// detection: it may write in the workspace.
-    pub fn watched(&self) -> bool {
-        self.writes_workspace
+    pub fn new(
+        sandbox: CommandSandbox,
+        confinement: Confinement,
+        writes_workspace: bool,
+        group: Option<i32>,
+    ) -> Jail {
+        Jail {
+            sandbox,
+            confinement,
+            writes_workspace,
+            group,
+            stopped: Mutex::new(None),
+        }
     }
 
-    /// Stops the server (see [`sandbox::freeze_group`]); one that cannot be stopped is killed.
+    /// Whether the server is stopped between calls and its calls bracketed by change
+    /// detection: it may write in the workspace, by the person's grant or because nothing
+    /// confines it.
+    pub fn watched(&self) -> bool {
+        self.writes_workspace || !self.confinement.is_confined()
+    }
+
+    /// Stops the server (see [`sandbox::freeze_group`]) and notes what its threads had done;
+    /// one that cannot be stopped is killed.
     pub async fn freeze(&self) -> Result<(), String> {
         let Some(group) = self.group else {
             return Ok(());
         };
-        let stopped = tokio::task::spawn_blocking(move || sandbox::freeze_group(group))
+        let stopped = tokio::task::spawn_blocking(move || sandbox::freeze_and_mark(group))
             .await
             .map_err(|e| e.to_string())
             .and_then(|r| r.map_err(|e| e.to_string()));
-        if let Err(why) = &stopped {
-            tracing::warn!(group, %why, "an MCP server could not be stopped between calls; it is killed");
-            sandbox::kill_group(Some(group));
-        }
-        stopped
+        let mark = match stopped {
+            Ok(mark) => mark,
+            Err(why) => {
+                tracing::warn!(group, %why, "an MCP server could not be stopped between calls; it is killed");
+                sandbox::kill_group(Some(group));
+                return Err(why);
+            }
+        };
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
+        Ok(())
+    }
+
+    /// Why the server cannot be taken to have stayed stopped since it was last stopped, if it
+    /// cannot. Stopping it guarantees nothing against a `SIGCONT` from a process that can
+    /// signal it (any of the person's, where no PID namespace hides it and Landlock does not
+    /// scope signals); what it then ran shows in its threads' context switches
+    /// ([`sandbox::ran_since`]), whatever state it was left in.
+    pub async fn woken(&self) -> Option<String> {
+        let group = self.group?;
+        let mark = self
+            .stopped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()?;
+        tokio::task::spawn_blocking(move || sandbox::ran_since(group, &mark))
+            .await
+            .unwrap_or_else(|e| Some(format!("it could not be checked: {e}")))
     }
 
     /// Kills the server and everything it started.
@@ -98,6 +177,10 @@ impl Jail {
 
     pub fn thaw(&self) {
         if let Some(group) = self.group {
+            self.stopped
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
             sandbox::thaw_group(group);
         }
     }
@@ -238,11 +321,11 @@ pub fn write_grant_refusal(confinement: &Confinement) -> Option<String> {
 pub fn level_note(confinement: &Confinement, granted: bool, unconfined: bool) -> String {
     if unconfined {
         let grant = if granted {
-            "; your grant to write in the workspace is not used: nothing confines its writes, so they cannot be watched"
+            "; your grant to write in the workspace adds nothing: it can write there anyway"
         } else {
             ""
         };
-        return format!("unconfined, as you allowed: it can read and write anything you can, and every call waits for your approval{grant}");
+        return format!("unconfined, as you allowed: it can read and write anything you can, and every call waits for your approval; it is stopped between calls, and what a call changes in the workspace is recorded when the selected intent owns it and undone otherwise (what it does outside the workspace is not seen){grant}");
     }
     let refusal = write_grant_refusal(confinement).filter(|_| granted);
     if !confinement.is_confined() {
@@ -272,22 +355,12 @@ pub fn unstarted(root: &Path) -> Result<Jail, String> {
         Vec::new(),
     )
     .map_err(|e| e.to_string())?;
-    Ok(Jail {
+    Ok(Jail::new(
         sandbox,
-        confinement: Confinement::from_parts(None, None),
-        writes_workspace: true,
-        group: None,
-    })
-}
-
-/// After a granted server started and was stopped: what changed in the workspace while it
-/// started. Found, not undone here: it is started only by a call, inside that call's watch,
-/// which sorts the change (recorded in scope, undone out of it).
-pub async fn startup_changes(watch: Watch, jail: &Arc<Jail>) -> Result<Vec<String>, String> {
-    watch
-        .changed_paths(&jail.sandbox, &jail.confinement)
-        .await
-        .map_err(|e| e.to_string())
+        Confinement::from_parts(None, None),
+        true,
+        None,
+    ))
 }
 
 #[cfg(test)]
@@ -307,6 +380,7 @@ mod tests {
             cache: None,
             writes_workspace,
             unconfined: false,
+            listing: false,
         };
         (tmp, place)
     }
@@ -344,7 +418,9 @@ mod tests {
         assert!(
             note.starts_with("unconfined, as you allowed")
                 && note.contains("every call waits for your approval")
-                && note.contains("grant to write in the workspace is not used"),
+                && note.contains("stopped between calls")
+                && note.contains("recorded when the selected intent owns it and undone otherwise")
+                && note.contains("grant to write in the workspace adds nothing"),
             "{note}"
         );
     }

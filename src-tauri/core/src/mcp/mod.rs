@@ -27,7 +27,7 @@
 //!   a selected intent, and a person approves every call whatever the approval settings (the
 //!   card shows the server, the tool, the arguments, the server's description and its
 //!   annotations); headless, `--approve` decides. Mandate cannot see, check or undo what such a
-//!   call does, so there is no "always allow".
+//!   call does beyond the workspace, so there is no "always allow".
 //! - **Confinement** ([`jail`]): a stdio server runs confined like a command, reading the
 //!   workspace and writing nothing in it. One the person allowed to write in the workspace (per
 //!   workspace and definition, in their own file) is stopped between calls and every call of it
@@ -43,10 +43,15 @@
 //!   Landlock a stdio server starts only with it — never because of the grant to write — and
 //!   the refusal says how to give it. Every call of a server running unconfined (or of any
 //!   stdio server on such a machine) asks the person, a declared read too, and its card and
-//!   approval say "unconfined", as a command does where nothing confines it.
+//!   approval say "unconfined", as a command does where nothing confines it. In the
+//!   workspace it is watched as a granted server is (`watched`), over the whole workspace and
+//!   with the protected files copied before each call; started to list its tools outside a
+//!   call, what it changes is undone and it is refused (`starting`). What stopping it between
+//!   calls does and does not guarantee without a PID namespace is said in [`jail`].
 //! - **Ledger.** Every mutating call that was sent gets a record: `files` is empty for a server
 //!   that cannot write in the workspace (a pseudo-path would be reported missing by
-//!   `trace verify` and offered to blame and undo) and holds a watched call's in-scope changes,
+//!   `trace verify` and offered to blame and undo) and holds a watched call's (granted or
+//!   unconfined) in-scope changes,
 //!   mutation class `EXTERNAL_ACTION` declared, and under
 //!   `metadata["dev.mandate"].mcp` the server, tool, `args_sha256`, whether it ran
 //!   `unconfined`, the result's `is_error` and the outcome (`ok`, `error`, `no_answer`); the
@@ -77,6 +82,7 @@ mod manage;
 pub mod refs;
 pub mod result;
 pub mod server;
+mod starting;
 mod tool;
 pub mod user_file;
 mod views;
@@ -90,3 +96,5 @@ pub use tool::{args_sha256, McpTool};
 mod hub_tests;
 #[cfg(test)]
 mod unconfined_tests;
+#[cfg(test)]
+mod unconfined_watch_tests;

@@ -85,7 +85,7 @@ pub struct Server {
     /// whether a call has told the person yet.
     dropped: Mutex<Option<(String, bool)>>,
     /// Held for the whole of a watched call (change detection before, the call, change
-    /// detection after): calls of a server that may write never overlap.
+    /// detection after): calls of a watched server never overlap.
     calls: tokio::sync::Mutex<()>,
     env: Arc<ServerEnv>,
     state: watch::Sender<State>,
@@ -96,7 +96,7 @@ pub struct Server {
     fault: Mutex<Option<String>>,
 }
 
-/// The state of a server that may write in the workspace between its calls.
+/// The state of a watched server between its calls.
 const WAITS_FOR_ITS_CALL: &str =
     "it may write in the workspace, so it runs only during its calls: its next call starts it";
 
@@ -122,8 +122,8 @@ impl Server {
             jail: None,
         });
         // The grant holds only where a stopped server stays stopped (see
-        // `jail::write_grant_refusal`): otherwise the server runs read-only. Unconfined,
-        // nothing confines its writes to watch them: the grant is not used.
+        // `jail::write_grant_refusal`): otherwise the server runs read-only. Unconfined, the
+        // grant adds nothing: it can write anyway, and is watched as if granted (`watched`).
         let writes_workspace = grant.is_some()
             && unconfined.is_none()
             && super::jail::write_grant_refusal(&env.confinement).is_none();
@@ -185,11 +185,13 @@ impl Server {
         self.cancel.cancel();
     }
 
-    /// Starts it outside any call (a task starts, Settings asked). One that may write in the
-    /// workspace is never started so: its writes are watched only during a call, which starts
-    /// it. Until its tools are known it is started once read-only, to list them, and stopped.
+    /// Starts it outside any call (a task starts, Settings asked). A watched one is never
+    /// started so: its writes are watched only during a call, which starts it. Until its
+    /// tools are known it is started once to list them, and stopped: without the grant to
+    /// write, and unconfined under a watch where nothing is in scope (see
+    /// [`super::starting`]).
     pub fn start_outside_call(self: &Arc<Self>) {
-        if !self.writes_workspace {
+        if !self.watched() {
             return self.launch(false);
         }
         if self.state.borrow().tools.is_empty() {
@@ -197,8 +199,8 @@ impl Server {
         }
     }
 
-    /// Starts it unless it is running, waiting for consent, disabled or invalid. For a server
-    /// that may write in the workspace only a call does this, inside its watch.
+    /// Starts it unless it is running, waiting for consent, disabled or invalid. For a
+    /// watched server only a call does this, inside its watch.
     pub fn start(self: &Arc<Self>) {
         self.launch(false);
     }
@@ -236,15 +238,18 @@ impl Server {
         let _ = tokio::time::timeout(limit, rx.wait_for(|s| s.status != McpStatus::Starting)).await;
     }
 
-    /// A start without the grant (it writes nothing in the workspace) that only lists the
-    /// tools; the server is then stopped, to be started by its next call.
+    /// A start without the grant to write (confined, it writes nothing in the workspace;
+    /// unconfined, what it changes there is undone) that only lists the tools; the server is
+    /// then stopped, to be started by its next call.
     async fn list_tools_read_only(self: Arc<Self>) {
         let resolved = match self.resolve().await {
             Ok(r) => r,
             Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
         };
-        let mut place = self.place();
-        place.writes_workspace = false;
+        let place = match self.checked_place(&resolved, true).await {
+            Ok(place) => place,
+            Err(e) => return self.set_status(McpStatus::Failed, Some(e.to_string())),
+        };
         let connecting =
             connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
         let connected = tokio::select! {
@@ -276,23 +281,10 @@ impl Server {
                 Ok(r) => r,
                 Err(e) => return self.set_status(McpStatus::Failed, Some(e)),
             };
-            let mut place = self.place();
-            if place.writes_workspace {
-                place.writes_workspace = self.grant_holds(&resolved).await;
-            }
-            if place.unconfined {
-                if let Some(why) = self.consent_lapse(&resolved).await {
-                    if !self.env.confinement.is_confined() {
-                        let refused = ConnectError::Unconfined {
-                            server: self.def.name.clone(),
-                            lapse: Some(why),
-                        };
-                        return self.set_status(McpStatus::Failed, Some(refused.to_string()));
-                    }
-                    place.unconfined = false;
-                    place.confinement = self.env.confinement.clone();
-                }
-            }
+            let place = match self.checked_place(&resolved, false).await {
+                Ok(place) => place,
+                Err(e) => return self.set_status(McpStatus::Failed, Some(e.to_string())),
+            };
             let connecting =
                 connection::connect(&self.def.name, &resolved, &place, self.def.startup_timeout);
             let connected = tokio::select! {
@@ -321,7 +313,7 @@ impl Server {
             if let Some(fault) = fault {
                 return self.set_status(McpStatus::Failed, Some(fault));
             }
-            if self.writes_workspace {
+            if self.watched() {
                 // Started again only by its next call, inside that call's watch: a restart in
                 // the background could write while the agent or the person does.
                 tracing::warn!(server = %self.def.name, %why, "MCP server stopped");
@@ -417,6 +409,38 @@ impl Server {
         why
     }
 
+    /// Where and how this start runs, the person's rights checked against the code it runs
+    /// (found and hashed again now): the grant to write is dropped where it does not hold;
+    /// so is the consent to run unconfined, and it then runs confined — or, on a machine
+    /// without confinement, not at all. `listing`: it starts only to list its tools, without
+    /// the grant to write.
+    async fn checked_place(
+        &self,
+        resolved: &Resolved,
+        listing: bool,
+    ) -> Result<Place, ConnectError> {
+        let mut place = self.place();
+        place.listing = listing;
+        if listing {
+            place.writes_workspace = false;
+        } else if place.writes_workspace {
+            place.writes_workspace = self.grant_holds(resolved).await;
+        }
+        if place.unconfined {
+            if let Some(why) = self.consent_lapse(resolved).await {
+                if !self.env.confinement.is_confined() {
+                    return Err(ConnectError::Unconfined {
+                        server: self.def.name.clone(),
+                        lapse: Some(why),
+                    });
+                }
+                place.unconfined = false;
+                place.confinement = self.env.confinement.clone();
+            }
+        }
+        Ok(place)
+    }
+
     /// Whether the grant holds for the code this start runs. When it does not, this run goes
     /// without it and Settings say why.
     async fn grant_holds(&self, resolved: &Resolved) -> bool {
@@ -467,6 +491,7 @@ impl Server {
             cache,
             writes_workspace: self.writes_workspace,
             unconfined,
+            listing: false,
         }
     }
 
@@ -486,13 +511,22 @@ impl Server {
     /// that offers no confinement, where it starts only with that consent). Never an HTTP
     /// server: it does not run here.
     pub fn runs_unconfined(&self) -> bool {
-        if !self.def.is_stdio() {
-            return false;
-        }
+        self.def.is_stdio() && !self.runs_under().is_confined()
+    }
+
+    /// The confinement of its process: a running server's, or the one it would start with.
+    pub fn runs_under(&self) -> Confinement {
         match self.jail() {
-            Some(jail) => !jail.confinement.is_confined(),
-            None => self.unconfined.is_some() || !self.env.confinement.is_confined(),
+            Some(jail) => jail.confinement.clone(),
+            None => self.place().confinement,
         }
+    }
+
+    /// Whether it runs only during its calls, each bracketed by change detection (see
+    /// [`super::watched`]): it may write in the workspace, by the person's grant or because
+    /// it runs unconfined.
+    pub fn watched(&self) -> bool {
+        self.writes_workspace || self.runs_unconfined()
     }
 
     /// The running server's confinement (none for a server over HTTP or one that is down).

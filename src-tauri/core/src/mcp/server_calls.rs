@@ -1,6 +1,7 @@
 //! Calling a tool of a running server: a call waits (bounded) for a restart in progress but
-//! never for a server that is down, has its time limit, and runs a server that may write only
-//! for its duration (thawed for the call, stopped again after it).
+//! never for a server that is down, has its time limit, and runs a watched server (one that
+//! may write in the workspace, or runs unconfined) only for its duration (thawed for the
+//! call, stopped again after it).
 
 use std::time::Duration;
 
@@ -35,6 +36,9 @@ pub enum CallError {
     },
     #[error("the call to `{tool}` was cancelled")]
     Cancelled { tool: String, sent: bool },
+    /// A watched server ran while it was left stopped: it was killed, the call not sent.
+    #[error("MCP server `{server}` ran between its calls although it was stopped ({why}); it was killed and the call was not sent. What it changed meanwhile cannot be told apart from other changes and was not undone.")]
+    RanWhileStopped { server: String, why: String },
 }
 
 impl CallError {
@@ -42,7 +46,9 @@ impl CallError {
     pub fn was_sent(&self) -> bool {
         !matches!(
             self,
-            CallError::NotRunning { .. } | CallError::Cancelled { sent: false, .. }
+            CallError::NotRunning { .. }
+                | CallError::Cancelled { sent: false, .. }
+                | CallError::RanWhileStopped { .. }
         )
     }
 }
@@ -58,9 +64,19 @@ impl Server {
         let peer = self.ready_peer(cancel).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let limit = self.def.tool_timeout;
-        // A server that may write runs only for the duration of a call.
+        // A watched server runs only for the duration of a call. Checked again right before
+        // it is continued: it may have been woken while this call's watch began.
         let watched = self.jail().filter(|j| j.watched());
         if let Some(jail) = &watched {
+            if let Some(why) = jail.woken().await {
+                self.fail(format!(
+                    "it ran between its calls although it was stopped ({why})"
+                ));
+                return Err(CallError::RanWhileStopped {
+                    server: self.def.name.clone(),
+                    why,
+                });
+            }
             jail.thaw();
         }
         let outcome = tokio::select! {

@@ -130,7 +130,7 @@ impl Tool for McpTool {
             Value::Object(map) => map.clone(),
             _ => Map::new(),
         };
-        if self.server.writes_workspace {
+        if self.server.watched() {
             return super::watched::run(self, &action, arguments, cx).await;
         }
         let outcome = self.server.call(&action.tool, arguments, cx.cancel).await;
@@ -228,8 +228,9 @@ impl McpTool {
     /// The ledger record of a call that was sent: what was called, with which arguments
     /// (their digest), whether it ran unconfined, what came back and who approved it, under
     /// `metadata["dev.mandate"]`;
-    /// `files` holds what it changed that Mandate saw (a watched server's in-scope changes,
-    /// with line ranges and content hashes), empty for a server that cannot write. `Err` says
+    /// `files` holds what it changed that Mandate saw (a watched server's in-scope changes —
+    /// granted or unconfined — with line ranges and content hashes), empty for a server that
+    /// cannot write in the workspace. `Err` says
     /// why the ledger could not record it (the problem is also shown to the person).
     pub(super) async fn record(
         &self,
@@ -245,7 +246,8 @@ impl McpTool {
             "tool": action.tool,
             "args_sha256": action.args_sha256,
             "transport": if self.server.def.is_stdio() { "stdio" } else { "http" },
-            // Outside any confinement, what it did is known only by what it said.
+            // Outside any confinement, what it did beyond the workspace is known only by
+            // what it said.
             "unconfined": action.unconfined,
         });
         if let Some(mcp) = mcp.as_object_mut() {

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::catalog::{self, ToolInfo};
 use super::config::{self, Source};
 use super::grant::{WriteEntry, WriteGrant};
-use super::hub_tests::{fixture_on, script_outside, Fixture};
+use super::hub_tests::{consent_to_the_only_server, fixture_on, script_outside, Fixture};
 use super::server::{Granted, Server, ServerEnv};
 use super::user_file::UserFile;
 use super::{McpTool, PROJECT_FILE};
@@ -51,13 +51,7 @@ async fn consented_on_a_machine_without_landlock(
     let f = fixture_on(None, none());
     let (program, started) = telltale(&f);
     project(&f, &program, &[]);
-    let hash = f.hub.overview(false).await.servers[0]
-        .definition_hash
-        .clone();
-    f.hub
-        .grant_consent("files".into(), hash.clone())
-        .await
-        .expect("consent");
+    let hash = consent_to_the_only_server(&f, "files").await;
     (f, program, started, hash)
 }
 

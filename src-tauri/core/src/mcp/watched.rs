@@ -1,10 +1,13 @@
-//! A call to a server the person allowed to write in the workspace, governed as a command is:
-//! the server runs only for the duration of the call (it is stopped otherwise), the workspace
-//! is snapshotted before and after, and what changed is sorted by the selected intent's scope —
-//! in scope: recorded in the call's ledger record with line ranges, content hashes and images
-//! (so blame and undo see it); out of scope: undone and reported to the model as
-//! `SCOPE_VIOLATION`. A read-only call (the server's hint) owns nothing: any change it makes is
-//! out of scope. Calls of one such server never overlap.
+//! A call to a server the person allowed to write in the workspace, or let run unconfined,
+//! governed as a command is: the server runs only for the duration of the call (it is stopped
+//! otherwise, and refused if it ran meanwhile), the workspace is snapshotted before and after,
+//! and what changed is sorted by the selected intent's scope — in scope: recorded in the call's
+//! ledger record with line ranges, content hashes and images (so blame and undo see it); out of
+//! scope: undone and reported to the model as `SCOPE_VIOLATION`. A read-only call (the
+//! server's hint) or one without a selected intent owns nothing: any change it makes is out of
+//! scope. Unconfined, it may have written anywhere: every file of the workspace is kept before
+//! the call (the protected ones copied, as before an unconfined command) and all of it is read
+//! after. Calls of one such server never overlap.
 
 use serde_json::{json, Map, Value};
 
@@ -43,9 +46,16 @@ pub(super) async fn run(
         .unwrap_or_default();
     let ignore = cx.gov.ignore().map_err(|e| failed("`.intentignore`", e))?;
     let running = server.jail();
+    if let Some(jail) = &running {
+        if let Some(why) = jail.woken().await {
+            return Err(refuse_woken(tool, action, &why, cx));
+        }
+    }
+    // What it may write: what a confined server's sandbox grants; running (or about to
+    // start) unconfined, anything.
     let grants = match &running {
-        Some(jail) => jail.sandbox.writable.clone(),
-        None => scope_grants(&root, &["**".to_string()]),
+        Some(jail) if jail.confinement.is_confined() => jail.sandbox.writable.clone(),
+        _ => scope_grants(&root, &["**".to_string()]),
     };
     let before = keep_writable(cx, &grants).await?;
     let kept: Vec<(String, String)> = before
@@ -54,7 +64,7 @@ pub(super) async fn run(
         .map(|(path, k)| (path.clone(), k.hash.clone()))
         .collect();
     let named: Vec<String> = ignore.git_named().map(str::to_string).collect();
-    let watch = Watch::start(&root, &server.confinement(), named)
+    let watch = Watch::start(&root, &server.runs_under(), named)
         .await
         .map_err(|e| failed("change detection", e))?
         .with_stored(kept, cx.gov.journal.checkpoints.clone());
@@ -168,6 +178,21 @@ pub(super) async fn run(
     };
     let output = answer(output, &target, &found, &in_scope, &scope, cx);
     with_note(output, note)
+}
+
+/// A server found to have run while it was left stopped between calls: it ran unwatched, so
+/// it is killed (its next call starts it afresh) and this call is not sent. What it changed
+/// meanwhile is not undone: it cannot be told apart from what the person or the agent changed.
+fn refuse_woken(tool: &McpTool, action: &ExternalAction, why: &str, cx: &RunCx<'_>) -> ToolError {
+    tool.server().fail(format!(
+        "it ran between its calls although it was stopped ({why})"
+    ));
+    let message = format!(
+        "MCP server `{}` ran between its calls although it was stopped ({why}): something continued it, which any process of the user's can do where no PID namespace hides it. What it changed meanwhile cannot be told apart from the user's or the agent's changes, so nothing was undone; the server was killed and this call was not sent. Look at the workspace before going on.",
+        action.server
+    );
+    notice(cx, message.clone());
+    ToolError::Failed(message)
 }
 
 /// The changes, unless some lie where Mandate cannot read and the server could write: what it

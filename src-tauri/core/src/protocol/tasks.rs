@@ -160,7 +160,9 @@ pub struct ToolCallView {
     pub changed_paths: Vec<String>,
     /// The call runs in a program outside any confinement (an MCP server the person allowed
     /// to run unconfined, or any stdio server where the machine offers no confinement): it
-    /// can read and write whatever the person can, and Mandate cannot see what it changes.
+    /// can read and write whatever the person can; what it changes in the workspace is found
+    /// after the call, recorded in scope and undone out of it, and Mandate cannot see what it
+    /// does elsewhere.
     #[serde(default)]
     pub unconfined: bool,
 }

@@ -1,9 +1,13 @@
 //! Stopping a whole process group and making sure it stopped: how an MCP server that may write
-//! in the workspace is kept from writing between calls. Its processes cannot leave the group
-//! (`setsid` and `setpgid` are refused by its system-call filter), and a stopped process runs
-//! no code, so only the process that stops it can start it again (`SIGCONT`): Landlock scopes
-//! signals to its own domain, so the server cannot ask anyone outside for that.
+//! in the workspace (or runs unconfined) is kept from writing between calls. Its processes
+//! cannot leave the group (`setsid` and `setpgid` are refused by its system-call filter), and
+//! a stopped process runs no code: only a `SIGCONT` from another process starts it again.
+//! Confined, nothing else can send one: bubblewrap's PID namespace hides the server, or
+//! Landlock (ABI 6+) scopes signals to its domain. Without either (an unconfined server) any
+//! process of the person's may; [`ran_since`] then finds at the next call that it ran, from
+//! the context switches each of its threads made, which a stopped thread never makes.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long the processes of a group get to reach the stopped state.
@@ -15,33 +19,29 @@ pub enum FreezeError {
     NotStopped { group: i32, pids: Vec<i32> },
 }
 
+/// The processes of group `group`.
+fn members(group: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| state_and_group(&stat).1 == Some(group))
+        })
+        .collect()
+}
+
 /// The processes of group `group` with a thread that is neither stopped nor finished. Every
 /// thread is read (`/proc/<pid>/task/*/stat`): a process's main thread can show stopped while
 /// another of its threads has not taken the stop yet and still writes.
 fn running_members(group: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut running = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if state_and_group(&stat).1 != Some(group) {
-            continue;
-        }
-        if threads_running(pid) {
-            running.push(pid);
-        }
-    }
-    running
+    members(group)
+        .into_iter()
+        .filter(|pid| threads_running(*pid))
+        .collect()
 }
 
 /// "pid (comm) state ppid pgrp …": the command may hold spaces and parentheses.
@@ -104,6 +104,63 @@ pub fn freeze_group(group: i32) -> Result<(), FreezeError> {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// What the threads of a stopped group have done: each thread's count of context switches
+/// (`/proc/<pid>/task/<tid>/status`). A stopped thread is not scheduled, so its count stays
+/// as it is until something continues it; one that ran since — even if it was stopped again —
+/// switched at least once more, and a process that appeared or went is another key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMark(BTreeMap<(i32, i32), u64>);
+
+fn mark_now(group: i32) -> GroupMark {
+    let mut marks = BTreeMap::new();
+    for pid in members(group) {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        for task in tasks.into_iter().flatten().flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            let switches = status
+                .lines()
+                .filter_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.ends_with("ctxt_switches")
+                        .then(|| value.trim().parse::<u64>().ok())?
+                })
+                .sum();
+            marks.insert((pid, tid), switches);
+        }
+    }
+    GroupMark(marks)
+}
+
+/// [`freeze_group`], then the group's [`GroupMark`] once it holds still: a thread that has
+/// just taken the stop may count its last switch a moment after it shows stopped.
+pub fn freeze_and_mark(group: i32) -> Result<GroupMark, FreezeError> {
+    freeze_group(group)?;
+    let mut mark = mark_now(group);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(2));
+        let again = mark_now(group);
+        if again == mark {
+            break;
+        }
+        mark = again;
+    }
+    Ok(mark)
+}
+
+/// Why the group stopped with `mark` cannot be taken as having stayed stopped since, if it
+/// cannot: some of its processes run now, or its threads ran (and stopped again) meanwhile.
+pub fn ran_since(group: i32, mark: &GroupMark) -> Option<String> {
+    let running = running_members(group);
+    if !running.is_empty() {
+        return Some(format!("its processes {running:?} are running"));
+    }
+    (mark_now(group) != *mark)
+        .then(|| "its processes ran, and stopped again, while it was left stopped".to_string())
 }
 
 /// Lets every process of `group` run again.

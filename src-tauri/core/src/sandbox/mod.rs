@@ -55,7 +55,7 @@ pub mod secrets;
 #[cfg(test)]
 mod secrets_tests;
 #[cfg(test)]
-mod server_tests;
+pub(crate) mod server_tests;
 mod spawn;
 mod spawner;
 #[cfg(test)]
@@ -68,7 +68,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-pub use freeze::{freeze_group, thaw_group, FreezeError};
+pub use freeze::{freeze_and_mark, freeze_group, ran_since, thaw_group, FreezeError, GroupMark};
 pub use made_dirs::MadeDir;
 pub use plan::{protected_inside, without_listed, SandboxRequest};
 pub use programs::find_program;

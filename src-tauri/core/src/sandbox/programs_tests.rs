@@ -150,6 +150,7 @@ fn server_place(o: &Outside, level: &Confinement) -> Place {
         cache: None,
         writes_workspace: false,
         unconfined: false,
+        listing: false,
     }
 }
 

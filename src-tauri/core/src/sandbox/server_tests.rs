@@ -215,7 +215,8 @@ fn a_server_cannot_create_a_unix_socket_but_keeps_socketpair() {
     }
 }
 
-fn thread_states_of_group(group: i32) -> Vec<String> {
+/// The states (`R`, `S`, `T`, …) of every thread of every process of `group`.
+pub(crate) fn thread_states_of_group(group: i32) -> Vec<String> {
     let mut states = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
@@ -278,6 +279,44 @@ fn a_freeze_reports_success_only_when_every_thread_stopped() {
             level.summary()
         );
         thaw_group(group);
+        kill_group(Some(group));
+        let _ = child.wait();
+    }
+}
+
+#[test]
+fn a_group_continued_and_stopped_again_behind_mandates_back_is_found() {
+    let mut all = levels();
+    all.push(Confinement::from_parts(None, None));
+    for level in all {
+        let p = place();
+        let mut child = server(
+            &p,
+            &level,
+            "(while :; do echo x >> \"$TMPDIR/bg\"; sleep 0.01; done) & echo started; sleep 30",
+        );
+        let group = i32::try_from(child.id()).expect("pid");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        assert_eq!(
+            lines.next().and_then(Result::ok).as_deref(),
+            Some("started")
+        );
+        let mark = freeze_and_mark(group).unwrap_or_else(|e| panic!("{}: {e}", level.summary()));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(ran_since(group, &mark), None, "{}", level.summary());
+        // Any process allowed to signal it continues it; it stops again to look untouched.
+        // SAFETY: signals to the test's own child group.
+        unsafe {
+            libc::killpg(group, libc::SIGCONT);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        freeze_group(group).unwrap_or_else(|e| panic!("{}: {e}", level.summary()));
+        let found = ran_since(group, &mark);
+        assert!(
+            found.as_deref().is_some_and(|why| why.contains("ran")),
+            "{}: {found:?}",
+            level.summary()
+        );
         kill_group(Some(group));
         let _ = child.wait();
     }
