@@ -38,7 +38,11 @@ def value(cells):
 
 
 def shown(cells):
-    return cells[3] if RATIO.match(cells[3]) else cells[1]
+    """The ordering value as printed: the ratio, or the measured column's first number."""
+    if RATIO.match(cells[3]):
+        return cells[3]
+    m = NUMBER.search(cells[1])
+    return m.group(0).strip() if m else cells[1]
 
 
 def main(paths):
