@@ -82,6 +82,19 @@ impl HookCode {
     }
 }
 
+/// `text` with `$CLAUDE_PROJECT_DIR` and `$MANDATE_PROJECT_DIR` (either spelling) replaced by
+/// `root`, as a hook's shell sees them.
+pub fn with_project_dir(root: &Path, text: &str) -> String {
+    let root = root.display().to_string();
+    let mut line = text.to_string();
+    for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
+        line = line
+            .replace(&format!("${{{var}}}"), &root)
+            .replace(&format!("${var}"), &root);
+    }
+    line
+}
+
 /// The code of the hooks configured in the workspace at `root` (none when the configuration
 /// does not load: then no hook runs and tools that change things are refused anyway).
 pub fn of_workspace(root: &Path) -> HookCode {
@@ -309,13 +322,7 @@ impl Tracer {
 
     /// `$CLAUDE_PROJECT_DIR` and the usual spellings of "this script's directory".
     fn substitute(&self, text: &str, script_dir: Option<&Path>) -> String {
-        let root = self.root.display().to_string();
-        let mut line = text.to_string();
-        for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
-            line = line
-                .replace(&format!("${{{var}}}"), &root)
-                .replace(&format!("${var}"), &root);
-        }
+        let mut line = with_project_dir(&self.root, text);
         if let Some(dir) = script_dir {
             let dir = dir.display().to_string();
             static HERE: OnceLock<Regex> = OnceLock::new();

@@ -27,12 +27,7 @@ const MAX_SCRIPT_BYTES: u64 = 4 * 1024 * 1024;
 /// do not separate: `"$CLAUDE_PROJECT_DIR"/x.sh`), with `$CLAUDE_PROJECT_DIR` and
 /// `$MANDATE_PROJECT_DIR` replaced by `root`: where to look for the files it runs.
 pub fn command_words(root: &Path, command: &str) -> Vec<String> {
-    let mut line = command.to_string();
-    for var in ["CLAUDE_PROJECT_DIR", "MANDATE_PROJECT_DIR"] {
-        line = line
-            .replace(&format!("${{{var}}}"), &root.display().to_string())
-            .replace(&format!("${var}"), &root.display().to_string());
-    }
+    let line = super::code::with_project_dir(root, command);
     line.split(|c: char| c.is_whitespace() || ";|&()<>`=".contains(c))
         .map(|w| w.replace(['"', '\''], ""))
         .filter(|w| !w.is_empty())
