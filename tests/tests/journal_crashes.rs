@@ -66,6 +66,18 @@ fn journals(data: &Path) -> Vec<std::path::PathBuf> {
         .unwrap_or_default()
 }
 
+/// Whether the journal file `path` holds an entry: a file of its own (`*.json`), or a slot
+/// (`slot-N`) whose content is an entry rather than the free mark.
+fn holds_entry(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.ends_with(".json")
+        || (name.starts_with("slot-")
+            && std::fs::read(path).is_ok_and(|b| b.starts_with(b"mandate-journal-entry")))
+}
+
 fn leftovers(ws: &Path, data: &Path) -> Vec<String> {
     let mut found = Vec::new();
     let mut dirs = journals(data);
@@ -74,7 +86,7 @@ fn leftovers(ws: &Path, data: &Path) -> Vec<String> {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if name.ends_with(".json") || name.ends_with(".tmp") {
+                if holds_entry(&e.path()) || name.ends_with(".tmp") {
                     found.push(name);
                 }
             }
@@ -156,10 +168,7 @@ fn wait_for_an_entry(data: &Path, deadline: Duration) -> bool {
     while started.elapsed() < deadline {
         let busy = journals(data).iter().any(|journal| {
             std::fs::read_dir(journal)
-                .map(|d| {
-                    d.flatten()
-                        .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                })
+                .map(|d| d.flatten().any(|e| holds_entry(&e.path())))
                 .unwrap_or(false)
         });
         if busy {

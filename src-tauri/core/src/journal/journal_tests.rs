@@ -67,9 +67,20 @@ impl Fixture {
             .map(|l| serde_json::from_str(l).expect("record"))
             .collect()
     }
+    /// Entries left in the journal: files of their own, or slots that are not free.
     fn journal_entries(&self) -> usize {
         std::fs::read_dir(self.ledger.journal_dir())
-            .map(|d| d.count())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        !slots::is_slot(&name)
+                            || std::fs::File::open(e.path()).is_ok_and(|f| {
+                                slots::read(&f).is_ok_and(|c| c != slots::Content::Free)
+                            })
+                    })
+                    .count()
+            })
             .unwrap_or(0)
     }
 }
@@ -271,8 +282,17 @@ fn writers_in_separate_journals_never_accept_two_writes_on_one_base() {
     );
 }
 
-/// A crash leaves an entry; here the entries are made as a dead writer would have left them.
+/// A crash leaves an entry; here the entries are made as a dead writer would have left them,
+/// each in a file of its own (as earlier versions kept them).
 fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp: bool) -> Entry {
+    let entry = make_entry(f, rel, before, after, temp);
+    let id = entry.record["id"].as_str().expect("id").to_string();
+    persist_entry(&entry_file(&f.ledger, &id), &entry).expect("entry");
+    entry
+}
+
+/// The entry a writer of `rel` makes, and its temporary file if `temp`.
+fn make_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp: bool) -> Entry {
     let mut w = f.write(rel, before, after);
     w.entry.tool_call_id = format!("crash-{rel}");
     let before_hash = before.map(crate::fsutil::sha256_hex);
@@ -304,8 +324,75 @@ fn leave_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp
         let dir = f.ws.root().join(rel);
         std::fs::write(dir.parent().expect("dir").join(&entry.temp), after).expect("temp");
     }
-    persist_entry(&entry_file(&f.ledger, &id), &entry).expect("entry");
     entry
+}
+
+/// An entry left in a slot by a writer that died (its lock released with it).
+fn leave_in_slot(f: &Fixture, entry: &Entry) {
+    let slot = slots::Slots::default()
+        .take(&f.ledger.journal_dir())
+        .expect("slot");
+    slot.persist(&serde_json::to_vec(entry).expect("json"))
+        .expect("persist");
+}
+
+#[test]
+fn recovery_finishes_a_dead_writers_slot_and_leaves_a_live_writers_slot_alone() {
+    let f = fixture();
+    let root = f.ws.root();
+    let dir = f.ledger.journal_dir();
+    std::fs::write(root.join("src/done.rs"), "new\n").expect("w");
+    leave_in_slot(&f, &make_entry(&f, "src/done.rs", Some(b"old\n"), b"new\n", false));
+    // A live writer's slot: its entry says a write is under way; the file still holds the old
+    // bytes, and rolling it back now would race the writer.
+    std::fs::write(root.join("src/live.rs"), "old\n").expect("w");
+    let live = slots::Slots::default();
+    let held = live.take(&dir).expect("slot");
+    let entry = make_entry(&f, "src/live.rs", Some(b"old\n"), b"new\n", true);
+    held.persist(&serde_json::to_vec(&entry).expect("json"))
+        .expect("persist");
+    // A slot torn by a power cut: its write never started.
+    let torn = slots::Slots::default().take(&dir).expect("slot");
+    torn.persist(b"{\"format\":1}").expect("persist");
+    let path = torn.path().to_path_buf();
+    drop(torn);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = bytes.len() - 2;
+    bytes[last] = b'2';
+    std::fs::write(&path, bytes).expect("tear");
+
+    assert_eq!(
+        recover(root, &f.ledger),
+        vec![Recovered::Completed {
+            path: "src/done.rs".into()
+        }]
+    );
+    assert_eq!(f.records().len(), 1);
+    assert_eq!(f.journal_entries(), 1, "only the live writer's entry is left");
+    assert!(
+        root.join("src").join(&entry.temp).exists(),
+        "the live writer's temporary file is left too"
+    );
+    // Its writer goes on: the entry is still there for it.
+    drop(held);
+    assert_eq!(
+        recover(root, &f.ledger),
+        vec![Recovered::RolledBack {
+            path: "src/live.rs".into()
+        }]
+    );
+    assert_eq!(f.journal_entries(), 0);
+    // The freed slots are used again by the next writer; no file is added.
+    let files = std::fs::read_dir(&dir).expect("ls").count();
+    let j = f.journal();
+    rt().block_on(j.write(
+        f.ledger.clone(),
+        f.write("src/done.rs", Some(b"new\n"), b"newer\n"),
+        |_| None,
+    ))
+    .expect("write");
+    assert_eq!(std::fs::read_dir(&dir).expect("ls").count(), files);
+    assert_eq!(f.journal_entries(), 0);
 }
 
 #[test]

@@ -4,9 +4,10 @@
 //! A write, start to end: take the path's lock (in-process, then across processes); check that
 //! the file still holds what the change was planned on; diff, classify and build the ledger
 //! record; keep the before- and after-images in the checkpoint store; make a journal entry
-//! durable (`<record id>.json` in [`Ledger::journal_dir`], in the data directory: the path, both
-//! hashes, the temporary file, the prepared record); write the temporary file, fsync, rename it over the target; append
-//! the record to the ledger; remove the entry. If the ledger refuses the record (a full disk, a
+//! durable (in a slot file of [`Ledger::journal_dir`], in the data directory, written in place:
+//! see `slots`; the path, both hashes, the temporary file, the prepared record); write the
+//! temporary file, fsync, rename it over the target; append the record to the ledger; mark the
+//! slot free. If the ledger refuses the record (a full disk, a
 //! broken chain), the file is put back as it was, so the bytes and the ledger always agree.
 //!
 //! Any process that opens the workspace first finishes what a dead writer left
@@ -17,6 +18,7 @@
 
 mod lock;
 mod recover;
+mod slots;
 
 use std::fs;
 use std::io::{self, Write};
@@ -121,6 +123,7 @@ pub enum WriteError {
 pub struct Journal {
     root: PathBuf,
     locks: PathLocks,
+    slots: Arc<slots::Slots>,
     pub checkpoints: Arc<CheckpointStore>,
 }
 
@@ -129,6 +132,7 @@ impl Journal {
         Self {
             root: root.to_path_buf(),
             locks: PathLocks::default(),
+            slots: Arc::default(),
             checkpoints,
         }
     }
@@ -145,8 +149,11 @@ impl Journal {
         let _guard = in_process.lock().await;
         let root = self.root.clone();
         let checkpoints = self.checkpoints.clone();
+        let slots = self.slots.clone();
         let path = w.path.rel.clone();
-        tokio::task::spawn_blocking(move || write_locked(&root, &ledger, &checkpoints, w, check))
+        tokio::task::spawn_blocking(move || {
+            write_locked(&root, &ledger, &checkpoints, &slots, w, check)
+        })
             .await
             .unwrap_or_else(|e| {
                 Err(WriteError::Io {
@@ -168,6 +175,7 @@ fn write_locked(
     root: &Path,
     ledger: &Ledger,
     checkpoints: &CheckpointStore,
+    slots: &slots::Slots,
     w: FileWrite,
     check: impl FnOnce(Option<&str>) -> Option<Denial>,
 ) -> Result<Written, WriteError> {
@@ -224,22 +232,34 @@ fn write_locked(
         temp: format!(".{file_name}.mandate-{record_id}.tmp"),
         record: record.clone(),
     };
-    let entry_path = entry_file(ledger, &record_id);
-    persist_entry(&entry_path, &entry).map_err(&io)?;
+    let dir = ledger.journal_dir();
+    let slot = slots.take(&dir).map_err(&io)?;
+    let done = |slot: slots::Slot| {
+        // A slot that cannot be marked free is not used again (recovery will find its
+        // entry's record in the ledger, or its file unchanged).
+        if slot.clear().is_ok() {
+            slots.give_back(&dir, slot);
+        }
+    };
+    let bytes = serde_json::to_vec(&entry).map_err(|e| io(io::Error::other(e)))?;
+    if let Err(e) = slot.persist(&bytes) {
+        done(slot);
+        return Err(io(e));
+    }
     if let Err(e) = apply_bytes(&w, &entry.temp, current_mode) {
-        let _ = fs::remove_file(&entry_path);
+        done(slot);
         return Err(io(e));
     }
     if let Err(e) = ledger.append_record(record.clone()) {
         let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
-        let _ = fs::remove_file(&entry_path);
+        done(slot);
         return Err(WriteError::Ledger {
             path: rel.clone(),
             message: e.to_string(),
             rolled_back,
         });
     }
-    let _ = fs::remove_file(&entry_path);
+    done(slot);
     Ok(Written {
         record,
         ranges,
@@ -304,13 +324,14 @@ pub(crate) struct Images<'a> {
     pub after_mode: Option<u32>,
 }
 
+/// Where earlier versions kept an entry (recovery still reads these; tests leave them).
+#[cfg(test)]
 pub(crate) fn entry_file(ledger: &Ledger, record_id: &str) -> PathBuf {
     ledger.journal_dir().join(format!("{record_id}.json"))
 }
 
-/// The entry must be on disk before the rename: after a crash it is what says a write was under
-/// way. fdatasync makes its bytes durable; its directory entry is ordered before the rename by
-/// journaling filesystems (a full directory fsync would double the cost of every write).
+/// An entry in a file of its own, as earlier versions wrote them.
+#[cfg(test)]
 fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;

@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::{try_lock_path, Entry, WORKSPACE_JOURNAL_DIR};
+use super::{slots, try_lock_path, Entry, WORKSPACE_JOURNAL_DIR};
 use crate::fsutil::sha256_hex;
 use crate::orchestration::ledger::Ledger;
 
@@ -51,51 +51,99 @@ pub fn recover(root: &Path, ledger: &Ledger) -> Vec<Recovered> {
     let Ok(entries) = fs::read_dir(&dir) else {
         return done;
     };
-    let mut names: Vec<_> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let mut names: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     names.sort();
     for file in names {
-        let entry: Entry = match fs::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-        {
-            Some(e) => e,
-            None => {
-                // A torn entry: the write it announced never started (the entry precedes it).
-                let _ = fs::remove_file(&file);
-                continue;
-            }
-        };
-        let stem = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if let Err(reason) = check_entry(root, &stem, &entry) {
-            let _ = fs::remove_file(&file);
-            done.push(Recovered::Rejected {
-                file: file.display().to_string(),
-                reason,
-            });
-            continue;
-        }
-        match recover_one(root, ledger, &entry) {
-            Ok(None) => {}
-            Ok(Some(outcome)) => {
-                let _ = fs::remove_file(&file);
-                if !matches!(outcome, Recovered::Cleaned { .. }) {
-                    done.push(outcome);
-                }
-            }
-            Err(e) => done.push(Recovered::Failed {
-                path: entry.path.clone(),
-                reason: e.to_string(),
-            }),
+        if slots::is_slot(&name) {
+            done.extend(recover_slot(root, ledger, &file));
+        } else if let Some(stem) = name.strip_suffix(".json") {
+            done.extend(recover_file(root, ledger, &file, stem));
         }
     }
     done
+}
+
+/// An entry kept in a file of its own (as earlier versions kept them).
+fn recover_file(root: &Path, ledger: &Ledger, file: &Path, stem: &str) -> Option<Recovered> {
+    let Some(entry) = fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
+    else {
+        // A torn entry: the write it announced never started (the entry precedes it).
+        let _ = fs::remove_file(file);
+        return None;
+    };
+    let named = entry.record["id"].as_str() == Some(stem);
+    let checked = if named {
+        check_entry(root, &entry)
+    } else {
+        Err("its record's id does not name it".into())
+    };
+    if let Err(reason) = checked {
+        let _ = fs::remove_file(file);
+        return Some(Recovered::Rejected {
+            file: file.display().to_string(),
+            reason,
+        });
+    }
+    finish(root, ledger, &entry, || {
+        let _ = fs::remove_file(file);
+    })
+}
+
+/// An entry in a journal slot; a slot a live process holds is left alone.
+fn recover_slot(root: &Path, ledger: &Ledger, path: &Path) -> Option<Recovered> {
+    let file = slots::open_locked(path).ok()??;
+    let clear = || {
+        let _ = slots::mark_free(&file);
+    };
+    let bytes = match slots::read(&file).ok()? {
+        slots::Content::Free => return None,
+        slots::Content::Torn => {
+            // The write it announced never started (the entry precedes it).
+            clear();
+            return None;
+        }
+        slots::Content::Entry(bytes) => bytes,
+    };
+    let checked = serde_json::from_slice::<Entry>(&bytes)
+        .map_err(|e| format!("it is not an entry ({e})"))
+        .and_then(|entry| check_entry(root, &entry).map(|()| entry));
+    let entry = match checked {
+        Ok(entry) => entry,
+        Err(reason) => {
+            clear();
+            return Some(Recovered::Rejected {
+                file: path.display().to_string(),
+                reason,
+            });
+        }
+    };
+    finish(root, ledger, &entry, clear)
+}
+
+/// Finishes one entry; `remove` drops it once it is done with.
+fn finish(
+    root: &Path,
+    ledger: &Ledger,
+    entry: &Entry,
+    remove: impl FnOnce(),
+) -> Option<Recovered> {
+    match recover_one(root, ledger, entry) {
+        Ok(None) => None,
+        Ok(Some(outcome)) => {
+            remove();
+            (!matches!(outcome, Recovered::Cleaned { .. })).then_some(outcome)
+        }
+        Err(e) => Some(Recovered::Failed {
+            path: entry.path.clone(),
+            reason: e.to_string(),
+        }),
+    }
 }
 
 /// Entries in the workspace's `.orchestration/.journal` (where the journal once lay) are removed
@@ -165,16 +213,16 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
     }))
 }
 
-/// An entry is acted on only if it is exactly what [`super::Journal::write`] writes: named after
-/// its record, for a workspace path an agent may write, with the temporary name the writer
+/// An entry is acted on only if it is exactly what [`super::Journal::write`] writes: for a
+/// workspace path an agent may write, with the temporary name the writer
 /// uses beside it, and a record about that path alone. The journal lies outside the workspace,
 /// but the data directory is the person's to edit too: anything else (a hand-made entry) must
 /// not steer what recovery deletes, reads or records.
-fn check_entry(root: &Path, stem: &str, entry: &Entry) -> Result<(), String> {
+fn check_entry(root: &Path, entry: &Entry) -> Result<(), String> {
     let id = entry.record["id"].as_str().unwrap_or_default();
     let uuid_like = !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
-    if !uuid_like || id != stem {
-        return Err("its record's id does not name it".into());
+    if !uuid_like {
+        return Err("its record's id is not one Mandate makes".into());
     }
     let workspace = crate::workspace::Workspace::new(root).map_err(|e| e.to_string())?;
     let resolved = workspace
