@@ -36,8 +36,15 @@ impl Slot {
     pub(crate) fn persist(&self, entry: &[u8]) -> io::Result<()> {
         let mut bytes = header(entry).into_bytes();
         bytes.extend_from_slice(entry);
-        self.file.write_all_at(&bytes, 0)?;
-        self.file.sync_data()
+        self.file
+            .write_all_at(&bytes, 0)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("journal entry in {}: {e}", self.path.display()),
+                )
+            })
     }
 
     /// Marks the slot free (not waited for: see the module doc).
@@ -45,6 +52,7 @@ impl Slot {
         mark_free(&self.file)
     }
 
+    #[cfg(test)]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
