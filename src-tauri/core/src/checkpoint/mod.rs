@@ -52,18 +52,13 @@ impl CheckpointStore {
             return Ok(());
         }
         let dir = path.parent().unwrap_or(&self.objects);
-        fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".{hash}.{}.tmp", uuid::Uuid::new_v4().simple()));
-        let result = (|| {
-            let mut file = fs::File::create(&tmp)?;
-            file.write_all(bytes)?;
-            drop(file);
-            fs::rename(&tmp, &path)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+        match store_new(dir, &path, bytes) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(dir)?;
+                store_new(dir, &path, bytes)
+            }
+            other => other,
         }
-        result
     }
 
     /// The bytes of an object; `NotFound` when it was never stored or was pruned.
@@ -147,9 +142,99 @@ pub struct PruneReport {
 /// The store's size cap when the settings give none: 2 GiB per workspace.
 pub const DEFAULT_CAP: u64 = 2 << 30;
 
+/// Writes `bytes` as the object at `path` in `dir` so that it appears whole or not at all: an
+/// unnamed file linked in once written (`O_TMPFILE`), or where the file system cannot make
+/// one, a temporary file renamed into place.
+fn store_new(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let unnamed = fs::OpenOptions::new()
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    match unnamed {
+        Ok(mut file) => {
+            file.write_all(bytes)?;
+            match link_unnamed(&file, path) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && dir.exists() => {
+                    // No /proc to name the unnamed file by.
+                    store_renamed(dir, path, bytes)
+                }
+                other => other,
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(e),
+        Err(_) => store_renamed(dir, path, bytes),
+    }
+}
+
+fn link_unnamed(file: &fs::File, path: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(io::Error::other)?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: two NUL-terminated paths valid for the call.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn store_renamed(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        drop(file);
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_appear_whole_by_either_way_of_writing_them() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let store = CheckpointStore::new(dir.path(), dir.path());
+        let a = store.put(b"first").expect("put");
+        store.put(b"first").expect("again");
+        let hash = sha256_hex(b"second");
+        let path = store.object(&hash).expect("path");
+        let parent = path.parent().expect("dir");
+        fs::create_dir_all(parent).expect("mkdir");
+        store_renamed(parent, &path, b"second").expect("renamed");
+        assert_eq!(store.get(&a).expect("get"), b"first");
+        assert_eq!(store.get(&hash).expect("get"), b"second");
+        let names: Vec<String> = fs::read_dir(&store.objects)
+            .expect("ls")
+            .flatten()
+            .flat_map(|d| fs::read_dir(d.path()).expect("ls").flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary files are left: {names:?}");
+    }
 
     #[test]
     fn objects_are_deduplicated_and_checked_on_read() {
