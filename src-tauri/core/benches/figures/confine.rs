@@ -9,12 +9,13 @@ use mandate_core::changes::{self, Snapshot};
 use mandate_core::hooks::command_policy::CommandPolicy;
 use mandate_core::hooks::ignore_list::IntentIgnore;
 use mandate_core::redact::Redactor;
-use mandate_core::sandbox::{ConfinedCommand, Confinement, SandboxRequest};
+use mandate_core::sandbox::{ConfinedCommand, Confinement, Io, SandboxRequest};
 
 use super::{data, median, ms, Row};
 
 /// Confinement set-up per command: the sandbox built (scope directories, build outputs,
-/// environment), the Landlock ruleset, then `bash -c true` spawned and waited for; against
+/// environment), the Landlock ruleset, then `bash -c true` spawned (from the spawner thread,
+/// as Mandate does) and waited for; against
 /// the same `bash --noprofile --norc -c true` spawned bare, interleaved in the same run.
 pub fn setup(root: &Path) -> Vec<Row> {
     let dir = data::cached(root, "confine", "v1", |d| {
@@ -47,6 +48,10 @@ pub fn setup(root: &Path) -> Vec<Row> {
         assert!(status.is_ok_and(|s| s.success()));
         t.elapsed()
     };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let mut rows = Vec::new();
     for level in levels {
         let mut parts: [Vec<Duration>; 3] = Default::default();
@@ -69,8 +74,10 @@ pub fn setup(root: &Path) -> Vec<Row> {
             .expect("sandbox");
             let built = t.elapsed();
             let mut cmd = ConfinedCommand::command(&sandbox, &level, "true").expect("command");
+            cmd.stdin(Io::Null);
             let prepared = t.elapsed();
-            let status = cmd.stdin(Stdio::null()).status();
+            // As Mandate starts it: from the spawner thread, waited for in a runtime.
+            let status = rt.block_on(async { mandate_core::sandbox::spawn(cmd)?.wait().await });
             assert!(status.is_ok_and(|s| s.success()), "confined `true` failed");
             let total = t.elapsed();
             parts[0].push(built);

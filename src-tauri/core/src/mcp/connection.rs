@@ -121,14 +121,14 @@ extern "C" fn kill_live_groups() {
 
 /// The child of a stdio server: its whole process group is killed when this is dropped.
 pub struct ChildGuard {
-    child: tokio::process::Child,
+    child: crate::sandbox::ConfinedChild,
     group: Option<i32>,
     /// The server's private temporary directory, removed after it is killed.
     _temp: Option<tempfile::TempDir>,
 }
 
 impl ChildGuard {
-    fn new(child: tokio::process::Child, temp: Option<tempfile::TempDir>) -> Self {
+    fn new(child: crate::sandbox::ConfinedChild, temp: Option<tempfile::TempDir>) -> Self {
         let group = child.id().and_then(|id| i32::try_from(id).ok());
         if let Some(group) = group {
             AT_EXIT.call_once(|| {
@@ -212,13 +212,10 @@ pub fn server_command(
     args: &[String],
     sandbox: &CommandSandbox,
     confinement: &Confinement,
-) -> Result<tokio::process::Command, crate::sandbox::SandboxError> {
-    let mut cmd: tokio::process::Command =
-        ConfinedCommand::server(sandbox, confinement, command, args)?.into();
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+) -> Result<crate::sandbox::Launch, crate::sandbox::SandboxError> {
+    use crate::sandbox::Io;
+    let mut cmd = ConfinedCommand::server(sandbox, confinement, command, args)?;
+    cmd.stdin(Io::Piped).stdout(Io::Piped).stderr(Io::Piped);
     Ok(cmd)
 }
 
@@ -510,9 +507,8 @@ mod tests {
             &confinement,
         )
         .expect("command");
-        let std = cmd.as_std();
-        assert_eq!(std.get_program(), "srv; rm -rf /");
-        let args: Vec<_> = std.get_args().collect();
-        assert_eq!(args, ["$(id)", "a b"]);
+        assert_eq!(cmd.program().to_bytes(), b"srv; rm -rf /");
+        let args: Vec<_> = cmd.args().map(|a| a.to_bytes()).collect();
+        assert_eq!(args, [&b"$(id)"[..], b"a b"]);
     }
 }

@@ -97,7 +97,7 @@ impl Scenario {
         sb: &CommandSandbox,
         level: &Confinement,
         marker: &str,
-    ) -> Vec<std::process::Command> {
+    ) -> Vec<super::Launch> {
         // A grandchild that double-forks (its parent exits at once: it is orphaned) and
         // tries to leave its session and process group; it sleeps whether or not it could.
         let escape =
@@ -233,10 +233,8 @@ fn death_helper() {
     let children = runtime.block_on(async {
         let mut started = Vec::new();
         for cmd in scenario.start(&sb, &level, marker) {
-            let mut cmd = tokio::process::Command::from(cmd);
-            cmd.stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            let mut cmd = cmd;
+            cmd.stdin(Io::Null).stdout(Io::Null).stderr(Io::Null);
             started.push(spawn(cmd).expect("spawn"));
         }
         started
@@ -274,8 +272,8 @@ fn a_process_outlives_the_thread_that_asked_for_it() {
             let _runtime = handle.enter();
             let cmd = ConfinedCommand::command(&sb, &level, "read line; echo \"got $line\"")
                 .expect("command");
-            let mut cmd = tokio::process::Command::from(cmd);
-            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+            let mut cmd = cmd;
+            cmd.stdin(Io::Piped).stdout(Io::Piped);
             // SAFETY: gettid takes no argument.
             let tid = unsafe { libc::syscall(libc::SYS_gettid) };
             (tid, spawn(cmd).expect("spawn"), level)
@@ -352,10 +350,8 @@ fn a_confined_command_cannot_leave_its_session_or_group_and_git_still_runs() {
              {git} init -q {repo} && {git} -C {repo} status --short && echo git-ran"
         );
         let cmd = ConfinedCommand::command(&sb, &level, &line).expect("command");
-        let mut cmd = tokio::process::Command::from(cmd);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        let mut cmd = cmd;
+        cmd.stdin(Io::Null).stdout(Io::Piped).stderr(Io::Null);
         let out = runtime.block_on(async {
             let child = spawn(cmd).expect("spawn");
             child.wait_with_output().await.expect("wait")
@@ -380,7 +376,7 @@ fn the_watchdog_holds_nothing_of_mandate_but_its_pipe() {
     let sb = sandbox(&tmp.path().canonicalize().expect("canonical"));
     let cmd = ConfinedCommand::command(&sb, &level, "true").expect("command");
     runtime.block_on(async {
-        let child = spawn(tokio::process::Command::from(cmd)).expect("spawn");
+        let child = spawn(cmd).expect("spawn");
         child.wait_with_output().await.expect("wait");
     });
     let pid = super::reaper::pid().expect("a watchdog runs");

@@ -58,6 +58,7 @@ mod secrets_tests;
 pub(crate) mod server_tests;
 mod spawn;
 mod spawner;
+mod vspawn;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -80,6 +81,7 @@ pub use run::{
 pub use scope::{scope_grants, Grant, GrantKind};
 pub use spawn::{bash, ConfinedCommand};
 pub use spawner::spawn;
+pub use vspawn::{ConfinedChild, Io, Launch};
 
 /// How strongly commands are confined on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

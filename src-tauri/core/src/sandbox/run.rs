@@ -5,13 +5,13 @@
 //! only runs a process in a sandbox the caller built.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{CommandSandbox, ConfinedCommand, Confinement, SandboxError, SandboxRequest};
+use super::{CommandSandbox, ConfinedCommand, Confinement, Io, SandboxError, SandboxRequest};
 use crate::changes::{self, BeforeImages, ClassifiedChanges, RestoreOutcome, Snapshot};
 use crate::hooks::command_policy::{CommandNeeds, CommandPolicy};
 use crate::hooks::ignore_list::IntentIgnore;
@@ -54,7 +54,7 @@ pub async fn run_confined(
     on_output: impl FnMut(&str),
 ) -> CommandRun {
     let mut run = match ConfinedCommand::command(sandbox, confinement, &action.command) {
-        Ok(cmd) => drive(cmd.into(), action.timeout, cancel, on_output, redactor).await,
+        Ok(cmd) => drive(cmd, action.timeout, cancel, on_output, redactor).await,
         Err(e) => return CommandRun::not_started(e.to_string()),
     };
     // Unconfined, nothing was refused, and nothing is to explain.
@@ -75,16 +75,13 @@ pub async fn run_confined(
 /// Spawns `cmd` (a new session: its pid is its process group) and collects its output until
 /// it ends, times out or is cancelled; then the whole group is killed.
 pub(crate) async fn drive(
-    mut cmd: tokio::process::Command,
+    mut cmd: super::Launch,
     timeout: Duration,
     cancel: &CancellationToken,
     mut on_output: impl FnMut(&str),
     redactor: &Redactor,
 ) -> CommandRun {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    cmd.stdin(Io::Null).stdout(Io::Piped).stderr(Io::Piped);
     let mut child = match super::spawn(cmd) {
         Ok(c) => c,
         Err(e) => return CommandRun::not_started(format!("could not start bash: {e}")),

@@ -3,7 +3,6 @@
 //! workspace, only their temporary and cache directories.
 
 use std::io::{BufRead as _, BufReader};
-use std::process::Stdio;
 
 use super::tests::levels;
 use super::*;
@@ -44,19 +43,16 @@ fn place() -> Place {
     Place { _tmp: tmp, sandbox }
 }
 
-fn server(p: &Place, level: &Confinement, script: &str) -> std::process::Child {
-    ConfinedCommand::server(
+fn server(p: &Place, level: &Confinement, script: &str) -> super::vspawn::BlockingChild {
+    let mut launch = ConfinedCommand::server(
         &p.sandbox,
         level,
         "/bin/sh",
         &["-c".to_string(), script.to_string()],
     )
-    .expect("command")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("spawn")
+    .expect("command");
+    launch.stdin(Io::Null).stdout(Io::Piped).stderr(Io::Null);
+    launch.start_blocking().expect("spawn")
 }
 
 fn states_of_group(group: i32) -> Vec<String> {

@@ -1,17 +1,17 @@
 //! Building the process for one command: `bash --noprofile --norc -c LINE` under the
 //! confinement this machine offers. Everything that allocates or opens files happens here, in
-//! the parent; the code that runs between fork and exec only makes system calls. The process
-//! dies with Mandate (`PR_SET_PDEATHSIG`); spawn it with [`super::spawner::spawn`], from the
-//! thread that lives as long as Mandate.
+//! the parent; the code that runs between clone and exec (`super::vspawn`) only makes system
+//! calls. The process dies with Mandate (`PR_SET_PDEATHSIG`); spawn it with
+//! [`super::spawner::spawn`], from the thread that lives as long as Mandate.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use super::landlock_rules::{self, Restrict};
+use super::vspawn::{Io, Launch};
 use super::{bwrap, seccomp, CommandSandbox, Confinement, ConfinementLevel, SandboxError};
 
 /// The one shell commands run in: the shell the command policy parses.
@@ -39,13 +39,13 @@ enum Purpose {
 
 impl ConfinedCommand {
     /// The process for `line`: its environment, working directory and confinement are set;
-    /// stdio, `kill_on_drop` and the like are the caller's. The child starts a new session
-    /// (its pid is its process group: kill that group to stop everything it started).
+    /// its standard streams are the caller's (inherited unless set). The child starts a new
+    /// session (its pid is its process group: kill that group to stop everything it started).
     pub fn command(
         sandbox: &CommandSandbox,
         confinement: &Confinement,
         line: &str,
-    ) -> Result<Command, SandboxError> {
+    ) -> Result<Launch, SandboxError> {
         let args = ["--noprofile", "--norc", "-c", line].map(OsString::from);
         build(
             sandbox,
@@ -65,7 +65,7 @@ impl ConfinedCommand {
         confinement: &Confinement,
         program: &str,
         args: &[String],
-    ) -> Result<Command, SandboxError> {
+    ) -> Result<Launch, SandboxError> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
         build(
             sandbox,
@@ -77,31 +77,48 @@ impl ConfinedCommand {
     }
 }
 
+fn c_string(s: impl AsRef<OsStr>) -> Result<CString, SandboxError> {
+    CString::new(s.as_ref().as_bytes()).map_err(|_| {
+        SandboxError::Spawn(format!(
+            "`{}` contains a NUL byte",
+            s.as_ref().to_string_lossy()
+        ))
+    })
+}
+
 fn build(
     sandbox: &CommandSandbox,
     confinement: &Confinement,
     program: &OsStr,
     args: &[OsString],
     purpose: Purpose,
-) -> Result<Command, SandboxError> {
+) -> Result<Launch, SandboxError> {
     let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
-    let mut cmd = match (&confinement.bwrap, with_bwrap) {
+    let (exe, argv, cwd): (OsString, Vec<OsString>, _) = match (&confinement.bwrap, with_bwrap) {
         (Some(bwrap), true) => {
-            let mut cmd = Command::new(bwrap);
-            cmd.args(bwrap::arguments(sandbox))
-                .arg("--")
-                .arg(program)
-                .args(args);
-            cmd
+            let mut argv = vec![bwrap.clone().into_os_string()];
+            argv.extend(bwrap::arguments(sandbox));
+            argv.push("--".into());
+            argv.push(program.to_os_string());
+            argv.extend(args.iter().cloned());
+            (bwrap.clone().into_os_string(), argv, None)
         }
         _ => {
-            let mut cmd = Command::new(program);
-            cmd.args(args).current_dir(&sandbox.cwd);
-            cmd
+            let mut argv = vec![program.to_os_string()];
+            argv.extend(args.iter().cloned());
+            (program.to_os_string(), argv, Some(c_string(&sandbox.cwd)?))
         }
     };
-    cmd.env_clear()
-        .envs(sandbox.env.iter().map(|(k, v)| (k, v)));
+    let envp = sandbox
+        .env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = OsString::from(k);
+            kv.push("=");
+            kv.push(v);
+            c_string(kv)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let landlock = match confinement.level {
         ConfinementLevel::None => None,
         ConfinementLevel::LandlockOnly => landlock_rules::prepare(
@@ -150,16 +167,18 @@ fn build(
         parent: parent_pid(),
         reaper: Some(reaper),
     };
-    // SAFETY: `ChildSetup::apply` makes only async-signal-safe system calls on data
-    // prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || child.apply());
-    }
-    Ok(cmd)
+    Ok(Launch {
+        program: c_string(exe)?,
+        argv: argv.iter().map(c_string).collect::<Result<_, _>>()?,
+        envp,
+        cwd,
+        setup: child,
+        io: [Io::Inherit; 3],
+    })
 }
 
-/// What the child does between fork and exec.
-struct ChildSetup {
+/// What the child does between clone and exec.
+pub(super) struct ChildSetup {
     landlock: Option<OwnedFd>,
     filter: Option<Vec<libc::sock_filter>>,
     drop_capabilities: bool,
@@ -184,7 +203,7 @@ fn check(rc: libc::c_long) -> std::io::Result<()> {
 }
 
 impl ChildSetup {
-    fn apply(&self) -> std::io::Result<()> {
+    pub(super) fn apply(&self) -> std::io::Result<()> {
         // SAFETY (whole block): plain system calls with integer arguments or pointers to data
         // owned by `self`, valid for the call.
         unsafe {

@@ -13,13 +13,12 @@ use std::io;
 use std::sync::mpsc;
 use std::sync::OnceLock;
 
-type Spawned = io::Result<tokio::process::Child>;
+use super::vspawn::{self, ConfinedChild, Launch, Raw};
 
-/// One spawn: the command, the runtime its child belongs to, and where the child goes.
+/// One spawn: the process, and where the started child goes.
 struct Job {
-    command: tokio::process::Command,
-    runtime: tokio::runtime::Handle,
-    reply: mpsc::SyncSender<Spawned>,
+    launch: Launch,
+    reply: mpsc::SyncSender<io::Result<Raw>>,
 }
 
 fn spawner() -> Option<&'static mpsc::Sender<Job>> {
@@ -30,10 +29,8 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
             let started = std::thread::Builder::new()
                 .name("mandate-spawner".into())
                 .spawn(move || {
-                    for mut job in queue {
-                        // The child is reaped by the caller's runtime.
-                        let _runtime = job.runtime.enter();
-                        let _ = job.reply.send(job.command.spawn());
+                    for job in queue {
+                        let _ = job.reply.send(vspawn::start(&job.launch));
                     }
                 });
             match started {
@@ -47,23 +44,20 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
         .as_ref()
 }
 
-/// Spawns `command` (a confined one, see [`super::ConfinedCommand`]) from the spawner thread;
-/// its child belongs to the caller's tokio runtime. Blocks for as long as a fork and exec
-/// take, as `Command::spawn` does.
-pub fn spawn(command: tokio::process::Command) -> io::Result<tokio::process::Child> {
-    let runtime = tokio::runtime::Handle::try_current()
+/// Spawns `launch` (see [`super::ConfinedCommand`]) from the spawner thread; the child is
+/// waited for in the caller's tokio runtime. Blocks for as long as the clone and the
+/// confinement's set-up take.
+pub fn spawn(launch: Launch) -> io::Result<ConfinedChild> {
+    tokio::runtime::Handle::try_current()
         .map_err(|e| io::Error::other(format!("no async runtime to start a process in: {e}")))?;
     let jobs = spawner().ok_or_else(|| {
         io::Error::other("the thread that starts confined processes is not running")
     })?;
     let (reply, answer) = mpsc::sync_channel(1);
-    jobs.send(Job {
-        command,
-        runtime,
-        reply,
-    })
-    .map_err(|_| io::Error::other("the thread that starts confined processes stopped"))?;
-    answer
+    jobs.send(Job { launch, reply })
+        .map_err(|_| io::Error::other("the thread that starts confined processes stopped"))?;
+    let raw = answer
         .recv()
-        .map_err(|_| io::Error::other("the thread that starts confined processes stopped"))?
+        .map_err(|_| io::Error::other("the thread that starts confined processes stopped"))??;
+    ConfinedChild::new(raw)
 }

@@ -84,8 +84,8 @@ fn sandbox(s: &Scratch, scope: &[&str], network: bool) -> CommandSandbox {
 
 /// Runs `line` and returns (exit code, stdout + stderr).
 fn run(sandbox: &CommandSandbox, confinement: &Confinement, line: &str) -> (Option<i32>, String) {
-    let mut cmd = ConfinedCommand::command(sandbox, confinement, line).expect("command");
-    let out = cmd.stdin(Stdio::null()).output().expect("spawn");
+    let cmd = ConfinedCommand::command(sandbox, confinement, line).expect("command");
+    let out = cmd.output().expect("spawn");
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.code(), text)

@@ -342,7 +342,7 @@ fn bubblewrap_is_given_no_mount_point_that_does_not_exist() {
         .collect();
     assert_eq!(missing, Vec::<PathBuf>::new());
     if let Some(level) = levels().into_iter().find(|l| l.bwrap.is_some()) {
-        let mut cmd = ConfinedCommand::command(&sandbox, &level, "ls -R; true").expect("command");
+        let cmd = ConfinedCommand::command(&sandbox, &level, "ls -R; true").expect("command");
         let out = cmd.output().expect("run");
         assert!(out.status.success(), "{out:?}");
         assert_eq!(differences(&start, &tree(&b.root)), Vec::<String>::new());

@@ -11,7 +11,7 @@
 //! its stdin is not waited for. Processes it leaves behind are killed when it exits.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hooks::command_policy::ConfinementSettings;
 use crate::redact::Redactor;
-use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement};
+use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement, Io};
 
 /// More than this on stdout or stderr is a failure (and the hook is killed).
 pub const MAX_STREAM_BYTES: usize = 1024 * 1024;
@@ -110,13 +110,10 @@ pub async fn run_hook(
         .and_then(|s| s.with_programs(programs))
         .and_then(|s| ConfinedCommand::command(&s, place.confinement, command));
     let mut cmd = match command {
-        Ok(c) => tokio::process::Command::from(c),
+        Ok(c) => c,
         Err(e) => return HookRun::failed(e.to_string()),
     };
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    cmd.stdin(Io::Piped).stdout(Io::Piped).stderr(Io::Piped);
     let run = match crate::sandbox::spawn(cmd) {
         Ok(child) => drive(child, input, timeout, cancel).await,
         Err(e) => HookRun::failed(format!("it could not start: {e}")),
@@ -171,7 +168,7 @@ impl Capture {
 }
 
 async fn drive(
-    mut child: tokio::process::Child,
+    mut child: crate::sandbox::ConfinedChild,
     input: Vec<u8>,
     timeout: Duration,
     cancel: &CancellationToken,
