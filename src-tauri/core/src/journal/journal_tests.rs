@@ -342,7 +342,10 @@ fn recovery_finishes_a_dead_writers_slot_and_leaves_a_live_writers_slot_alone() 
     let root = f.ws.root();
     let dir = f.ledger.journal_dir();
     std::fs::write(root.join("src/done.rs"), "new\n").expect("w");
-    leave_in_slot(&f, &make_entry(&f, "src/done.rs", Some(b"old\n"), b"new\n", false));
+    leave_in_slot(
+        &f,
+        &make_entry(&f, "src/done.rs", Some(b"old\n"), b"new\n", false),
+    );
     // A live writer's slot: its entry says a write is under way; the file still holds the old
     // bytes, and rolling it back now would race the writer.
     std::fs::write(root.join("src/live.rs"), "old\n").expect("w");
@@ -368,7 +371,11 @@ fn recovery_finishes_a_dead_writers_slot_and_leaves_a_live_writers_slot_alone() 
         }]
     );
     assert_eq!(f.records().len(), 1);
-    assert_eq!(f.journal_entries(), 1, "only the live writer's entry is left");
+    assert_eq!(
+        f.journal_entries(),
+        1,
+        "only the live writer's entry is left"
+    );
     assert!(
         root.join("src").join(&entry.temp).exists(),
         "the live writer's temporary file is left too"

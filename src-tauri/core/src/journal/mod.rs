@@ -154,13 +154,13 @@ impl Journal {
         tokio::task::spawn_blocking(move || {
             write_locked(&root, &ledger, &checkpoints, &slots, w, check)
         })
-            .await
-            .unwrap_or_else(|e| {
-                Err(WriteError::Io {
-                    path,
-                    source: io::Error::other(e.to_string()),
-                })
+        .await
+        .unwrap_or_else(|e| {
+            Err(WriteError::Io {
+                path,
+                source: io::Error::other(e.to_string()),
             })
+        })
     }
 }
 

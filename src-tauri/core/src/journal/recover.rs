@@ -127,12 +127,7 @@ fn recover_slot(root: &Path, ledger: &Ledger, path: &Path) -> Option<Recovered> 
 }
 
 /// Finishes one entry; `remove` drops it once it is done with.
-fn finish(
-    root: &Path,
-    ledger: &Ledger,
-    entry: &Entry,
-    remove: impl FnOnce(),
-) -> Option<Recovered> {
+fn finish(root: &Path, ledger: &Ledger, entry: &Entry, remove: impl FnOnce()) -> Option<Recovered> {
     match recover_one(root, ledger, entry) {
         Ok(None) => None,
         Ok(Some(outcome)) => {

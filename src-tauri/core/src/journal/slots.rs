@@ -206,7 +206,9 @@ mod tests {
             Content::Entry(b"short".to_vec())
         );
         // One byte of the entry changed (a torn write): no entry.
-        slot.file.write_all_at(b"S", (header(b"short").len()) as u64).expect("w");
+        slot.file
+            .write_all_at(b"S", (header(b"short").len()) as u64)
+            .expect("w");
         assert_eq!(read(&slot.file).expect("read"), Content::Torn);
         slot.clear().expect("clear");
         assert_eq!(read(&slot.file).expect("read"), Content::Free);

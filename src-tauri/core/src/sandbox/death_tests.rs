@@ -92,12 +92,7 @@ impl Scenario {
     }
 
     /// The confined processes it starts, for the helper's `sandbox`.
-    fn start(
-        self,
-        sb: &CommandSandbox,
-        level: &Confinement,
-        marker: &str,
-    ) -> Vec<super::Launch> {
+    fn start(self, sb: &CommandSandbox, level: &Confinement, marker: &str) -> Vec<super::Launch> {
         // A grandchild that double-forks (its parent exits at once: it is orphaned) and
         // tries to leave its session and process group; it sleeps whether or not it could.
         let escape =

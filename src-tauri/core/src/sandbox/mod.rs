@@ -58,11 +58,11 @@ mod secrets_tests;
 pub(crate) mod server_tests;
 mod spawn;
 mod spawner;
-mod vspawn;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod trace_tests;
+mod vspawn;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -296,6 +296,17 @@ unsafe fn drop_all_capabilities() -> std::io::Result<()> {
 /// The child's setup without confinement, expecting `parent` as its parent (tests of the
 /// parent-death guard).
 #[cfg(test)]
+pub(super) fn plain_setup(parent: libc::pid_t) -> ChildSetup {
+    ChildSetup {
+        landlock: None,
+        filter: None,
+        drop_capabilities: false,
+        parent,
+        reaper: None,
+    }
+}
+
+#[cfg(test)]
 pub(super) fn setup_expecting_parent(
     parent: libc::pid_t,
 ) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {

@@ -506,3 +506,107 @@ impl Drop for ConfinedChild {
             .spawn(move || wait_blocking(pid));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(program: &str, args: &[&str], cwd: Option<&std::path::Path>, parent: i32) -> Launch {
+        let c = |s: &str| CString::new(s).expect("c string");
+        Launch {
+            program: c(program),
+            argv: std::iter::once(program)
+                .chain(args.iter().copied())
+                .map(c)
+                .collect(),
+            envp: vec![c("PATH=/usr/bin:/bin"), c("LC_ALL=C")],
+            cwd: cwd.map(|d| c(&d.display().to_string())),
+            setup: super::super::spawn::plain_setup(parent),
+            io: [Io::Inherit; 3],
+        }
+    }
+
+    fn me() -> i32 {
+        // SAFETY: getpid takes no argument.
+        unsafe { libc::getpid() }
+    }
+
+    #[test]
+    fn a_program_runs_with_its_environment_directory_and_streams_and_default_signals() {
+        let dir = tempfile::tempdir().expect("tmp");
+        // A name looked up on the child's PATH; SIGPIPE is the default again (Mandate ignores
+        // it), so `yes | head` ends by it.
+        let out = launch(
+            "sh",
+            &["-c", "pwd; echo \"$LC_ALL\"; yes | head -n 1; echo err >&2"],
+            Some(dir.path()),
+            me(),
+        )
+        .output()
+        .expect("run");
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                dir.path()
+                    .canonicalize()
+                    .expect("real")
+                    .display()
+                    .to_string()
+                    .as_str(),
+                "C",
+                "y"
+            ]
+        );
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn a_failure_before_exec_is_the_spawn_s_error_and_nothing_runs() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let marker = dir.path().join("ran");
+        let touch = format!("touch '{}'", marker.display());
+        // As if Mandate had died before the child's parent-death signal was set.
+        let err = launch("/bin/sh", &["-c", &touch], None, 1)
+            .status()
+            .expect_err("refused before exec");
+        assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
+        let err = launch(
+            "/bin/sh",
+            &["-c", &touch],
+            Some(&dir.path().join("gone")),
+            me(),
+        )
+        .status()
+        .expect_err("no such directory");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
+        let err = launch("no-such-program-here", &[], None, me())
+            .status()
+            .expect_err("not on the PATH");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(!marker.exists());
+    }
+
+    #[test]
+    fn a_dropped_child_is_killed_and_reaped() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let pid = rt.block_on(async {
+            let mut l = launch("/bin/sleep", &["30"], None, me());
+            l.stdin(Io::Null);
+            let child = ConfinedChild::new(start(&l).expect("start")).expect("child");
+            child.id().expect("pid")
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+}
