@@ -1,9 +1,10 @@
 //! Small seccomp filters. Every confined process stays in its process group and session
 //! (`setsid` and `setpgid` refused), so that killing the group kills all it started. For
 //! commands without network when bubblewrap (and its empty network namespace) is not there:
-//! Landlock filters TCP only, so Internet sockets of any other type (UDP: DNS and
-//! `/dev/udp/…`; raw) are refused at `socket(2)`, and so is io_uring, which could create
-//! sockets without that system call; below Landlock ABI 9, Unix sockets too. Built before the
+//! Landlock filters TCP only, so only TCP streams, Unix, netlink and crypto sockets may be
+//! made (UDP, SCTP, raw and packet sockets and every other family are refused at
+//! `socket(2)`), and io_uring is refused, which could create sockets without that system
+//! call; below Landlock ABI 9, Unix sockets too. Built before the
 //! fork; installed in the child with one `prctl`.
 
 // BPF opcodes and `seccomp` return values.
@@ -19,6 +20,7 @@ const NR: u32 = 0;
 const ARCH: u32 = 4;
 const ARG0: u32 = 16;
 const ARG1: u32 = 24;
+const ARG2: u32 = 32;
 
 fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
@@ -52,8 +54,9 @@ fn prelude() -> Option<Vec<libc::sock_filter>> {
 /// The filter of a command: it may not leave its process group or session (`setsid`,
 /// `setpgid` refused), so that killing the group, when the command ends or when Mandate dies
 /// ([`super::reaper`]), kills everything it started. `without_network` (given when the command
-/// has no network and no bubblewrap namespace to keep it off) adds the network part: Internet
-/// sockets other than TCP (which Landlock filters) refused at `socket(2)`, io_uring refused
+/// has no network and no bubblewrap namespace to keep it off) adds the network part: sockets
+/// other than TCP streams (which Landlock filters) and local ones refused at `socket(2)` (see
+/// `no_network`), io_uring refused
 /// (it could create sockets without that system call), and, with `block_unix`, Unix sockets:
 /// below Landlock ABI 9 nothing else keeps a command from connecting by path to the session
 /// bus (which can start programs outside the confinement) or to Docker's socket. `socketpair`
@@ -79,37 +82,38 @@ fn stay_in_group(program: &mut Vec<libc::sock_filter>) -> Option<()> {
 }
 
 /// The network part of a command's filter (its jumps are relative: it follows the prelude
-/// or any run of refused calls, with the system call's number loaded).
+/// or any run of refused calls, with the system call's number loaded). An allow-list of socket
+/// families: Unix (unless `block_unix`), netlink and the kernel's crypto sockets, which reach
+/// no other machine, and Internet sockets only as TCP streams (protocol 0 or TCP), which
+/// Landlock filters by port; anything else is refused, SCTP and UDP, raw and packet sockets,
+/// and every other family that can carry traffic (TIPC, RDS, vsock, …).
 fn no_network(block_unix: bool) -> Option<Vec<libc::sock_filter>> {
     let socket = u32::try_from(libc::SYS_socket).ok()?;
     let io_uring = u32::try_from(libc::SYS_io_uring_setup).ok()?;
-    let (inet, inet6, packet) = (
-        libc::AF_INET as u32,
-        libc::AF_INET6 as u32,
-        libc::AF_PACKET as u32,
-    );
-    // A family that never matches when Unix sockets stay allowed.
-    let unix = if block_unix {
-        libc::AF_UNIX as u32
-    } else {
-        u32::MAX
-    };
+    let family = |f: libc::c_int| f as u32;
+    let eacces = ERRNO | libc::EACCES as u32;
+    let unix = if block_unix { eacces } else { ALLOW };
     Some(vec![
         /* 0 */ op(JEQ, 0, 1, io_uring),
         /* 1 */ op(RET, 0, 0, ERRNO | libc::ENOSYS as u32),
         /* 2 */ op(JEQ, 1, 0, socket),
         /* 3 */ op(RET, 0, 0, ALLOW),
         /* 4 */ op(LD_W_ABS, 0, 0, ARG0),
-        /* 5 */ op(JEQ, 4, 0, inet),
-        /* 6 */ op(JEQ, 3, 0, inet6),
-        /* 7 */ op(JEQ, 5, 0, packet),
-        /* 8 */ op(JEQ, 4, 0, unix),
-        /* 9 */ op(RET, 0, 0, ALLOW),
-        /* 10 */ op(LD_W_ABS, 0, 0, ARG1),
-        /* 11 */ op(AND, 0, 0, 0xf),
-        /* 12 */ op(JEQ, 1, 0, libc::SOCK_STREAM as u32),
-        /* 13 */ op(RET, 0, 0, ERRNO | libc::EACCES as u32),
-        /* 14 */ op(RET, 0, 0, ALLOW),
+        /* 5 */ op(JEQ, 6, 0, family(libc::AF_INET)), // -> 12
+        /* 6 */ op(JEQ, 5, 0, family(libc::AF_INET6)), // -> 12
+        /* 7 */ op(JEQ, 2, 0, family(libc::AF_UNIX)), // -> 10
+        /* 8 */ op(JEQ, 2, 0, family(libc::AF_NETLINK)), // -> 11
+        /* 9 */ op(JEQ, 1, 8, family(libc::AF_ALG)), // -> 11, else -> 18
+        /* 10 */ op(RET, 0, 0, unix),
+        /* 11 */ op(RET, 0, 0, ALLOW),
+        /* 12 */ op(LD_W_ABS, 0, 0, ARG1),
+        /* 13 */ op(AND, 0, 0, 0xf),
+        /* 14 */ op(JEQ, 0, 3, libc::SOCK_STREAM as u32), // else -> 18
+        /* 15 */ op(LD_W_ABS, 0, 0, ARG2),
+        /* 16 */ op(JEQ, 2, 0, 0), // -> 19
+        /* 17 */ op(JEQ, 1, 0, libc::IPPROTO_TCP as u32), // -> 19
+        /* 18 */ op(RET, 0, 0, eacces),
+        /* 19 */ op(RET, 0, 0, ALLOW),
     ])
 }
 
