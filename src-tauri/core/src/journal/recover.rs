@@ -81,13 +81,13 @@ fn recover_file(root: &Path, ledger: &Ledger, file: &Path, stem: &str) -> Option
     let checked = if named {
         check_entry(root, &entry)
     } else {
-        Err("its record's id does not name it".into())
+        Err(NotMandates::Unnamed)
     };
-    if let Err(reason) = checked {
+    if let Err(why) = checked {
         let _ = fs::remove_file(file);
         return Some(Recovered::Rejected {
             file: file.display().to_string(),
-            reason,
+            reason: why.to_string(),
         });
     }
     finish(root, ledger, &entry, || {
@@ -111,15 +111,15 @@ fn recover_slot(root: &Path, ledger: &Ledger, path: &Path) -> Option<Recovered> 
         slots::Content::Entry(bytes) => bytes,
     };
     let checked = serde_json::from_slice::<Entry>(&bytes)
-        .map_err(|e| format!("it is not an entry ({e})"))
+        .map_err(|e| NotMandates::NotAnEntry(e.to_string()))
         .and_then(|entry| check_entry(root, &entry).map(|()| entry));
     let entry = match checked {
         Ok(entry) => entry,
-        Err(reason) => {
+        Err(why) => {
             clear();
             return Some(Recovered::Rejected {
                 file: path.display().to_string(),
-                reason,
+                reason: why.to_string(),
             });
         }
     };
@@ -213,21 +213,22 @@ fn recover_one(root: &Path, ledger: &Ledger, entry: &Entry) -> io::Result<Option
 /// uses beside it, and a record about that path alone. The journal lies outside the workspace,
 /// but the data directory is the person's to edit too: anything else (a hand-made entry) must
 /// not steer what recovery deletes, reads or records.
-fn check_entry(root: &Path, entry: &Entry) -> Result<(), String> {
+fn check_entry(root: &Path, entry: &Entry) -> Result<(), NotMandates> {
     let id = entry.record["id"].as_str().unwrap_or_default();
     let uuid_like = !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
     if !uuid_like {
-        return Err("its record's id is not one Mandate makes".into());
+        return Err(NotMandates::Id);
     }
-    let workspace = crate::workspace::Workspace::new(root).map_err(|e| e.to_string())?;
+    let workspace = crate::workspace::Workspace::new(root)
+        .map_err(|e| NotMandates::Workspace(e.to_string()))?;
     let resolved = workspace
         .resolve(&entry.path)
-        .map_err(|e| format!("its path: {e}"))?;
+        .map_err(|e| NotMandates::Path(e.to_string()))?;
     if resolved.rel != entry.path {
-        return Err("its path is not a plain workspace path".into());
+        return Err(NotMandates::NotPlain);
     }
     if let Some(why) = crate::workspace::protected_reason(&resolved.rel) {
-        return Err(format!("its path is protected: {why}"));
+        return Err(NotMandates::Protected(why.to_string()));
     }
     let name = resolved
         .abs
@@ -235,7 +236,7 @@ fn check_entry(root: &Path, entry: &Entry) -> Result<(), String> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if entry.temp != format!(".{name}.mandate-{id}.tmp") {
-        return Err("its temporary file is not the writer's".into());
+        return Err(NotMandates::Temp);
     }
     let files = entry.record["files"]
         .as_array()
@@ -245,7 +246,7 @@ fn check_entry(root: &Path, entry: &Entry) -> Result<(), String> {
         .iter()
         .any(|f| f["path"].as_str() != Some(entry.path.as_str()))
     {
-        return Err("its record is about another file".into());
+        return Err(NotMandates::OtherFile);
     }
     let image = &entry.record["metadata"]["dev.mandate"]["images"][entry.path.as_str()];
     let claimed = |key: &str, hash: &Option<String>| match (image[key].as_str(), hash) {
@@ -254,9 +255,34 @@ fn check_entry(root: &Path, entry: &Entry) -> Result<(), String> {
         _ => false,
     };
     if !image.is_object() || !claimed("before", &entry.before) || !claimed("after", &entry.after) {
-        return Err("its record's images do not match it".into());
+        return Err(NotMandates::Images);
     }
     Ok(())
+}
+
+/// Why a journal entry is not one Mandate wrote (said in [`Recovered::Rejected`]).
+#[derive(Debug, thiserror::Error)]
+enum NotMandates {
+    #[error("it is not an entry ({0})")]
+    NotAnEntry(String),
+    #[error("its record's id does not name it")]
+    Unnamed,
+    #[error("its record's id is not one Mandate makes")]
+    Id,
+    #[error("{0}")]
+    Workspace(String),
+    #[error("its path: {0}")]
+    Path(String),
+    #[error("its path is not a plain workspace path")]
+    NotPlain,
+    #[error("its path is protected: {0}")]
+    Protected(String),
+    #[error("its temporary file is not the writer's")]
+    Temp,
+    #[error("its record is about another file")]
+    OtherFile,
+    #[error("its record's images do not match it")]
+    Images,
 }
 
 /// `.NAME.tmp-PID-UUID` files (see `fsutil::write_atomic`) left by a process that died.
