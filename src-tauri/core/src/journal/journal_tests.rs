@@ -553,6 +553,44 @@ fn planted_journal_entries_delete_read_and_record_nothing() {
 }
 
 #[test]
+fn entries_planted_in_slots_delete_read_and_record_nothing() {
+    let f = fixture();
+    let root = f.ws.root();
+    let outside = f.tmp.path().join("victim.txt");
+    std::fs::write(&outside, "keep me\n").expect("w");
+    std::fs::write(root.join("src/a.rs"), "new\n").expect("w");
+    // The same forgeries as in files of their own, written into slots with a valid checksum.
+    let mut forged = make_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);
+    forged.temp = "../../victim.txt".into();
+    leave_in_slot(&f, &forged);
+    let mut forged = make_entry(&f, "src/b.rs", Some(b"old\n"), b"new\n", false);
+    forged.path = outside.display().to_string();
+    leave_in_slot(&f, &forged);
+    let mut forged = make_entry(&f, "src/c.rs", None, b"x\n", false);
+    forged.path = ".orchestration/active_intents.yaml".into();
+    leave_in_slot(&f, &forged);
+    // Not an entry at all, with a checksum that matches it.
+    let slot = slots::Slots::default()
+        .take(&f.ledger.journal_dir())
+        .expect("slot");
+    slot.persist(b"[\"not\", \"an entry\"]").expect("persist");
+    drop(slot);
+
+    let done = recover(root, &f.ledger);
+    assert_eq!(done.len(), 4, "{done:?}");
+    assert!(
+        done.iter().all(|r| matches!(r, Recovered::Rejected { .. })),
+        "{done:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("victim"),
+        "keep me\n"
+    );
+    assert!(f.records().is_empty(), "nothing planted reaches the ledger");
+    assert_eq!(f.journal_entries(), 0, "planted slots are freed");
+}
+
+#[test]
 fn a_well_formed_entry_in_the_workspace_is_removed_unread_and_records_nothing() {
     let f = fixture();
     let root = f.ws.root();
