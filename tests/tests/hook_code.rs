@@ -54,15 +54,6 @@ fn error_of(server: &ScriptedServer, id: &str) -> Value {
     serde_json::from_str::<Value>(&text).map_or(Value::Null, |v| v["error"].clone())
 }
 
-async fn run(
-    ws: &tempfile::TempDir,
-    server: &ScriptedServer,
-    extra: &[&str],
-    dirs: &UserDirs,
-) -> Output {
-    run_openai(ws.path(), &server.base_url(), extra, "work", dirs).await
-}
-
 fn said(out: &Output) -> String {
     format!("{}\n{}", out.stdout, out.stderr)
 }
@@ -126,10 +117,11 @@ async fn an_agent_that_owns_scripts_cannot_rewrite_or_shadow_the_module_a_hook_i
         call("end", "attempt_completion", json!({"result": "done"})),
     ])
     .await;
-    let out = run(
-        &ws,
-        &server,
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
         &["--approve", "allow", "--trust-hooks"],
+        "work",
         &dirs,
     )
     .await;
@@ -190,10 +182,11 @@ async fn when_the_person_changes_the_hook_s_module_the_hook_waits_to_be_confirme
         ]
     };
     let server = ScriptedServer::start(script()).await;
-    let out = run(
-        &ws,
-        &server,
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
         &["--approve", "allow", "--trust-hooks"],
+        "work",
         &dirs,
     )
     .await;
@@ -204,7 +197,14 @@ async fn when_the_person_changes_the_hook_s_module_the_hook_waits_to_be_confirme
     // the person confirms what runs now.
     std::fs::write(ws.path().join("scripts/policy.py"), LAX).expect("write");
     let server = ScriptedServer::start(script()).await;
-    let out = run(&ws, &server, &["--approve", "allow"], &dirs).await;
+    let out = run_openai(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow"],
+        "work",
+        &dirs,
+    )
+    .await;
     assert_eq!(out.code, Some(0), "{}", said(&out));
     let refused = error_of(&server, "w");
     assert_eq!(refused["code"], "HOOK_FAILURE", "{refused}");

@@ -499,12 +499,18 @@ fn tamper(f: &Fixture, entry: &Entry, change: impl FnOnce(&mut Entry)) {
     persist_entry(&entry_file(&f.ledger, id), &forged).expect("entry");
 }
 
+/// A file outside the workspace that a forged entry aims at; it must still read "keep me".
+fn victim(f: &Fixture) -> std::path::PathBuf {
+    let outside = f.tmp.path().join("victim.txt");
+    std::fs::write(&outside, "keep me\n").expect("w");
+    outside
+}
+
 #[test]
 fn planted_journal_entries_delete_read_and_record_nothing() {
     let f = fixture();
     let root = f.ws.root();
-    let outside = f.tmp.path().join("victim.txt");
-    std::fs::write(&outside, "keep me\n").expect("w");
+    let outside = victim(&f);
     std::fs::write(root.join("src/a.rs"), "new\n").expect("w");
     std::fs::write(root.join(".intentignore"), "secret/\n").expect("w");
     // A temporary name that climbs out of the workspace: recovery would delete the victim.
@@ -556,8 +562,7 @@ fn planted_journal_entries_delete_read_and_record_nothing() {
 fn entries_planted_in_slots_delete_read_and_record_nothing() {
     let f = fixture();
     let root = f.ws.root();
-    let outside = f.tmp.path().join("victim.txt");
-    std::fs::write(&outside, "keep me\n").expect("w");
+    let outside = victim(&f);
     std::fs::write(root.join("src/a.rs"), "new\n").expect("w");
     // The same forgeries as in files of their own, written into slots with a valid checksum.
     let mut forged = make_entry(&f, "src/a.rs", Some(b"old\n"), b"new\n", false);

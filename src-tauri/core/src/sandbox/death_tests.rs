@@ -299,25 +299,6 @@ fn a_process_outlives_the_thread_that_asked_for_it() {
 }
 
 #[test]
-fn a_child_whose_parent_is_gone_does_not_run() {
-    use std::os::unix::process::CommandExt as _;
-    let tmp = tempfile::tempdir().expect("tmp");
-    let marker = tmp.path().join("ran");
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.args(["-c", &format!("touch '{}'", marker.display())]);
-    // As if Mandate had died between the fork and `PR_SET_PDEATHSIG`: the expected parent
-    // is not the child's.
-    let setup = super::spawn::setup_expecting_parent(1);
-    // SAFETY: the setup makes only system calls.
-    unsafe {
-        cmd.pre_exec(setup);
-    }
-    let err = cmd.status().expect_err("refused before exec");
-    assert_eq!(err.raw_os_error(), Some(libc::ESRCH), "{err}");
-    assert!(!marker.exists());
-}
-
-#[test]
 fn a_confined_command_cannot_leave_its_session_or_group_and_git_still_runs() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -305,17 +305,3 @@ pub(super) fn plain_setup(parent: libc::pid_t) -> ChildSetup {
         reaper: None,
     }
 }
-
-#[cfg(test)]
-pub(super) fn setup_expecting_parent(
-    parent: libc::pid_t,
-) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
-    let setup = ChildSetup {
-        landlock: None,
-        filter: None,
-        drop_capabilities: false,
-        parent,
-        reaper: None,
-    };
-    move || setup.apply()
-}

@@ -66,10 +66,22 @@ impl Launch {
         self.io[2] = io;
         self
     }
+}
 
+/// A confined process started from the calling thread and waited for by blocking (tests).
+#[cfg(test)]
+pub(crate) struct BlockingChild {
+    pid: libc::pid_t,
+    pub stdout: Option<std::fs::File>,
+}
+
+/// Starting from the calling thread, for tests (Mandate starts processes from the spawner
+/// thread: [`super::spawn`]).
+#[cfg(test)]
+impl Launch {
     /// Starts the process from this thread and waits for it; its output as `output()` of the
     /// standard library gives it (stdin is `/dev/null`, stdout and stderr are read).
-    pub fn output(mut self) -> io::Result<std::process::Output> {
+    pub(crate) fn output(mut self) -> io::Result<std::process::Output> {
         use std::io::Read as _;
         self.io = [Io::Null, Io::Piped, Io::Piped];
         let raw = start(&self)?;
@@ -95,21 +107,11 @@ impl Launch {
     }
 
     /// Starts the process from this thread and waits for it.
-    pub fn status(self) -> io::Result<ExitStatus> {
+    pub(crate) fn status(self) -> io::Result<ExitStatus> {
         let raw = start(&self)?;
         wait_blocking(raw.pid)
     }
-}
 
-/// A confined process started from the calling thread and waited for by blocking (tests).
-#[cfg(test)]
-pub(crate) struct BlockingChild {
-    pid: libc::pid_t,
-    pub stdout: Option<std::fs::File>,
-}
-
-#[cfg(test)]
-impl Launch {
     /// Starts the process from this thread.
     pub(crate) fn start_blocking(&self) -> io::Result<BlockingChild> {
         let raw = start(self)?;
