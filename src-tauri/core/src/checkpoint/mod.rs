@@ -155,7 +155,7 @@ fn store_new(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
     match unnamed {
         Ok(mut file) => {
             file.write_all(bytes)?;
-            match link_unnamed(&file, path) {
+            match crate::fsutil::link_unnamed(&file, path) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::NotFound && dir.exists() => {
                     // No /proc to name the unnamed file by.
@@ -166,29 +166,6 @@ fn store_new(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(e),
         Err(_) => store_renamed(dir, path, bytes),
-    }
-}
-
-fn link_unnamed(file: &fs::File, path: &Path) -> io::Result<()> {
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::ffi::OsStrExt as _;
-    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(io::Error::other)?;
-    let to = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    // SAFETY: two NUL-terminated paths valid for the call.
-    let rc = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

@@ -3,12 +3,15 @@
 //!
 //! A write, start to end: take the path's lock (in-process, then across processes); check that
 //! the file still holds what the change was planned on; diff, classify and build the ledger
-//! record; keep the before- and after-images in the checkpoint store; make a journal entry
-//! durable (in a slot file of [`Ledger::journal_dir`], in the data directory, written in place:
-//! see `slots`; the path, both hashes, the temporary file, the prepared record); write the
-//! temporary file, fsync, rename it over the target; append the record to the ledger; mark the
-//! slot free. If the ledger refuses the record (a full disk, a
-//! broken chain), the file is put back as it was, so the bytes and the ledger always agree.
+//! record; write a journal entry (in a slot file of [`Ledger::journal_dir`], in the data
+//! directory, written in place: see `slots`; the path, both hashes, the temporary file, the
+//! prepared record) and the new bytes (an unnamed file beside the target) and start both
+//! towards the disk; while the disk works, take the ledger's lock and seal the record onto
+//! its end ([`Ledger::prepare_append`]) and keep the before- and after-images in the
+//! checkpoint store; wait until the entry and the bytes are on disk, name the bytes' file and
+//! rename it over the target; append the sealed record; mark the slot free. If the ledger
+//! refuses the record (a full disk, a broken chain), the file is left or put back as it was,
+//! so the bytes and the ledger always agree.
 //!
 //! Any process that opens the workspace first finishes what a dead writer left
 //! ([`recover`]): a journal entry whose record is in the ledger is done; one whose file holds
@@ -205,18 +208,6 @@ fn write_locked(
         after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
     };
     let (record, ranges, computed) = prepare_record(&w, &images, ledger.head_revision());
-    // Undo reads these; a failure costs only the ability to undo this change (said in the log).
-    let stored = [
-        (current_hash.as_deref(), current.as_deref()),
-        (new_hash.as_deref(), w.new.as_deref()),
-    ]
-    .into_iter()
-    .filter_map(|(hash, bytes)| Some((hash?, bytes?)))
-    .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
-    if let Err(e) = stored {
-        tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
-    }
-
     let record_id = record["id"].as_str().unwrap_or_default().to_string();
     let file_name = w
         .path
@@ -242,15 +233,58 @@ fn write_locked(
         }
     };
     let bytes = serde_json::to_vec(&entry).map_err(|e| io(io::Error::other(e)))?;
-    if let Err(e) = slot.persist(&bytes) {
+    // The entry and the new bytes are independent until the rename, which needs both on disk:
+    // both are written and their write-back started, then the ledger's record is sealed and
+    // the images for undo are stored while the disk works, then both are waited for.
+    let slot_written = slot.write(&bytes);
+    let staged = match &slot_written {
+        Ok(()) => Staged::write(&w, &entry.temp, current_mode),
+        Err(_) => Ok(None),
+    };
+    let prepared = ledger.prepare_append(record.clone());
+    if prepared.is_ok() {
+        store_images(
+            checkpoints,
+            &rel,
+            [
+                (current_hash.as_deref(), current.as_deref()),
+                (new_hash.as_deref(), w.new.as_deref()),
+            ],
+        );
+    }
+    let persisted = slot_written.and_then(|()| slot.sync());
+    let staged = staged.and_then(|s| s.map(|s| s.finish()).transpose());
+    let prepared = match prepared {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            if let Ok(Some(temp)) = &staged {
+                let _ = fs::remove_file(temp);
+            }
+            done(slot);
+            // Nothing was changed: the file is as it was.
+            return Err(WriteError::Ledger {
+                path: rel.clone(),
+                message: e.to_string(),
+                rolled_back: true,
+            });
+        }
+    };
+    let applied = match (persisted, staged) {
+        (Ok(()), Ok(temp)) => commit_bytes(&w, temp),
+        (Err(e), staged) => {
+            if let Ok(Some(temp)) = staged {
+                let _ = fs::remove_file(temp);
+            }
+            Err(e)
+        }
+        (Ok(()), Err(e)) => Err(e),
+    };
+    if let Err(e) = applied {
+        drop(prepared);
         done(slot);
         return Err(io(e));
     }
-    if let Err(e) = apply_bytes(&w, &entry.temp, current_mode) {
-        done(slot);
-        return Err(io(e));
-    }
-    if let Err(e) = ledger.append_record(record.clone()) {
+    if let Err(e) = prepared.commit() {
         let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
         done(slot);
         return Err(WriteError::Ledger {
@@ -268,31 +302,127 @@ fn write_locked(
     })
 }
 
-/// Puts the new bytes in place: a temporary file beside the target, fsynced, renamed over it;
-/// or removes the target.
-fn apply_bytes(w: &FileWrite, temp_name: &str, current_mode: Option<u32>) -> io::Result<()> {
-    let Some(new) = &w.new else {
+/// Stores the file's bytes before and after as checkpoint objects. Undo reads these; a failure
+/// costs only the ability to undo this change (said in the log).
+fn store_images<'a>(
+    checkpoints: &CheckpointStore,
+    rel: &str,
+    images: [(Option<&'a str>, Option<&'a [u8]>); 2],
+) {
+    let stored = images
+        .into_iter()
+        .filter_map(|(hash, bytes)| Some((hash?, bytes?)))
+        .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
+    if let Err(e) = stored {
+        tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
+    }
+}
+
+/// The new bytes of a write, written beside the target and not yet known to be on disk.
+struct Staged {
+    file: fs::File,
+    temp: PathBuf,
+    /// Written unnamed (`O_TMPFILE`): named `temp` once synced.
+    unnamed: bool,
+}
+
+impl Staged {
+    /// Writes the new bytes to a file beside the target and starts their write-back (None for
+    /// a removal).
+    fn write(
+        w: &FileWrite,
+        temp_name: &str,
+        current_mode: Option<u32>,
+    ) -> io::Result<Option<Self>> {
+        let Some(new) = &w.new else {
+            return Ok(None);
+        };
+        let dir = w.path.abs.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir)?;
+        let temp = dir.join(temp_name);
+        // Written and synced unnamed, then named: a new name synced with its file costs a
+        // synchronous write of the directory on some filesystems.
+        // (An unnamed file is named through /proc; without it, a named temporary file.)
+        static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let unnamed = if *PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            // The mode a new file gets (0o666 less the umask), as `create_new` gives.
+            fs::OpenOptions::new()
+                .write(true)
+                .mode(0o666)
+                .custom_flags(libc::O_TMPFILE)
+                .open(dir)
+        } else {
+            Err(io::ErrorKind::Unsupported.into())
+        };
+        let staged = match unnamed {
+            Ok(file) => Staged {
+                file,
+                temp,
+                unnamed: true,
+            },
+            Err(_) => Staged {
+                file: fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)?,
+                temp,
+                unnamed: false,
+            },
+        };
+        let written = (|| {
+            if let Some(mode) = current_mode.or(w.mode) {
+                staged
+                    .file
+                    .set_permissions(fs::Permissions::from_mode(mode))?;
+            }
+            (&staged.file).write_all(new)?;
+            crate::orchestration::heads::start_writeback(&staged.file, new.len());
+            Ok(())
+        })();
+        match written {
+            Ok(()) => Ok(Some(staged)),
+            Err(e) => {
+                staged.discard();
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits until the bytes are on disk; returns the temporary file's path.
+    fn finish(self) -> io::Result<PathBuf> {
+        let done = self.file.sync_all().and_then(|()| {
+            if self.unnamed {
+                crate::fsutil::link_unnamed(&self.file, &self.temp)
+            } else {
+                Ok(())
+            }
+        });
+        match done {
+            Ok(()) => Ok(self.temp),
+            Err(e) => {
+                self.discard();
+                Err(e)
+            }
+        }
+    }
+
+    fn discard(self) {
+        if !self.unnamed {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Puts the staged bytes in place (renamed over the target), or removes the target.
+fn commit_bytes(w: &FileWrite, temp: Option<PathBuf>) -> io::Result<()> {
+    let Some(temp) = temp else {
         return match fs::remove_file(&w.path.abs) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         };
     };
-    let dir = w.path.abs.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let temp = dir.join(temp_name);
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        if let Some(mode) = current_mode.or(w.mode) {
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
-        }
-        file.write_all(new)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, &w.path.abs)
-    })();
+    let result = fs::rename(&temp, &w.path.abs);
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -419,3 +549,7 @@ fn cap_diff(diff: String) -> String {
 #[cfg(test)]
 #[path = "journal_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "staged_tests.rs"]
+mod staged_tests;

@@ -33,18 +33,32 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// Makes `entry` the slot's content, durably.
+    #[cfg(test)]
     pub(crate) fn persist(&self, entry: &[u8]) -> io::Result<()> {
+        self.write(entry).and_then(|()| self.sync())
+    }
+
+    /// Makes `entry` the slot's content and starts writing it to disk; durable only after
+    /// [`Slot::sync`].
+    pub(crate) fn write(&self, entry: &[u8]) -> io::Result<()> {
         let mut bytes = header(entry).into_bytes();
         bytes.extend_from_slice(entry);
         self.file
             .write_all_at(&bytes, 0)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("journal entry in {}: {e}", self.path.display()),
-                )
-            })
+            .map(|()| crate::orchestration::heads::start_writeback(&self.file, bytes.len()))
+            .map_err(|e| self.error(e))
+    }
+
+    /// Waits until what [`Slot::write`] wrote is on disk.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data().map_err(|e| self.error(e))
+    }
+
+    fn error(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("journal entry in {}: {e}", self.path.display()),
+        )
     }
 
     /// Marks the slot free (not waited for: see the module doc).

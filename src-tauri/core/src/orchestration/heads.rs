@@ -350,7 +350,7 @@ fn check_of(heads: &serde_json::Value) -> String {
 }
 
 /// Starts writing the file back to disk without waiting (see the module doc).
-fn start_writeback(f: &File, len: usize) {
+pub(crate) fn start_writeback(f: &File, len: usize) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;

@@ -23,7 +23,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{json, Value};
 
@@ -165,10 +165,25 @@ impl Ledger {
     /// Refused with [`LedgerError::Broken`] or [`LedgerError::Missing`] when the ledger is
     /// damaged and the person has not accepted that.
     pub fn append_record(&self, record: Value) -> Result<Value, LedgerError> {
-        self.locked(|verified, file| {
-            let at = self.verified_end(verified, file)?;
-            self.write_record(verified, file, at, record)
-        })
+        self.prepare_append(record)?.commit()
+    }
+
+    /// The first half of [`Ledger::append_record`]: takes the ledger's locks, checks its end
+    /// and seals `record` onto it, writing nothing to the ledger yet. The write path does this
+    /// while the file's bytes go to disk; [`PreparedAppend::commit`] writes the record. Dropped
+    /// without a commit, nothing is appended.
+    pub fn prepare_append(&self, record: Value) -> Result<PreparedAppend<'_>, LedgerError> {
+        let (verified, file) = self.lock()?;
+        let mut prepared = PreparedAppend {
+            ledger: self,
+            verified,
+            file,
+            sealed: None,
+        };
+        let PreparedAppend { verified, file, .. } = &mut prepared;
+        let at = self.verified_end(verified, file)?;
+        prepared.sealed = Some(self.seal_line(&mut prepared.file, at, record)?);
+        Ok(prepared)
     }
 
     /// A full check of the ledger (the chain, its heads, git): once at task start. Also
@@ -257,20 +272,26 @@ impl Ledger {
         &self,
         f: impl FnOnce(&mut Option<Verified>, &mut File) -> Result<T, LedgerError>,
     ) -> Result<T, LedgerError> {
-        let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut verified, mut file) = self.lock()?;
+        let result = f(&mut verified, &mut file);
+        let _ = file.unlock();
+        result
+    }
+
+    /// The in-process mutex and the ledger file under its OS lock (the caller unlocks it).
+    fn lock(&self) -> Result<(MutexGuard<'_, Option<Verified>>, File), LedgerError> {
+        let verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .create(true)
             .read(true)
             .append(true)
             .open(&self.path)?;
         // Other processes (a second window, the CLI) append too.
         file.lock()?;
-        let result = f(&mut verified, &mut file);
-        let _ = file.unlock();
-        result
+        Ok((verified, file))
     }
 
     /// The full check: health and the state of the file it judged.
@@ -312,6 +333,18 @@ impl Ledger {
         at: (Verified, u64),
         record: Value,
     ) -> Result<Value, LedgerError> {
+        let sealed = self.seal_line(file, at, record)?;
+        self.write_sealed(verified, file, sealed)
+    }
+
+    /// The line `record` makes on the verified end `at`, with the head it will leave; its
+    /// hash noted as pending.
+    fn seal_line(
+        &self,
+        file: &mut File,
+        at: (Verified, u64),
+        record: Value,
+    ) -> Result<Sealed, LedgerError> {
         let (v, len) = at;
         let torn = len > 0 && read_before(file, len, 1)?.first() != Some(&b'\n');
         let record = seal(record, v.last)?;
@@ -337,7 +370,6 @@ impl Ledger {
                 source,
                 rolled_back: true,
             })?;
-        self.write_durably(file, len, line.as_bytes())?;
         let new = Verified {
             len: len + line.len() as u64,
             lines: v.lines + 1,
@@ -351,6 +383,32 @@ impl Ledger {
             reflog,
             at: now_rfc3339(),
         };
+        Ok(Sealed {
+            record,
+            line: line.into_bytes(),
+            len,
+            new,
+            branch,
+            head,
+        })
+    }
+
+    /// Writes a sealed line durably at its end and records its head.
+    fn write_sealed(
+        &self,
+        verified: &mut Option<Verified>,
+        file: &mut File,
+        sealed: Sealed,
+    ) -> Result<Value, LedgerError> {
+        let Sealed {
+            record,
+            line,
+            len,
+            new,
+            branch,
+            head,
+        } = sealed;
+        self.write_durably(file, len, &line)?;
         if let Err(e) = self.record_head(&branch, head) {
             let undone = rollback(file, len);
             return Err(LedgerError::Head {
@@ -586,4 +644,47 @@ fn ends_with_line(file: &mut File, v: Verified) -> std::io::Result<bool> {
 fn rollback(file: &File, len: u64) -> std::io::Result<()> {
     file.set_len(len)?;
     file.sync_data()
+}
+
+/// A record sealed onto the ledger's end, not yet written.
+struct Sealed {
+    record: Value,
+    line: Vec<u8>,
+    /// The ledger's length it goes after.
+    len: u64,
+    new: Verified,
+    branch: String,
+    head: BranchHead,
+}
+
+/// An append prepared by [`Ledger::prepare_append`]: the ledger stays locked (in this process
+/// and for others) until it is committed or dropped.
+pub struct PreparedAppend<'a> {
+    ledger: &'a Ledger,
+    verified: MutexGuard<'a, Option<Verified>>,
+    file: File,
+    sealed: Option<Sealed>,
+}
+
+impl PreparedAppend<'_> {
+    /// Writes the record durably and records the head; returns the record as written.
+    pub fn commit(mut self) -> Result<Value, LedgerError> {
+        let sealed = self
+            .sealed
+            .take()
+            .ok_or_else(|| LedgerError::Io(std::io::Error::other("nothing prepared")))?;
+        let PreparedAppend {
+            ledger,
+            verified,
+            file,
+            ..
+        } = &mut self;
+        ledger.write_sealed(verified, file, sealed)
+    }
+}
+
+impl Drop for PreparedAppend<'_> {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
 }
