@@ -190,7 +190,11 @@ error: string | null,
 /**
  * How full the model's window is (known once the task has asked the model).
  */
-context: ContextView | null, };
+context: ContextView | null, 
+/**
+ * The slug of the task's mode (None: a task from before modes, or none chosen).
+ */
+mode: string | null, };
 
 export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, } | { "kind": "thinking", id: string, text: string, } | { "kind": "condensed", id: string, tokens_before: number, tokens_after: number, cost_usd: number | null, summary_safe_html: string, 
 /**

@@ -15,6 +15,7 @@ pub mod llm;
 pub mod logging;
 pub mod markdown;
 pub mod mcp;
+pub mod modes;
 pub mod mutation;
 pub mod orchestration;
 pub mod prompt;

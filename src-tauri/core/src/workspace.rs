@@ -186,7 +186,30 @@ pub fn protected_reason(rel: &str) -> Option<&'static str> {
                 "`.mcp.json` defines the workspace's MCP servers; only the person edits it",
             )
         }
+        // Modes, rules, commands and skills say what the agent may do and how: the person's.
+        ".roomodes" => {
+            return Some(
+                "`.roomodes` defines the workspace's modes and what each may do; only the person edits it",
+            )
+        }
+        ".roo" => {
+            return Some(
+                "`.roo/` holds the person's rules, commands and skills; only the person edits it",
+            )
+        }
+        ".agents" => {
+            return Some("`.agents/` holds the person's skills; only the person edits it")
+        }
+        n if n.starts_with(".roorules") || n.starts_with(".clinerules") => {
+            return Some("rule files for agents are the person's; only the person edits them")
+        }
         _ => {}
+    }
+    let last = rel.rsplit('/').find(|p| !p.is_empty() && *p != ".")?;
+    if last.eq_ignore_ascii_case("AGENTS.md") || last.eq_ignore_ascii_case("CLAUDE.md") {
+        return Some(
+            "`AGENTS.md` and `CLAUDE.md` are the person's instructions to agents; only the person edits them",
+        );
     }
     if first == ".git" {
         return Some("`.git/` is the repository's own database");

@@ -106,6 +106,11 @@ fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
 }
 
 impl Governance {
+    /// The person's config directory (global modes and rules), when known.
+    pub fn config_dir(&self) -> Option<&Path> {
+        self.app_dirs.first().map(PathBuf::as_path)
+    }
+
     /// Opens a workspace; `dirs.data` holds this user's checkpoints. Interrupted writes are
     /// finished or rolled back first (see `journal`).
     pub fn new(workspace: Workspace, dirs: &AppDirs) -> Self {

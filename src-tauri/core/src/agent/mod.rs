@@ -72,4 +72,8 @@ mod tests;
 mod context_tests;
 
 #[cfg(test)]
+#[path = "mode_tests.rs"]
+mod mode_tests;
+
+#[cfg(test)]
 pub(crate) mod test_support;

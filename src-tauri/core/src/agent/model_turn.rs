@@ -32,11 +32,18 @@ struct PromptInputs {
     history: Vec<crate::protocol::TraceChange>,
     rules: Vec<(String, String)>,
     lessons: Option<String>,
+    modes: crate::modes::LoadedModes,
+    /// The rules of the task's mode.
+    mode_rules: Vec<(String, String)>,
 }
 
 impl PromptInputs {
     /// Reads everything (blocking); a ledger that cannot be read costs only the history.
-    fn load(gov: &super::Governance, selected: Option<&str>) -> (Self, Option<String>) {
+    fn load(
+        gov: &super::Governance,
+        selected: Option<&str>,
+        mode: Option<&str>,
+    ) -> (Self, Option<String>) {
         let intents = gov.intents.snapshot();
         let (history, problem) = match selected.and_then(|id| intents.doc.get(id)) {
             Some(i) => match crate::orchestration::trace::intent_changes(gov.root(), &i.id) {
@@ -50,7 +57,12 @@ impl PromptInputs {
             },
             None => (Vec::new(), None),
         };
+        let config = gov.config_dir();
         let inputs = Self {
+            modes: crate::modes::load_modes(gov.root(), config),
+            mode_rules: mode
+                .map(|slug| crate::modes::mode_rules(gov.root(), config, slug))
+                .unwrap_or_default(),
             rules: prompt::load_rules(gov.root()),
             lessons: crate::orchestration::lessons::read_recent(gov.root(), 6_000),
             intents,
@@ -65,21 +77,25 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
     let record = task.record();
     let gov = env.gov.clone();
     let selected = record.governance.selected_intent.clone();
-    let (inputs, problem) =
-        match tokio::task::spawn_blocking(move || PromptInputs::load(&gov, selected.as_deref()))
-            .await
-        {
-            Ok(loaded) => loaded,
-            Err(e) => (
-                PromptInputs {
-                    intents: env.gov.intents.snapshot(),
-                    history: Vec::new(),
-                    rules: Vec::new(),
-                    lessons: None,
-                },
-                Some(format!("Reading the workspace for the prompt failed: {e}")),
-            ),
-        };
+    let mode = record.summary.mode.clone();
+    let (inputs, problem) = match tokio::task::spawn_blocking(move || {
+        PromptInputs::load(&gov, selected.as_deref(), mode.as_deref())
+    })
+    .await
+    {
+        Ok(loaded) => loaded,
+        Err(e) => (
+            PromptInputs {
+                intents: env.gov.intents.snapshot(),
+                history: Vec::new(),
+                rules: Vec::new(),
+                lessons: None,
+                modes: Default::default(),
+                mode_rules: Vec::new(),
+            },
+            Some(format!("Reading the workspace for the prompt failed: {e}")),
+        ),
+    };
     if let Some(problem) = problem {
         env.notice(problem);
     }
@@ -88,7 +104,15 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
         .selected_intent
         .as_deref()
         .and_then(|id| inputs.intents.doc.get(id));
-    let tool_names: Vec<&str> = env.tools.iter().map(|t| t.name()).collect();
+    let mode = current_mode(env, task, &record, &inputs.modes);
+    let policy = task.governance().mode;
+    let offered: Vec<&dyn crate::tools::Tool> = env
+        .tools
+        .iter()
+        .map(|t| t.as_ref())
+        .filter(|t| crate::modes::offers(policy.as_ref(), t.name()))
+        .collect();
+    let tool_names: Vec<&str> = offered.iter().map(|t| t.name()).collect();
     let date = now_rfc3339();
     // What the prompt is made of, less what changes with every write (the intent's recent
     // history): while this is the same, the same prompt is sent. A new lesson (rare: a failed
@@ -105,11 +129,13 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
             &env.custom_instructions,
             &tool_names,
             record.context.condensations.len(),
+            mode.map(|m| format!("{m:?}")),
+            &inputs.mode_rules,
         )
             .hash(&mut h);
         h.finish()
     };
-    let tools = env.tools.iter().map(|t| t.spec()).collect();
+    let tools = offered.iter().map(|t| t.spec()).collect();
     if let Some(system) = task.cached_system(key) {
         return ModelRequest {
             system,
@@ -130,6 +156,9 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
         objective: &record.objective,
         custom_instructions: &env.custom_instructions,
         tool_names: &tool_names,
+        mode,
+        modes: &inputs.modes.modes,
+        mode_rules: &inputs.mode_rules,
     });
     task.cache_system(key, system.clone());
     ModelRequest {
@@ -309,4 +338,30 @@ fn show_thinking(env: &AgentEnv, task: &TaskHandle, thinking: &[ThinkingBlock]) 
             text,
         },
     );
+}
+
+/// The task's mode as its file says now: a changed mode file counts from this turn (its
+/// policy is what the gate holds the task to); a mode that is gone keeps the task under the
+/// rules it last had, and the person is told.
+fn current_mode<'m>(
+    env: &AgentEnv,
+    task: &TaskHandle,
+    record: &super::store::TaskRecord,
+    modes: &'m crate::modes::LoadedModes,
+) -> Option<&'m crate::modes::Mode> {
+    let slug = record.summary.mode.as_deref()?;
+    match modes.get(slug) {
+        Some(mode) => {
+            if record.governance.mode.as_ref() != Some(&mode.policy()) {
+                task.set_mode(mode);
+            }
+            Some(mode)
+        }
+        None => {
+            env.notice(format!(
+                "The task's mode `{slug}` is no longer defined; the task keeps the rules that mode had."
+            ));
+            None
+        }
+    }
 }

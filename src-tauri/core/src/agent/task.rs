@@ -169,6 +169,7 @@ impl TaskHandle {
                 updated_at: now,
                 error: None,
                 context: None,
+                mode: None,
             },
             conversation: Vec::new(),
             messages: Vec::new(),
@@ -253,6 +254,14 @@ impl TaskHandle {
             r.summary.intent_id = Some(id.to_string());
         });
         Ok(intent)
+    }
+
+    /// Puts the task in `mode` (its policy gates every later call).
+    pub fn set_mode(&self, mode: &crate::modes::Mode) {
+        self.update(|r| {
+            r.governance.mode = Some(mode.policy());
+            r.summary.mode = Some(mode.slug.clone());
+        });
     }
 
     /// The person took the intent away from the task.

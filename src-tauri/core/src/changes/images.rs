@@ -52,10 +52,18 @@ impl BeforeImages {
 /// MCP servers (`.mcp.json`) — none is in the checkpoint store, and each decides what runs
 /// next with the person's rights — and the repository's configuration.
 fn worth_copying(rel: &str) -> bool {
-    if matches!(rel, ".intentignore" | ".mcp.json")
-        || [".orchestration/", ".mandate/", ".claude/"]
-            .iter()
-            .any(|dir| rel.starts_with(dir))
+    if matches!(
+        rel,
+        ".intentignore" | ".mcp.json" | ".roomodes" | "AGENTS.md" | "CLAUDE.md"
+    ) || [
+        ".orchestration/",
+        ".mandate/",
+        ".claude/",
+        ".roo/",
+        ".agents/",
+    ]
+    .iter()
+    .any(|dir| rel.starts_with(dir))
     {
         return true;
     }

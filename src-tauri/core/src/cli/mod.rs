@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// Continue an earlier task (its id) instead of starting a new one.
     #[arg(long)]
     pub resume: Option<String>,
+    /// The mode to work in (a built-in one — code, architect, ask, debug, orchestrator — or
+    /// one of `.roomodes`, `.claude/agents/`, the global modes file). New tasks: code.
+    #[arg(long)]
+    pub mode: Option<String>,
     /// Ask before commands the policy classifies as safe, too.
     #[arg(long)]
     pub ask_safe_commands: bool,

@@ -460,7 +460,21 @@ fn task_to_run(
     prompt: String,
 ) -> Result<(Arc<TaskHandle>, Option<String>), i32> {
     let store = &env.store;
-    Ok(match &args.resume {
+    let modes = crate::modes::load_modes(env.gov.root(), env.gov.config_dir());
+    for problem in &modes.problems {
+        eprintln!("note: {problem}");
+    }
+    let mode = match args.mode.as_deref() {
+        Some(slug) => Some(modes.get(slug).ok_or_else(|| {
+            let known: Vec<&str> = modes.modes.iter().map(|m| m.slug.as_str()).collect();
+            usage(&format!(
+                "there is no mode `{slug}` (modes here: {})",
+                known.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let (task, text) = match &args.resume {
         Some(id) => match store.load(id) {
             Ok(record) => (
                 TaskHandle::new(record, store.clone()),
@@ -477,7 +491,17 @@ fn task_to_run(
             ),
             Some(prompt),
         ),
-    })
+    };
+    // A resumed task keeps its mode unless one is named; a new one starts in Code.
+    let mode = match mode {
+        Some(mode) => Some(mode),
+        None if args.resume.is_none() => modes.get(crate::modes::DEFAULT_MODE),
+        None => None,
+    };
+    if let Some(mode) = mode {
+        task.set_mode(mode);
+    }
+    Ok((task, text))
 }
 
 /// The end of the run for a person reading the terminal.

@@ -46,6 +46,8 @@ pub enum DenialCode {
     HookFailure,
     /// The person's own hook denied the call.
     HookDenied,
+    /// The task's mode does not allow this kind of action, or this file.
+    ModeRestricted,
 }
 
 /// A refusal, sent to the model as `{"error":{"code","message",...}}`.
@@ -246,6 +248,9 @@ pub struct TaskGovernance {
     /// SHA-256 of the raw bytes this task last read or wrote, per workspace-relative path.
     pub read_hashes: HashMap<String, String>,
     pub always_allowed_commands: HashSet<String>,
+    /// The task's mode (None: no mode narrows the task, as before modes existed).
+    #[serde(default)]
+    pub mode: Option<crate::modes::ModePolicy>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -287,6 +292,7 @@ impl HookEngine {
     pub fn standard() -> Self {
         Self {
             pre: vec![
+                Arc::new(crate::modes::ModeGuard),
                 Arc::new(IntentGate),
                 Arc::new(ScopeGuard),
                 Arc::new(StaleGuard),
@@ -385,7 +391,7 @@ impl PreHook for CommandPolicyHook {
                 Denial::new(
                     DenialCode::CommandBlocked,
                     format!(
-                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger, the person's hooks and the workspace's MCP servers are changed only by the user.",
+                        "Commands may not change `{}` (`{}` reaches it): intents, the ignore list, the trace ledger, the person's hooks, the workspace's MCP servers, modes and rules are changed only by the user.",
                         target.name, target.word
                     ),
                 )

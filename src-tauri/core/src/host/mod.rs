@@ -383,6 +383,10 @@ impl Host {
             &text,
             &env.provider.model_id(),
         );
+        let modes = crate::modes::load_modes(opened.gov.root(), opened.gov.config_dir());
+        if let Some(mode) = modes.get(crate::modes::DEFAULT_MODE) {
+            task.set_mode(mode);
+        }
         opened
             .tasks
             .lock()

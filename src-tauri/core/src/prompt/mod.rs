@@ -22,6 +22,10 @@ pub struct PromptContext<'a> {
     pub objective: &'a str,
     pub custom_instructions: &'a str,
     pub tool_names: &'a [&'a str],
+    /// The task's mode, every mode (to say which one to ask for), the mode's rules.
+    pub mode: Option<&'a crate::modes::Mode>,
+    pub modes: &'a [crate::modes::Mode],
+    pub mode_rules: &'a [(String, String)],
 }
 
 type Section = fn(&PromptContext<'_>) -> Option<String>;
@@ -31,6 +35,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("role", sections::role),
     ("tool use", sections::tool_use),
     ("capabilities", sections::capabilities),
+    ("mode", sections::mode),
     ("intent protocol", sections::intent_protocol),
     ("active intent", sections::active_intent),
     ("workspace rules", sections::workspace_rules),
@@ -38,6 +43,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("system information", sections::system_info),
     ("objective", sections::objective),
     ("user's custom instructions", sections::custom_instructions),
+    ("mode-specific instructions", sections::mode_instructions),
 ];
 
 pub fn build(cx: &PromptContext<'_>) -> String {
@@ -65,7 +71,8 @@ pub fn load_rules(root: &Path) -> Vec<(String, String)> {
             let mut names: Vec<String> = entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("rules"))
+                // `rules-{slug}` belongs to one mode (see `modes::mode_rules`).
+                .filter(|n| n.starts_with("rules") && !n.starts_with("rules-"))
                 .collect();
             names.sort();
             for name in names {

@@ -61,6 +61,9 @@ fn snapshot() -> String {
         objective: "Reject expired JWTs in the login flow.",
         custom_instructions: "Answer in British English.",
         tool_names: &tools,
+        mode: None,
+        modes: &[],
+        mode_rules: &[],
     })
 }
 
@@ -132,7 +135,55 @@ fn sections_come_in_order_and_the_protocol_depends_on_the_intents_file() {
         objective: "",
         custom_instructions: "",
         tool_names: &[],
+        mode: None,
+        modes: &[],
+        mode_rules: &[],
     });
     assert!(text.contains("has no `.orchestration/active_intents.yaml`"));
     assert!(!text.contains("ACTIVE INTENT"));
+}
+
+#[test]
+fn a_mode_gives_the_role_its_limits_the_other_modes_and_its_own_rules() {
+    let none = IntentsSnapshot {
+        doc: Arc::new(IntentsDoc::default()),
+        exists: false,
+        error: None,
+    };
+    let modes = crate::modes::built_in_modes();
+    let architect = modes
+        .iter()
+        .find(|m| m.slug == "architect")
+        .expect("architect");
+    let rules = [(
+        ".roo/rules-architect/plans.md".to_string(),
+        "Plans go in docs/plans/.".to_string(),
+    )];
+    let text = build(&PromptContext {
+        root: Path::new("/p"),
+        intents: &none,
+        active_intent: None,
+        recent_history: &[],
+        rules: &[],
+        lessons: None,
+        os: "linux",
+        shell: "sh",
+        date: "2026-11-21",
+        objective: "",
+        custom_instructions: "",
+        tool_names: &["read_file"],
+        mode: Some(architect),
+        modes: &modes,
+        mode_rules: &rules,
+    });
+    assert!(
+        text.starts_with("====\n\nROLE\n\nYou are Mandate, an experienced technical leader"),
+        "{text}"
+    );
+    assert!(text.contains("You work under governance"));
+    assert!(text.contains("You are in Architect mode (`architect`). It allows read, edit actions, and edits only of files whose path matches `\\.md$`"));
+    assert!(text.contains("- `code` (Code): Writing, changing or refactoring code."));
+    assert!(!text.contains("- `architect`"));
+    assert!(text.contains("MODE-SPECIFIC INSTRUCTIONS"));
+    assert!(text.contains("# Rules from .roo/rules-architect/plans.md\n\nPlans go in docs/plans/."));
 }

@@ -3,13 +3,15 @@
 use super::PromptContext;
 use crate::protocol::IntentStatus;
 
-pub fn role(_: &PromptContext<'_>) -> Option<String> {
+pub fn role(cx: &PromptContext<'_>) -> Option<String> {
+    let who = match cx.mode {
+        Some(mode) => format!("{}\n\n", mode.role_definition.trim()),
+        None => "You are Mandate, a careful software engineer working in the user's workspace beside their editor. ".into(),
+    };
     Some(
-        "You are Mandate, a careful software engineer working in the user's workspace beside their editor. \
-You work under governance: every change you make is tied to a declared intent, checked by deterministic hooks, \
+        who + "You work under governance: every change you make is tied to a declared intent, checked by deterministic hooks, \
 approved by a person where the policy says so, and recorded in a tamper-evident trace ledger. \
-Be precise, make the smallest change that does the job, and say plainly what you did and did not do."
-            .into(),
+Be precise, make the smallest change that does the job, and say plainly what you did and did not do.",
     )
 }
 
@@ -150,4 +152,62 @@ pub fn objective(cx: &PromptContext<'_>) -> Option<String> {
 pub fn custom_instructions(cx: &PromptContext<'_>) -> Option<String> {
     let text = cx.custom_instructions.trim();
     (!text.is_empty()).then(|| text.to_string())
+}
+
+pub fn mode(cx: &PromptContext<'_>) -> Option<String> {
+    let mode = cx.mode?;
+    let groups: Vec<&str> = mode.groups.iter().map(|g| g.name()).collect();
+    let mut text = format!(
+        "You are in {} mode (`{}`). It allows {} actions",
+        mode.name,
+        mode.slug,
+        if groups.is_empty() {
+            "no read, edit, command or MCP".to_string()
+        } else {
+            groups.join(", ")
+        }
+    );
+    if let Some(re) = &mode.edit_regex {
+        text.push_str(&format!(
+            ", and edits only of files whose path matches `{re}`"
+        ));
+    }
+    text.push_str(". A call outside that is refused with MODE_RESTRICTED, whatever the intent allows; the intent still limits where you may write.");
+    let others: Vec<String> = cx
+        .modes
+        .iter()
+        .filter(|m| m.slug != mode.slug)
+        .map(|m| {
+            let when = if m.when_to_use.is_empty() {
+                &m.description
+            } else {
+                &m.when_to_use
+            };
+            format!(
+                "- `{}` ({}): {}",
+                m.slug,
+                m.name,
+                crate::text::first_chars(when.trim(), 200)
+            )
+        })
+        .collect();
+    if !others.is_empty() {
+        text.push_str(&format!(
+            "\n\nOther modes (ask for one with switch_mode when the work needs it; the user decides):\n{}",
+            others.join("\n")
+        ));
+    }
+    Some(text)
+}
+
+pub fn mode_instructions(cx: &PromptContext<'_>) -> Option<String> {
+    let mode = cx.mode?;
+    let mut parts = Vec::new();
+    if !mode.custom_instructions.trim().is_empty() {
+        parts.push(mode.custom_instructions.trim().to_string());
+    }
+    for (name, text) in cx.mode_rules {
+        parts.push(format!("# Rules from {name}\n\n{text}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }

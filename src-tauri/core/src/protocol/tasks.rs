@@ -75,6 +75,9 @@ pub struct TaskSummary {
     /// How full the model's window is (known once the task has asked the model).
     #[serde(default)]
     pub context: Option<ContextView>,
+    /// The slug of the task's mode (None: a task from before modes, or none chosen).
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

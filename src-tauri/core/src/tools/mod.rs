@@ -19,6 +19,7 @@ mod request_scope_expansion;
 mod search_files;
 pub mod search_replace;
 mod select_active_intent;
+mod switch_mode;
 pub mod walk;
 mod write;
 mod write_to_file;
@@ -232,6 +233,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(request_scope_expansion::RequestScopeExpansion),
         Box::new(propose_intent::ProposeIntent),
         Box::new(ask_followup_question::AskFollowupQuestion),
+        Box::new(switch_mode::SwitchMode),
         Box::new(attempt_completion::AttemptCompletion),
         Box::new(record_lesson::RecordLesson),
     ]

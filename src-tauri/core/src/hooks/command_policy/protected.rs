@@ -13,12 +13,16 @@ use super::parse::{self, RedirectKind, Script, Stage, Word};
 
 /// The top-level names only the person changes: the mandate, the person's hooks and the
 /// workspace's MCP server definitions.
-const MANDATE_NAMES: [&str; 5] = [
+const MANDATE_NAMES: [&str; 9] = [
     crate::orchestration::DIR,
     ".intentignore",
     ".mandate",
     ".claude",
     crate::mcp::PROJECT_FILE,
+    ".roomodes",
+    ".roo",
+    ".agents",
+    "AGENTS.md",
 ];
 
 /// A word of the command that refers to a protected path.
