@@ -43,18 +43,11 @@ impl AgentTool for SwitchMode {
                 "reason is empty: say why the work needs that mode".into(),
             ));
         }
-        // The config directory's modes are not known here: the run looks again with them.
-        let modes = crate::modes::load_modes(cx.root(), None);
+        // Whether the mode exists is looked up when the call runs (with the global modes).
         if slug.is_empty() {
-            return Err(ToolError::InvalidArguments(format!(
-                "mode_slug is empty; modes: {}",
-                modes
-                    .modes
-                    .iter()
-                    .map(|m| m.slug.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            return Err(ToolError::InvalidArguments(
+                "mode_slug is empty: name one of the modes the prompt lists".into(),
+            ));
         }
         if cx.task.mode.as_ref().is_some_and(|m| m.slug == slug) {
             return Err(ToolError::InvalidArguments(format!(
