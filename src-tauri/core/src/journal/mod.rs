@@ -207,7 +207,9 @@ fn write_locked(
         before_mode: current_mode,
         after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
     };
-    let (record, ranges, computed) = prepare_record(&w, &images, ledger.head_revision());
+    let head = ledger.head_state();
+    let rev = head.commit.clone();
+    let (record, ranges, computed) = prepare_record(&w, &images, rev);
     let record_id = record["id"].as_str().unwrap_or_default().to_string();
     let file_name = w
         .path
@@ -241,7 +243,7 @@ fn write_locked(
         Ok(()) => Staged::write(&w, &entry.temp, current_mode),
         Err(_) => Ok(None),
     };
-    let prepared = ledger.prepare_append(record.clone());
+    let prepared = ledger.prepare_append_at(record.clone(), Some(head));
     if prepared.is_ok() {
         store_images(
             checkpoints,

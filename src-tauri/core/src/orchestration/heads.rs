@@ -114,6 +114,8 @@ pub struct HeadStore {
     dir: PathBuf,
     workspace: String,
     root: PathBuf,
+    /// The `pending` file, kept open between appends (see [`HeadStore::record_pending`]).
+    pending: std::sync::Arc<std::sync::Mutex<Option<File>>>,
 }
 
 /// `device:inode:birth time` of a directory (file systems reuse inode numbers at once, so the
@@ -147,6 +149,7 @@ impl HeadStore {
                 .join(crate::settings::workspace_key(&root)),
             workspace: root.to_string_lossy().into_owned(),
             root,
+            pending: Default::default(),
         }
     }
 
@@ -287,18 +290,32 @@ impl HeadStore {
 
     /// Notes the hash of the line an append is about to write (the caller holds the
     /// ledger's lock, so appends never race for this slot).
+    /// The file stays open between appends; it is opened again when it was removed or
+    /// replaced (its link count is then 0).
     pub fn record_pending(&self, line_hex: &str) -> Result<(), HeadError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| self.io(e))?;
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.dir.join("pending"))
-            .map_err(|e| self.io(e))?;
+        use std::os::unix::fs::{FileExt as _, MetadataExt as _};
         let line = format!("{line_hex}\n");
-        f.write_all(line.as_bytes()).map_err(|e| self.io(e))?;
-        f.set_len(line.len() as u64).map_err(|e| self.io(e))?;
-        start_writeback(&f, line.len());
+        let mut cached = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let stale = cached.as_ref().is_none_or(|f| {
+            f.metadata()
+                .map_or(true, |m| m.nlink() == 0 || m.len() != line.len() as u64)
+        });
+        if stale {
+            std::fs::create_dir_all(&self.dir).map_err(|e| self.io(e))?;
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(self.dir.join("pending"))
+                .map_err(|e| self.io(e))?;
+            f.set_len(line.len() as u64).map_err(|e| self.io(e))?;
+            *cached = Some(f);
+        }
+        let f = cached
+            .as_ref()
+            .ok_or_else(|| self.io(std::io::ErrorKind::NotFound.into()))?;
+        f.write_all_at(line.as_bytes(), 0).map_err(|e| self.io(e))?;
+        start_writeback(f, line.len());
         Ok(())
     }
 
@@ -437,5 +454,34 @@ mod tests {
         store.record_append("", head(1)).expect("w");
         assert_eq!(store.read().expect("read").branches[""].records, 1);
         assert!(!store.recreated());
+    }
+
+    #[test]
+    fn the_pending_hash_lands_in_the_file_even_when_it_was_removed_or_replaced_between_appends() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let store = HeadStore::new(&tmp.path().join("data"), &ws);
+        let read = || store.read_all().expect("read").pending;
+        store.record_append("", head(1)).expect("head");
+        store.record_pending(&"a".repeat(64)).expect("pending");
+        assert_eq!(read(), Some("a".repeat(64)));
+        std::fs::remove_file(store.dir.join("pending")).expect("rm");
+        store.record_pending(&"b".repeat(64)).expect("pending");
+        assert_eq!(read(), Some("b".repeat(64)));
+        // Replaced by another file (another process, a restore from backup).
+        let other = tmp.path().join("other");
+        std::fs::write(
+            &other,
+            "junk that is longer than one hash line ........................................\n",
+        )
+        .expect("w");
+        std::fs::rename(&other, store.dir.join("pending")).expect("mv");
+        store.record_pending(&"c".repeat(64)).expect("pending");
+        assert_eq!(read(), Some("c".repeat(64)));
+        std::fs::remove_dir_all(&store.dir).expect("rm dir");
+        store.record_pending(&"d".repeat(64)).expect("pending");
+        store.record_append("", head(2)).expect("head");
+        assert_eq!(read(), Some("d".repeat(64)));
     }
 }

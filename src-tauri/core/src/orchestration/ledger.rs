@@ -275,45 +275,54 @@ pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
 /// Canonical JSON: object keys sorted at every level, no spaces. Written this way (whatever
 /// key order the JSON library keeps) so that a record can be re-hashed by anyone.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(1024);
     write_canonical(value, &mut out);
-    out
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Keys sorted, no spaces; strings and numbers as serde_json writes them (written straight
+/// into `out`, not through a string each).
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_unstable();
-            out.push('{');
+            out.push(b'{');
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
                 if let Some(v) = map.get(key) {
                     write_canonical(v, out);
                 }
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
     }
 }
 
 /// The record's own digest: SHA-256 of its canonical form without `digest`.
 pub fn record_digest(record: &Value) -> String {
+    let pointer = format!("/metadata/{VENDOR_KEY}/digest");
+    if record.pointer(&pointer).is_none() {
+        return sha256_hex(canonical_json(record).as_bytes());
+    }
     let mut copy = record.clone();
     if let Some(vendor) = copy
         .pointer_mut(&format!("/metadata/{VENDOR_KEY}"))

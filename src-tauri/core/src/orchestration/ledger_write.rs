@@ -173,6 +173,21 @@ impl Ledger {
     /// while the file's bytes go to disk; [`PreparedAppend::commit`] writes the record. Dropped
     /// without a commit, nothing is appended.
     pub fn prepare_append(&self, record: Value) -> Result<PreparedAppend<'_>, LedgerError> {
+        self.prepare_append_at(record, None)
+    }
+
+    /// The state of git's HEAD now (the branch, its commit, its reflog), read once.
+    pub fn head_state(&self) -> git::HeadState {
+        git::head_state(self.repo().as_ref())
+    }
+
+    /// [`Ledger::prepare_append`] for a record whose revision was read as `head` (from
+    /// [`Ledger::head_state`]): the record and the branch head it leaves name the same commit.
+    pub fn prepare_append_at(
+        &self,
+        record: Value,
+        head: Option<git::HeadState>,
+    ) -> Result<PreparedAppend<'_>, LedgerError> {
         let (verified, file) = self.lock()?;
         let mut prepared = PreparedAppend {
             ledger: self,
@@ -182,7 +197,7 @@ impl Ledger {
         };
         let PreparedAppend { verified, file, .. } = &mut prepared;
         let at = self.verified_end(verified, file)?;
-        prepared.sealed = Some(self.seal_line(&mut prepared.file, at, record)?);
+        prepared.sealed = Some(self.seal_line(&mut prepared.file, at, record, head)?);
         Ok(prepared)
     }
 
@@ -333,7 +348,7 @@ impl Ledger {
         at: (Verified, u64),
         record: Value,
     ) -> Result<Value, LedgerError> {
-        let sealed = self.seal_line(file, at, record)?;
+        let sealed = self.seal_line(file, at, record, None)?;
         self.write_sealed(verified, file, sealed)
     }
 
@@ -344,6 +359,7 @@ impl Ledger {
         file: &mut File,
         at: (Verified, u64),
         record: Value,
+        head: Option<git::HeadState>,
     ) -> Result<Sealed, LedgerError> {
         let (v, len) = at;
         let torn = len > 0 && read_before(file, len, 1)?.first() != Some(&b'\n');
@@ -362,7 +378,7 @@ impl Ledger {
             key: branch,
             commit,
             reflog,
-        } = git::head_state(self.repo().as_ref());
+        } = head.unwrap_or_else(|| self.head_state());
         // Killed after the write and before the head: the pending hash still vouches for it.
         self.heads
             .record_pending(&hex::encode(hash))

@@ -265,3 +265,47 @@ fn a_missing_hash_reads_as_none() {
     let typed = TraceRecord::from_line(canonical_json(&r).as_bytes()).expect("parses");
     assert_eq!(typed.files[0].conversations[0].ranges[0].content_hash, None);
 }
+
+/// The canonical form as it was first written (every key and scalar through `to_string`).
+fn canonical_as_first_written(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| {
+                    format!(
+                        "{}:{}",
+                        Value::String(k.clone()),
+                        canonical_as_first_written(&map[k])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(canonical_as_first_written)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        scalar => scalar.to_string(),
+    }
+}
+
+#[test]
+fn the_canonical_form_is_byte_for_byte_what_it_always_was() {
+    // Ledgers written by every earlier version verify only if this never changes.
+    let value = serde_json::json!({
+        "z": [true, null, -0.5, 12, 1e300, u64::MAX, i64::MIN, "tab\tquote\"back\\slash\u{1}é✓😀\u{7f}"],
+        "a": {"y": "", "b": {}, "x": [[], {"k\n": 0}]},
+        "é": "\u{2028}",
+    });
+    assert_eq!(canonical_json(&value), canonical_as_first_written(&value));
+    assert!(canonical_json(&value).starts_with(
+        "{\"a\":{\"b\":{},\"x\":[[],{\"k\\n\":0}],\"y\":\"\"},\"z\":[true,null,-0.5,12,1e+300,"
+    ));
+}
