@@ -1,5 +1,6 @@
 // The Chat view: which tasks are open and shown, the composer, and task events.
 
+import { initModePicker, newTaskMode, renderModePicker, setModeTarget } from './modes.js';
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
 import { emit, listen, removeTask, store, taskEventMark, upsertTask, upsertTaskFromReply } from './store.js';
@@ -70,6 +71,8 @@ export function initChat() {
     if (id && id !== state.active) activate(id);
   });
 
+  initModePicker();
+  listen('modes', renderModePicker);
   listen('tasks', renderChrome);
   listen('settings', updateComposer);
   listen('approvals', renderChrome);
@@ -373,6 +376,7 @@ function blockedReason(task) {
 
 function updateComposer() {
   const task = state.active ? store.tasks.get(state.active) : undefined;
+  setModeTarget(state.active);
   byId('composer-target').textContent = task ? `To: ${task.title}` : 'Starts a new task';
   const why = blockedReason(task);
   const input = byId('composer-input');
@@ -424,7 +428,7 @@ async function send() {
       // The task starts running at once: its events may come in before this reply.
       const mark = taskEventMark();
       try {
-        task = (await ask({ type: 'start_task', text }, 'task')).task;
+        task = (await ask({ type: 'start_task', text, mode: newTaskMode() }, 'task')).task;
       } finally {
         starting -= 1;
       }

@@ -1,5 +1,6 @@
 // One open task: its header (status, intent, context, usage, stop/retry) above its transcript.
 
+import { modeName } from './modes.js';
 import { request } from './ipc.js';
 import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
 import { canRetry, intentById, isBusy, statusLabel, store, taskEventMark, upsertTaskFromReply } from './store.js';
@@ -21,6 +22,7 @@ export class TaskPanel {
     this.title = h('h2', { class: 'task-title' });
     this.status = h('span', { class: 'task-status' });
     this.intent = h('span', { class: 'task-intent' });
+    this.mode = h('span', { class: 'task-mode', title: 'The mode: which kinds of action the agent may take (change it beside the message box)' });
     this.select = h('select', { class: 'task-intent-select', 'aria-label': 'Intent for this task' });
     this.usage = h('span', { class: 'task-usage' });
     this.gauge = new ContextGauge();
@@ -43,6 +45,7 @@ export class TaskPanel {
       h('div', { class: 'task-header-row first' },
         this.title,
         this.status,
+        this.mode,
         h('span', { class: 'spacer' }),
         this.undo,
         this.stop,
@@ -129,6 +132,8 @@ export class TaskPanel {
     this.title.title = task.title;
     this.status.textContent = statusLabel(task.status);
     this.status.dataset.status = task.status;
+    this.mode.textContent = modeName(task.mode);
+    this.mode.dataset.mode = task.mode ?? '';
     showUsage(this.usage, task);
     this.gauge.update(task.context);
     this.stop.disabled = !isBusy(task.status);

@@ -5,7 +5,7 @@
 /** @typedef {import('./protocol').IntentsView} IntentsView */
 /** @typedef {import('./protocol').IntentView} IntentView */
 /** @typedef {import('./protocol').SettingsView} SettingsView */
-/** @typedef {'tasks' | 'intents' | 'settings' | 'visible' | 'approvals'} Topic */
+/** @typedef {'tasks' | 'intents' | 'settings' | 'visible' | 'approvals' | 'modes'} Topic */
 
 export const store = {
   workspace: '',
@@ -18,6 +18,10 @@ export const store = {
   intents: { path: '', exists: false, intents: [], error: null },
   /** Task ids whose panels are on screen (one, or two in split view). @type {string[]} */
   visibleTasks: [],
+  /** The workspace's modes, as the host read them last. @type {import('./protocol').ModeInfo[]} */
+  modes: [],
+  /** Mode files or entries that could not be read. @type {string[]} */
+  modeProblems: [],
 };
 
 /** @type {Map<Topic, Set<() => void>>} */

@@ -282,6 +282,8 @@ impl Host {
             | Request::DiscoverLocalServers
             | Request::Diagnostics) => self.handle_settings(r).await,
             r @ (Request::StartTask { .. }
+            | Request::ListModes
+            | Request::SetTaskMode { .. }
             | Request::SendMessage { .. }
             | Request::CancelTask { .. }
             | Request::RetryTask { .. }
@@ -371,8 +373,18 @@ impl Host {
         }))
     }
 
-    async fn start_task(self: &Arc<Self>, text: String) -> Result<Reply, IpcError> {
+    async fn start_task(
+        self: &Arc<Self>,
+        text: String,
+        mode: Option<String>,
+    ) -> Result<Reply, IpcError> {
         let text = non_empty(text)?;
+        let modes = self.modes();
+        let slug = mode.as_deref().unwrap_or(crate::modes::DEFAULT_MODE);
+        let mode = modes
+            .get(slug)
+            .cloned()
+            .ok_or_else(|| err(IpcErrorCode::NotFound, format!("there is no mode `{slug}`")))?;
         // Held until the run ends, so the workspace cannot change under it.
         let run = self.runs.clone().read_owned().await;
         let opened = self.opened();
@@ -383,10 +395,7 @@ impl Host {
             &text,
             &env.provider.model_id(),
         );
-        let modes = crate::modes::load_modes(opened.gov.root(), opened.gov.config_dir());
-        if let Some(mode) = modes.get(crate::modes::DEFAULT_MODE) {
-            task.set_mode(mode);
-        }
+        task.set_mode(&mode);
         opened
             .tasks
             .lock()

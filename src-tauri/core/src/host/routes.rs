@@ -85,7 +85,28 @@ impl Host {
     /// Tasks: starting, talking to, stopping and deleting them, and the person's answers.
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
-            Request::StartTask { text } => self.start_task(text).await,
+            Request::StartTask { text, mode } => self.start_task(text, mode).await,
+            Request::ListModes => {
+                let loaded = self.modes();
+                Ok(Reply::Modes {
+                    modes: loaded.modes.iter().map(|m| m.info()).collect(),
+                    problems: loaded.problems,
+                })
+            }
+            Request::SetTaskMode { task_id, mode } => {
+                let task = self.task(&task_id)?;
+                let modes = self.modes();
+                let mode = modes.get(&mode).ok_or_else(|| {
+                    err(IpcErrorCode::NotFound, format!("there is no mode `{mode}`"))
+                })?;
+                task.set_mode(mode);
+                task.checkpoint(self.sink.as_ref()).await;
+                let summary = task.summary();
+                self.sink.emit(Event::TaskUpdated {
+                    task: summary.clone(),
+                });
+                Ok(Reply::Task { task: summary })
+            }
             Request::SendMessage { task_id, text } => {
                 let text = non_empty(text)?;
                 let task = self.task(&task_id)?;
@@ -153,6 +174,12 @@ impl Host {
             }
             _ => Err(misrouted("tasks")),
         }
+    }
+
+    /// The workspace's modes now (their files are read each time: the person may edit them).
+    pub(super) fn modes(&self) -> crate::modes::LoadedModes {
+        let gov = self.governance();
+        crate::modes::load_modes(gov.root(), gov.config_dir())
     }
 
     fn delete_task(&self, task_id: String) -> Result<Reply, IpcError> {

@@ -88,6 +88,28 @@ impl Mode {
     }
 }
 
+impl Mode {
+    /// The mode as the window's picker shows it.
+    pub fn info(&self) -> crate::protocol::ModeInfo {
+        crate::protocol::ModeInfo {
+            slug: self.slug.clone(),
+            name: self.name.clone(),
+            description: if self.when_to_use.is_empty() {
+                self.description.clone()
+            } else {
+                self.when_to_use.clone()
+            },
+            groups: self.groups.iter().map(|g| g.name().to_string()).collect(),
+            edit_regex: self.edit_regex.clone(),
+            source: match &self.source {
+                ModeSource::BuiltIn => "built-in".into(),
+                ModeSource::Global => "global".into(),
+                ModeSource::Project { file } => file.clone(),
+            },
+        }
+    }
+}
+
 impl ModePolicy {
     pub fn allows(&self, group: Group) -> bool {
         self.groups.contains(&group)

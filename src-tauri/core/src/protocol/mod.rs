@@ -47,6 +47,17 @@ pub enum Request {
     ListModels,
     StartTask {
         text: String,
+        /// The mode the task starts in (its slug); none: Code.
+        #[serde(default)]
+        #[ts(optional)]
+        mode: Option<String>,
+    },
+    /// Every mode the workspace offers (built in, global, `.roomodes`, `.claude/agents`).
+    ListModes,
+    /// Puts a task in another mode: the person's choice, from the mode picker.
+    SetTaskMode {
+        task_id: String,
+        mode: String,
     },
     SendMessage {
         task_id: String,
@@ -216,6 +227,11 @@ pub enum Reply {
     },
     Models {
         models: Vec<String>,
+    },
+    Modes {
+        modes: Vec<ModeInfo>,
+        /// Mode files or entries that could not be read, each naming the file.
+        problems: Vec<String>,
     },
     Task {
         task: TaskSummary,
@@ -496,6 +512,7 @@ pub fn typescript_declarations() -> String {
         McpGrant::decl(&cfg),
         McpServerView::decl(&cfg),
         McpOverview::decl(&cfg),
+        ModeInfo::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.\n\n",

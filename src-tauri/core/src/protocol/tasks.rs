@@ -169,3 +169,18 @@ pub struct ToolCallView {
     #[serde(default)]
     pub unconfined: bool,
 }
+
+/// A mode as the picker shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ModeInfo {
+    pub slug: String,
+    pub name: String,
+    /// When to use it, in its author's words.
+    pub description: String,
+    /// What it allows: `read`, `edit`, `command`, `mcp`.
+    pub groups: Vec<String>,
+    /// Edits only of paths matching this (a regex), when set.
+    pub edit_regex: Option<String>,
+    /// `built-in`, `global` or the file it comes from.
+    pub source: String,
+}

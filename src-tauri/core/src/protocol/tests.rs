@@ -5,7 +5,13 @@ use pretty_assertions::assert_eq;
 fn requests_parse_from_tagged_json() {
     let req: Request =
         serde_json::from_str(r#"{"type":"start_task","text":"hi"}"#).expect("valid request");
-    assert_eq!(req, Request::StartTask { text: "hi".into() });
+    assert_eq!(
+        req,
+        Request::StartTask {
+            text: "hi".into(),
+            mode: None
+        }
+    );
     let req: Request = serde_json::from_str(r#"{"type":"get_state"}"#).expect("unit variant");
     assert_eq!(req, Request::GetState);
 }

@@ -1,0 +1,95 @@
+//! Modes in the window: the picker beside the message box lists the built-in modes and the
+//! workspace's own (`.roomodes`), a new task starts in the mode picked, its header shows it,
+//! the mode holds the agent to its kinds of action under an intent that owns everything, and
+//! the person changes an open task's mode from the same picker.
+
+use mandate_tests::app::{workspace, App, UserDirs};
+use mandate_tests::llm_server::ScriptedServer;
+use mandate_tests::sse::openai;
+use serde_json::json;
+
+const INTENTS: &str = r#"active_intents:
+  - id: INT-1
+    name: Everything
+    status: IN_PROGRESS
+    owned_scope: ["**"]
+"#;
+
+const ROOMODES: &str = "customModes:\n  - slug: docs-writer\n    name: Docs Writer\n    roleDefinition: You write the docs.\n    whenToUse: Documentation.\n    groups: [read, [edit, {fileRegex: '^docs/'}]]\n";
+
+#[tokio::test]
+async fn the_mode_picked_beside_the_message_box_holds_the_task_and_shows_in_its_header() {
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-1"})).reply(),
+        openai::turn().tool_call("w", "write_to_file", json!({"path": "src/x.rs", "content": "fn x() {}\n", "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().text("Architect cannot write code; here is the plan instead.").reply(),
+    ])
+    .await;
+    let ws = workspace(Some(INTENTS), &[(".roomodes", ROOMODES)]);
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
+    let app = App::launch("modes", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+
+    // The built-in modes and the workspace's own, Code first for a new task.
+    app.wait_until("[...document.querySelectorAll('#mode-picker option')].some(o => o.value === 'docs-writer')")
+        .await
+        .expect("the workspace's mode is offered");
+    let offered = app
+        .eval("return [...document.querySelectorAll('#mode-picker option')].map(o => o.value)")
+        .await
+        .expect("options");
+    assert_eq!(
+        offered,
+        json!([
+            "code",
+            "architect",
+            "ask",
+            "debug",
+            "orchestrator",
+            "docs-writer"
+        ])
+    );
+    assert_eq!(
+        app.eval("return document.querySelector('#mode-picker').value")
+            .await
+            .expect("value"),
+        json!("code")
+    );
+
+    app.choose("#mode-picker", "architect").await.expect("pick");
+    app.send("Plan the parser").await.expect("send");
+    app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('here is the plan instead'))")
+        .await
+        .expect("answer");
+    assert_eq!(
+        app.text(".task-panel:not([hidden]) .task-mode")
+            .await
+            .expect("mode"),
+        "Architect"
+    );
+    // The model's write was refused by the mode, and it read why.
+    let result = server
+        .tool_result_in(2, "w")
+        .expect("the write's result reached the model");
+    assert!(result.contains("MODE_RESTRICTED"), "{result}");
+    assert!(!ws.path().join("src/x.rs").exists());
+    app.wait_until("document.querySelector('#mode-picker').value === 'architect'")
+        .await
+        .expect("the picker shows the open task's mode");
+    app.screenshot("modes-picker").await.expect("screenshot");
+
+    // The person puts the open task in Code mode from the picker.
+    app.choose("#mode-picker", "code").await.expect("pick code");
+    app.wait_until(
+        "document.querySelector('.task-panel:not([hidden]) .task-mode')?.textContent === 'Code'",
+    )
+    .await
+    .expect("the header follows");
+    // A new task starts in the mode picked last (Code here).
+    app.click("#new-task").await.expect("new task");
+    app.wait_until("document.querySelector('#mode-picker').value === 'code'")
+        .await
+        .expect("a new task starts in Code");
+}
