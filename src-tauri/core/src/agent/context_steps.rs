@@ -172,9 +172,26 @@ pub(super) async fn prepare(
 
 /// The base request (system prompt and tools) with the messages and the limits of the window.
 fn fill(env: &AgentEnv, task: &TaskHandle, base: &ModelRequest, w: &ModelWindow) -> ModelRequest {
+    let mut messages = messages(env, task, w);
+    // The todo list rides on the newest message, as the editors people come from send it: it
+    // outlives condensing, and the cached prefix before that message stays the same.
+    let summary = task.summary();
+    if let Some(reminder) = crate::tools::todo_reminder(&summary.todos, summary.todos_edited) {
+        match messages.last_mut() {
+            Some(ChatMessage::User { text }) => {
+                text.push_str("\n\n");
+                text.push_str(&reminder);
+            }
+            Some(ChatMessage::ToolResult { content, .. }) => {
+                content.push_str("\n\n");
+                content.push_str(&reminder);
+            }
+            _ => {}
+        }
+    }
     ModelRequest {
         system: base.system.clone(),
-        messages: messages(env, task, w),
+        messages,
         tools: base.tools.clone(),
         max_tokens: w.max_tokens(),
         thinking_budget: w.request_thinking(),

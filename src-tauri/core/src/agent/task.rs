@@ -170,6 +170,8 @@ impl TaskHandle {
                 error: None,
                 context: None,
                 mode: None,
+                todos: Vec::new(),
+                todos_edited: false,
             },
             conversation: Vec::new(),
             messages: Vec::new(),
@@ -261,6 +263,15 @@ impl TaskHandle {
         self.update(|r| {
             r.governance.mode = Some(mode.policy());
             r.summary.mode = Some(mode.slug.clone());
+        });
+    }
+
+    /// Replaces the todo list: by the model (`by_person` false) or the person, whose edit the
+    /// model is told of until it writes the list again.
+    pub fn set_todos(&self, todos: Vec<crate::protocol::TodoItem>, by_person: bool) {
+        self.update(|r| {
+            r.summary.todos = todos;
+            r.summary.todos_edited = by_person;
         });
     }
 

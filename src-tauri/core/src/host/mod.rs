@@ -284,6 +284,7 @@ impl Host {
             r @ (Request::StartTask { .. }
             | Request::ListModes
             | Request::SetTaskMode { .. }
+            | Request::SetTodos { .. }
             | Request::SendMessage { .. }
             | Request::CancelTask { .. }
             | Request::RetryTask { .. }

@@ -93,6 +93,18 @@ impl Host {
                     problems: loaded.problems,
                 })
             }
+            Request::SetTodos { task_id, todos } => {
+                let task = self.task(&task_id)?;
+                let todos = crate::tools::check_todos(todos)
+                    .map_err(|why| err(IpcErrorCode::InvalidInput, why))?;
+                task.set_todos(todos, true);
+                task.checkpoint(self.sink.as_ref()).await;
+                let summary = task.summary();
+                self.sink.emit(Event::TaskUpdated {
+                    task: summary.clone(),
+                });
+                Ok(Reply::Task { task: summary })
+            }
             Request::SetTaskMode { task_id, mode } => {
                 let task = self.task(&task_id)?;
                 let modes = self.modes();

@@ -255,6 +255,7 @@ fn each_built_in_mode_offers_exactly_its_tools() {
         "record_lesson",
         "select_active_intent",
         "switch_mode",
+        "update_todo_list",
     ];
     let read = [
         "list_files",

@@ -59,6 +59,11 @@ pub enum Request {
         task_id: String,
         mode: String,
     },
+    /// The person's edit of a task's todo list (the whole list as it should be).
+    SetTodos {
+        task_id: String,
+        todos: Vec<TodoItem>,
+    },
     SendMessage {
         task_id: String,
         text: String,
@@ -513,6 +518,8 @@ pub fn typescript_declarations() -> String {
         McpServerView::decl(&cfg),
         McpOverview::decl(&cfg),
         ModeInfo::decl(&cfg),
+        TodoItem::decl(&cfg),
+        TodoStatus::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.\n\n",

@@ -78,6 +78,39 @@ pub struct TaskSummary {
     /// The slug of the task's mode (None: a task from before modes, or none chosen).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The task's todo list (`update_todo_list`, or the person's edits).
+    #[serde(default)]
+    pub todos: Vec<TodoItem>,
+    /// The person changed the list since the model last wrote it (the model is told).
+    #[serde(default)]
+    pub todos_edited: bool,
+}
+
+/// One item of a task's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct TodoItem {
+    pub text: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl TodoItem {
+    /// The item as a line of the checklist: `[ ]`, `[-]` or `[x]`, then its text.
+    pub fn line(&self) -> String {
+        let mark = match self.status {
+            TodoStatus::Pending => "[ ]",
+            TodoStatus::InProgress => "[-]",
+            TodoStatus::Completed => "[x]",
+        };
+        format!("{mark} {}", self.text)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

@@ -20,6 +20,7 @@ mod search_files;
 pub mod search_replace;
 mod select_active_intent;
 mod switch_mode;
+mod update_todo_list;
 pub mod walk;
 mod write;
 mod write_to_file;
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::hooks::Consequence;
 pub use read_file::read_for_model;
 pub use select_active_intent::intent_context;
+pub use update_todo_list::{check_todos, reminder as todo_reminder};
 
 use crate::agent::{EventSink, Governance, Interaction, TaskHandle};
 use crate::hooks::{Action, Denial, TaskGovernance};
@@ -234,6 +236,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(propose_intent::ProposeIntent),
         Box::new(ask_followup_question::AskFollowupQuestion),
         Box::new(switch_mode::SwitchMode),
+        Box::new(update_todo_list::UpdateTodoList),
         Box::new(attempt_completion::AttemptCompletion),
         Box::new(record_lesson::RecordLesson),
     ]

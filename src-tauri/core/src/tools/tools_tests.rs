@@ -65,6 +65,7 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
         ("select_active_intent", &["intent_id"]),
         ("ask_followup_question", &["options", "question"]),
         ("switch_mode", &["mode_slug", "reason"]),
+        ("update_todo_list", &["todos"]),
         ("attempt_completion", &["result"]),
         ("record_lesson", &["lesson"]),
     ];
