@@ -93,3 +93,68 @@ async fn the_mode_picked_beside_the_message_box_holds_the_task_and_shows_in_its_
         .await
         .expect("a new task starts in Code");
 }
+
+#[tokio::test]
+async fn the_todo_list_shows_above_the_task_and_the_persons_edit_reaches_the_model() {
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call(
+                "t",
+                "update_todo_list",
+                json!({"todos": "[x] Read the parser\n[-] Plan the change\n[ ] Write the tests"}),
+            )
+            .reply(),
+        openai::turn().text("Planning now.").reply(),
+        openai::turn()
+            .text("Writing the tests, as you said.")
+            .reply(),
+    ])
+    .await;
+    let ws = workspace(Some(INTENTS), &[]);
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
+    let app = App::launch("todos", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.send("Fix the parser").await.expect("send");
+    app.wait_until("(document.querySelector('.task-panel:not([hidden]) .task-todos:not([hidden]) summary')?.textContent ?? '').includes('1/3')")
+        .await
+        .expect("the bar shows done of total");
+    assert_eq!(
+        app.eval(
+            "return document.querySelector('.task-panel:not([hidden]) .todo-current').textContent"
+        )
+        .await
+        .expect("current"),
+        json!("Plan the change")
+    );
+    app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Planning now.'))")
+        .await
+        .expect("answer");
+    // The person opens the list and puts "Write the tests" in progress.
+    app.click(".task-panel:not([hidden]) .task-todos summary")
+        .await
+        .expect("open");
+    app.click(".task-panel:not([hidden]) .todo-item[data-index=\"2\"]")
+        .await
+        .expect("advance");
+    app.wait_until("document.querySelector('.task-panel:not([hidden]) .todo-current')?.textContent === 'Write the tests'")
+        .await
+        .expect("the edit shows");
+    app.screenshot("todos-bar").await.expect("screenshot");
+    app.send("Go on").await.expect("send");
+    app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('as you said'))")
+        .await
+        .expect("second answer");
+    let last = server.requests()[2].json()["messages"]
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .expect("last message");
+    let text = last["content"].as_str().unwrap_or_default().to_string();
+    assert!(
+        text.starts_with("Go on")
+            && text.contains("The user edited it")
+            && text.contains("[ ] Plan the change\n[-] Write the tests"),
+        "{text}"
+    );
+}

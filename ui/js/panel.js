@@ -1,5 +1,6 @@
 // One open task: its header (status, intent, context, usage, stop/retry) above its transcript.
 
+import { TodoBar } from './todos.js';
 import { modeName } from './modes.js';
 import { request } from './ipc.js';
 import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
@@ -40,6 +41,7 @@ export class TaskPanel {
     this.budget = h('button', { type: 'button', class: 'quiet', 'data-action': 'budget', hidden: true, text: 'Budget settings', title: 'Raise the budget, then Retry to go on' });
     this.lastError = h('p', { class: 'task-last-error', hidden: true });
     this.error = h('p', { class: 'inline-error task-error', role: 'alert' });
+    this.todos = new TodoBar(taskId, this.error);
 
     const header = h('header', { class: 'task-header' },
       h('div', { class: 'task-header-row first' },
@@ -58,6 +60,7 @@ export class TaskPanel {
         // Kept together when the row wraps: how full the window is, what it cost, the way out.
         h('span', { class: 'task-context' }, this.gauge.el, this.usage, this.condense)),
       h('div', { class: 'task-header-row' }, this.lastError, this.budget),
+      this.todos.el,
       this.error);
     this.el = h('section', {
       class: 'task-panel',
@@ -134,6 +137,7 @@ export class TaskPanel {
     this.status.dataset.status = task.status;
     this.mode.textContent = modeName(task.mode);
     this.mode.dataset.mode = task.mode ?? '';
+    this.todos.update(task.todos ?? [], task.todos_edited ?? false);
     showUsage(this.usage, task);
     this.gauge.update(task.context);
     this.stop.disabled = !isBusy(task.status);
