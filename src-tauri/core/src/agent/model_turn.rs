@@ -43,6 +43,7 @@ impl PromptInputs {
         gov: &super::Governance,
         selected: Option<&str>,
         mode: Option<&str>,
+        worked_on: &[String],
     ) -> (Self, Option<String>) {
         let intents = gov.intents.snapshot();
         let (history, problem) = match selected.and_then(|id| intents.doc.get(id)) {
@@ -63,7 +64,7 @@ impl PromptInputs {
             mode_rules: mode
                 .map(|slug| crate::modes::mode_rules(gov.root(), config, slug))
                 .unwrap_or_default(),
-            rules: prompt::load_rules(gov.root()),
+            rules: prompt::load_rules(gov.root(), config, worked_on),
             lessons: crate::orchestration::lessons::read_recent(gov.root(), 6_000),
             intents,
             history,
@@ -78,8 +79,10 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
     let gov = env.gov.clone();
     let selected = record.governance.selected_intent.clone();
     let mode = record.summary.mode.clone();
+    let mut worked_on: Vec<String> = record.governance.read_hashes.keys().cloned().collect();
+    worked_on.sort();
     let (inputs, problem) = match tokio::task::spawn_blocking(move || {
-        PromptInputs::load(&gov, selected.as_deref(), mode.as_deref())
+        PromptInputs::load(&gov, selected.as_deref(), mode.as_deref(), &worked_on)
     })
     .await
     {

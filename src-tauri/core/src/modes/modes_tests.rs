@@ -220,7 +220,7 @@ fn rules_of_a_mode_load_only_for_that_mode() {
     assert!(mode_rules(&root, Some(&config), "code").is_empty());
     assert!(mode_rules(&root, Some(&config), "../x").is_empty());
     // The general rules hold for every mode; a mode's rules are not among them.
-    let general = crate::prompt::load_rules(&root);
+    let general = crate::prompt::load_rules(&root, None, &[]);
     let general: Vec<&str> = general.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(general, [".roo/rules/general.md"]);
 }

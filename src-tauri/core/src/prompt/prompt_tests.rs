@@ -187,3 +187,72 @@ fn a_mode_gives_the_role_its_limits_the_other_modes_and_its_own_rules() {
     assert!(text.contains("MODE-SPECIFIC INSTRUCTIONS"));
     assert!(text.contains("# Rules from .roo/rules-architect/plans.md\n\nPlans go in docs/plans/."));
 }
+
+#[test]
+fn rules_are_read_where_people_keep_them_and_only_as_regular_files() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (root, config) = (tmp.path().join("ws"), tmp.path().join("config"));
+    let write = |p: &Path, text: &str| {
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(&config.join("rules/team.md"), "Global rule.");
+    write(&root.join("AGENTS.md"), "Root agents.");
+    write(&root.join("CLAUDE.md"), "Root claude.");
+    write(&root.join(".clinerules/01-style.md"), "Cline style.");
+    write(&root.join(".roorules"), "Roo rules file.");
+    write(&root.join(".roo/rules/general.md"), "Roo general.");
+    write(
+        &root.join(".roo/rules-code/only-code.md"),
+        "Only in code mode.",
+    );
+    write(&root.join("src/parser/AGENTS.md"), "Parser agents.");
+    write(&root.join("src/CLAUDE.md"), "Src claude.");
+    write(&root.join("docs/AGENTS.md"), "Docs agents (not worked on).");
+    write(&tmp.path().join("secret.txt"), "outside");
+    std::os::unix::fs::symlink(
+        tmp.path().join("secret.txt"),
+        root.join("src/parser/CLAUDE.md"),
+    )
+    .expect("link");
+    let rules = load_rules(&root, Some(&config), &["src/parser/lexer.rs".to_string()]);
+    let names: Vec<&str> = rules.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "~config/rules/team.md",
+            "AGENTS.md",
+            "CLAUDE.md",
+            ".roorules",
+            ".clinerules/01-style.md",
+            ".roo/rules/general.md",
+            "src/CLAUDE.md",
+            "src/parser/AGENTS.md",
+        ]
+    );
+    assert!(!rules
+        .iter()
+        .any(|(_, t)| t.contains("outside") || t.contains("Only in code")));
+    let text = build(&PromptContext {
+        root: &root,
+        intents: &IntentsSnapshot {
+            doc: Arc::new(IntentsDoc::default()),
+            exists: false,
+            error: None,
+        },
+        active_intent: None,
+        recent_history: &[],
+        rules: &rules,
+        lessons: None,
+        os: "linux",
+        shell: "sh",
+        date: "2026-11-21",
+        objective: "",
+        custom_instructions: "",
+        tool_names: &[],
+        mode: None,
+        modes: &[],
+        mode_rules: &[],
+    });
+    assert!(text.contains("The user's rules, loaded from: ~config/rules/team.md, AGENTS.md, CLAUDE.md, .roorules,"), "{text}");
+}

@@ -112,13 +112,17 @@ pub fn workspace_rules(cx: &PromptContext<'_>) -> Option<String> {
     if cx.rules.is_empty() {
         return None;
     }
-    Some(
-        cx.rules
-            .iter()
-            .map(|(name, text)| format!("# From {name}\n\n{text}"))
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-    )
+    let names: Vec<&str> = cx.rules.iter().map(|(name, _)| name.as_str()).collect();
+    let rules: Vec<String> = cx
+        .rules
+        .iter()
+        .map(|(name, text)| format!("# From {name}\n\n{text}"))
+        .collect();
+    Some(format!(
+        "The user's rules, loaded from: {}.\n\n{}",
+        names.join(", "),
+        rules.join("\n\n")
+    ))
 }
 
 pub fn lessons(cx: &PromptContext<'_>) -> Option<String> {
