@@ -152,3 +152,79 @@ async fn an_unknown_mode_is_a_usage_error_that_lists_the_modes() {
     );
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_slash_command_runs_in_its_mode_and_skills_load_only_when_used() {
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            (
+                ".roo/commands/review.md",
+                "---\ndescription: Review a file for bugs\nargument-hint: <path>\nmode: ask\n---\nReview $ARGUMENTS for bugs and report them.\n",
+            ),
+            (
+                ".claude/skills/release/SKILL.md",
+                "---\nname: release\ndescription: Cut a release when the user asks for one.\n---\nBump the version in Cargo.toml, then tag it.\n",
+            ),
+            ("src/lib.rs", "pub fn f() {}\n"),
+        ],
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn()
+            .tool_call("k", "skill", json!({"name": "release"}))
+            .reply(),
+        openai::turn()
+            .tool_call("c", "run_slash_command", json!({"command": "deploy"}))
+            .reply(),
+        openai::turn()
+            .tool_call("d", "attempt_completion", json!({"result": "No bugs."}))
+            .reply(),
+    ])
+    .await;
+    let out = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &["--api-key-env", "TEST_KEY"],
+        "/review src/lib.rs",
+        &dirs,
+        &[("TEST_KEY", "sk-test")],
+    )
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    let first = server.requests()[0].json();
+    let system = first["messages"][0]["content"].as_str().expect("system");
+    assert!(
+        system.contains("- /review <path>: Review a file for bugs"),
+        "{system}"
+    );
+    assert!(system.contains("- release: Cut a release when the user asks for one."));
+    assert!(
+        !system.contains("Bump the version"),
+        "a skill's body is loaded only when used"
+    );
+    // The command ran in its mode (ask: nothing to write with), its text after what was typed.
+    let tools = tools_sent(&server, 0);
+    assert!(!tools.contains(&"write_to_file".to_string()), "{tools:?}");
+    let user = first["messages"][1]["content"].as_str().expect("user");
+    assert!(
+        user.starts_with("/review src/lib.rs\n\n<command name=\"/review\" from=\".roo/commands/review.md\">\nReview src/lib.rs for bugs and report them."),
+        "{user}"
+    );
+    let skill = server.tool_result_in(1, "k").expect("skill result");
+    assert!(
+        skill.contains("Bump the version in Cargo.toml, then tag it."),
+        "{skill}"
+    );
+    let unknown = server.tool_result_in(2, "c").expect("command result");
+    assert!(
+        unknown.contains("there is no command `/deploy`; commands: /review"),
+        "{unknown}"
+    );
+}

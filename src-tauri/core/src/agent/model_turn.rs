@@ -35,6 +35,8 @@ struct PromptInputs {
     modes: crate::modes::LoadedModes,
     /// The rules of the task's mode.
     mode_rules: Vec<(String, String)>,
+    skills: Vec<crate::modes::commands::Skill>,
+    commands: Vec<crate::modes::commands::SlashCommand>,
 }
 
 impl PromptInputs {
@@ -59,7 +61,11 @@ impl PromptInputs {
             None => (Vec::new(), None),
         };
         let config = gov.config_dir();
+        // What cannot be read is said where the modes' problems are (Settings, `mandate run`).
+        let mut ignored = Vec::new();
         let inputs = Self {
+            skills: crate::modes::commands::load_skills(gov.root(), config, &mut ignored),
+            commands: crate::modes::commands::load_commands(gov.root(), config, &mut ignored),
             modes: crate::modes::load_modes(gov.root(), config),
             mode_rules: mode
                 .map(|slug| crate::modes::mode_rules(gov.root(), config, slug))
@@ -95,6 +101,8 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
                 lessons: None,
                 modes: Default::default(),
                 mode_rules: Vec::new(),
+                skills: Vec::new(),
+                commands: Vec::new(),
             },
             Some(format!("Reading the workspace for the prompt failed: {e}")),
         ),
@@ -134,6 +142,7 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
             record.context.condensations.len(),
             mode.map(|m| format!("{m:?}")),
             &inputs.mode_rules,
+            format!("{:?}{:?}", inputs.skills, inputs.commands),
         )
             .hash(&mut h);
         h.finish()
@@ -162,6 +171,8 @@ pub(super) async fn base_request(env: &AgentEnv, task: &TaskHandle) -> ModelRequ
         mode,
         modes: &inputs.modes.modes,
         mode_rules: &inputs.mode_rules,
+        skills: &inputs.skills,
+        commands: &inputs.commands,
     });
     task.cache_system(key, system.clone());
     ModelRequest {

@@ -120,10 +120,22 @@ async fn open_run(
     if let Some(text) = user_text {
         match super::hook_steps::prompt_submitted(env, task, &text, cancel).await {
             Ok(context) => {
-                let context = match (session, context) {
-                    (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-                    (a, b) => a.or(b),
+                // `/NAME` of the person's commands: the message stays as typed, the command's
+                // text goes with it to the model.
+                let mut ignored = Vec::new();
+                let commands = crate::modes::commands::load_commands(
+                    env.gov.root(),
+                    env.gov.config_dir(),
+                    &mut ignored,
+                );
+                let expanded = match crate::modes::commands::expand_message(&text, &commands) {
+                    (expanded, Some(_)) => Some(expanded),
+                    (_, None) => None,
                 };
+                let context = [expanded, session, context]
+                    .into_iter()
+                    .flatten()
+                    .reduce(|a, b| format!("{a}\n{b}"));
                 task.begin_turn(env.sink.as_ref(), text, context);
             }
             Err(why) => {

@@ -461,10 +461,20 @@ fn task_to_run(
 ) -> Result<(Arc<TaskHandle>, Option<String>), i32> {
     let store = &env.store;
     let modes = crate::modes::load_modes(env.gov.root(), env.gov.config_dir());
-    for problem in &modes.problems {
+    let mut problems = modes.problems.clone();
+    let commands =
+        crate::modes::commands::load_commands(env.gov.root(), env.gov.config_dir(), &mut problems);
+    for problem in &problems {
         eprintln!("note: {problem}");
     }
-    let mode = match args.mode.as_deref() {
+    // A prompt that starts with `/NAME` runs the person's command (in its mode, unless
+    // --mode says otherwise).
+    let (_, command) = crate::modes::commands::expand_message(&prompt, &commands);
+    let wanted = args
+        .mode
+        .clone()
+        .or_else(|| command.and_then(|c| c.mode.clone()));
+    let mode = match wanted.as_deref() {
         Some(slug) => Some(modes.get(slug).ok_or_else(|| {
             let known: Vec<&str> = modes.modes.iter().map(|m| m.slug.as_str()).collect();
             usage(&format!(

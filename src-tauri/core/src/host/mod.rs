@@ -380,8 +380,13 @@ impl Host {
         mode: Option<String>,
     ) -> Result<Reply, IpcError> {
         let text = non_empty(text)?;
+        let command = self.command_mode(&text);
         let modes = self.modes();
-        let slug = mode.as_deref().unwrap_or(crate::modes::DEFAULT_MODE);
+        // A command that names its mode runs in it, whatever the picker says.
+        let slug = command
+            .as_deref()
+            .or(mode.as_deref())
+            .unwrap_or(crate::modes::DEFAULT_MODE);
         let mode = modes
             .get(slug)
             .cloned()

@@ -122,6 +122,10 @@ impl Host {
             Request::SendMessage { task_id, text } => {
                 let text = non_empty(text)?;
                 let task = self.task(&task_id)?;
+                let wanted = self.command_mode(&text);
+                if let Some(mode) = wanted.and_then(|slug| self.modes().get(&slug).cloned()) {
+                    task.set_mode(&mode);
+                }
                 self.spawn_run(task, Some(text)).await?;
                 Ok(Reply::Ok)
             }
@@ -186,6 +190,17 @@ impl Host {
             }
             _ => Err(misrouted("tasks")),
         }
+    }
+
+    /// The mode named by the person's command when the message starts with one (`/NAME`);
+    /// the run expands the command itself.
+    pub(super) fn command_mode(&self, text: &str) -> Option<String> {
+        let gov = self.governance();
+        let mut problems = Vec::new();
+        let commands =
+            crate::modes::commands::load_commands(gov.root(), gov.config_dir(), &mut problems);
+        let (_, command) = crate::modes::commands::expand_message(text, &commands);
+        command.and_then(|c| c.mode.clone())
     }
 
     /// The workspace's modes now (their files are read each time: the person may edit them).

@@ -9,8 +9,9 @@
 //! they wrote them (see `load`): Roo's `.roomodes` and global `custom_modes.yaml`, and Claude
 //! Code's `.claude/agents/*.md`; a mode of theirs with a built-in's slug replaces it.
 
+pub mod commands;
 mod guard;
-mod load;
+pub(crate) mod load;
 
 use serde::{Deserialize, Serialize};
 

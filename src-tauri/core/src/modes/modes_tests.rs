@@ -256,6 +256,8 @@ fn each_built_in_mode_offers_exactly_its_tools() {
         "select_active_intent",
         "switch_mode",
         "update_todo_list",
+        "skill",
+        "run_slash_command",
     ];
     let read = [
         "list_files",

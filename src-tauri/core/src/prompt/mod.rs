@@ -26,6 +26,9 @@ pub struct PromptContext<'a> {
     pub mode: Option<&'a crate::modes::Mode>,
     pub modes: &'a [crate::modes::Mode],
     pub mode_rules: &'a [(String, String)],
+    /// The person's skills and slash commands (names and descriptions only).
+    pub skills: &'a [crate::modes::commands::Skill],
+    pub commands: &'a [crate::modes::commands::SlashCommand],
 }
 
 type Section = fn(&PromptContext<'_>) -> Option<String>;
@@ -39,6 +42,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("intent protocol", sections::intent_protocol),
     ("active intent", sections::active_intent),
     ("workspace rules", sections::workspace_rules),
+    ("skills and commands", sections::skills_and_commands),
     ("shared lessons", sections::lessons),
     ("system information", sections::system_info),
     ("objective", sections::objective),

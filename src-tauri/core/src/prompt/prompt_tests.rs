@@ -64,6 +64,8 @@ fn snapshot() -> String {
         mode: None,
         modes: &[],
         mode_rules: &[],
+        skills: &[],
+        commands: &[],
     })
 }
 
@@ -138,6 +140,8 @@ fn sections_come_in_order_and_the_protocol_depends_on_the_intents_file() {
         mode: None,
         modes: &[],
         mode_rules: &[],
+        skills: &[],
+        commands: &[],
     });
     assert!(text.contains("has no `.orchestration/active_intents.yaml`"));
     assert!(!text.contains("ACTIVE INTENT"));
@@ -175,6 +179,8 @@ fn a_mode_gives_the_role_its_limits_the_other_modes_and_its_own_rules() {
         mode: Some(architect),
         modes: &modes,
         mode_rules: &rules,
+        skills: &[],
+        commands: &[],
     });
     assert!(
         text.starts_with("====\n\nROLE\n\nYou are Mandate, an experienced technical leader"),
@@ -253,6 +259,8 @@ fn rules_are_read_where_people_keep_them_and_only_as_regular_files() {
         mode: None,
         modes: &[],
         mode_rules: &[],
+        skills: &[],
+        commands: &[],
     });
     assert!(text.contains("The user's rules, loaded from: ~config/rules/team.md, AGENTS.md, CLAUDE.md, .roorules,"), "{text}");
 }

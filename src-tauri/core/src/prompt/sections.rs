@@ -215,3 +215,55 @@ pub fn mode_instructions(cx: &PromptContext<'_>) -> Option<String> {
     }
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
+
+pub fn skills_and_commands(cx: &PromptContext<'_>) -> Option<String> {
+    if cx.skills.is_empty() && cx.commands.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !cx.skills.is_empty() {
+        let list: Vec<String> = cx
+            .skills
+            .iter()
+            .map(|s| {
+                format!(
+                    "- {}: {}",
+                    s.name,
+                    crate::text::first_chars(&s.description, 300)
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "The user's skills (load one with the skill tool when the task matches its description; only then follow it):\n{}",
+            list.join("\n")
+        ));
+    }
+    if !cx.commands.is_empty() {
+        let list: Vec<String> = cx
+            .commands
+            .iter()
+            .map(|c| {
+                let hint = if c.argument_hint.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", c.argument_hint)
+                };
+                let what = if c.description.is_empty() {
+                    "(no description)"
+                } else {
+                    c.description.as_str()
+                };
+                format!(
+                    "- /{}{hint}: {}",
+                    c.name,
+                    crate::text::first_chars(what, 200)
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "The user's slash commands (run one with run_slash_command when the user asks for it or it clearly fits):\n{}",
+            list.join("\n")
+        ));
+    }
+    Some(parts.join("\n\n"))
+}

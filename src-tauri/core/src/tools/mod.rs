@@ -19,6 +19,7 @@ mod request_scope_expansion;
 mod search_files;
 pub mod search_replace;
 mod select_active_intent;
+mod skill;
 mod switch_mode;
 mod update_todo_list;
 pub mod walk;
@@ -237,6 +238,8 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(ask_followup_question::AskFollowupQuestion),
         Box::new(switch_mode::SwitchMode),
         Box::new(update_todo_list::UpdateTodoList),
+        Box::new(skill::SkillTool),
+        Box::new(skill::RunSlashCommand),
         Box::new(attempt_completion::AttemptCompletion),
         Box::new(record_lesson::RecordLesson),
     ]
