@@ -352,6 +352,13 @@ impl App {
         self.session.send_keys(&el, text).await
     }
 
+    /// Sends keys to the element at `css` without clearing it first (WebDriver key codes
+    /// such as `\u{E004}` for Tab work).
+    pub async fn keys(&self, css: &str, text: &str) -> anyhow::Result<()> {
+        let el = self.find(css).await?;
+        self.session.send_keys(&el, text).await
+    }
+
     /// Types a message into the composer and sends it, as a user does: once the composer takes
     /// messages (not while the agent is still busy with the task, or a message is being sent).
     pub async fn send(&self, text: &str) -> anyhow::Result<()> {

@@ -158,3 +158,61 @@ async fn the_todo_list_shows_above_the_task_and_the_persons_edit_reaches_the_mod
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn slash_commands_are_offered_as_the_person_types_and_run_when_sent() {
+    let server = ScriptedServer::start(vec![openai::turn().text("Reviewed.").reply()]).await;
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            (
+                ".roo/commands/review.md",
+                "---\ndescription: Review a file for bugs\nargument-hint: <path>\n---\nReview $ARGUMENTS for bugs.\n",
+            ),
+            (".claude/commands/release.md", "Cut a release.\n"),
+        ],
+    );
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
+    let app = App::launch("slash", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.type_into("#composer-input", "/re").await.expect("type");
+    app.wait_until("!document.querySelector('#slash-list').hidden && document.querySelectorAll('#slash-list .slash-option').length === 2")
+        .await
+        .expect("the matching commands are offered");
+    let offered = app
+        .eval("return [...document.querySelectorAll('#slash-list .slash-option')].map(o => o.textContent)")
+        .await
+        .expect("options");
+    assert_eq!(
+        offered,
+        json!(["/release", "/review <path> — Review a file for bugs"])
+    );
+    app.keys("#composer-input", "\u{E015}")
+        .await
+        .expect("arrow down");
+    app.screenshot("slash-autocomplete")
+        .await
+        .expect("screenshot");
+    app.keys("#composer-input", "\u{E004}").await.expect("tab");
+    app.wait_until("document.querySelector('#composer-input').value === '/review ' && document.querySelector('#slash-list').hidden")
+        .await
+        .expect("the command is taken");
+    app.keys("#composer-input", "src/lib.rs")
+        .await
+        .expect("type the argument");
+    app.click("#composer-send").await.expect("send");
+    app.wait_until("[...document.querySelectorAll('.task-panel:not([hidden]) .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Reviewed.'))")
+        .await
+        .expect("answer");
+    let user = server.requests()[0].json()["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        user.starts_with("/review src/lib.rs\n\n<command name=\"/review\"")
+            && user.contains("Review src/lib.rs for bugs."),
+        "{user}"
+    );
+}

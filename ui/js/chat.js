@@ -1,5 +1,6 @@
 // The Chat view: which tasks are open and shown, the composer, and task events.
 
+import { initSlash } from './slash.js';
 import { initModePicker, newTaskMode, renderModePicker, setModeTarget } from './modes.js';
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
@@ -50,6 +51,7 @@ export function initChat() {
   byId('split-toggle').addEventListener('click', toggleSplit);
 
   const input = byId('composer-input', HTMLTextAreaElement);
+  initSlash();
   input.addEventListener('keydown', (ev) => {
     if (ev.key !== 'Enter' || ev.isComposing || ev.shiftKey || ev.altKey) return;
     ev.preventDefault();

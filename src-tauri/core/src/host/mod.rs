@@ -283,6 +283,7 @@ impl Host {
             | Request::Diagnostics) => self.handle_settings(r).await,
             r @ (Request::StartTask { .. }
             | Request::ListModes
+            | Request::ListCommands
             | Request::SetTaskMode { .. }
             | Request::SetTodos { .. }
             | Request::SendMessage { .. }

@@ -86,6 +86,26 @@ impl Host {
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
             Request::StartTask { text, mode } => self.start_task(text, mode).await,
+            Request::ListCommands => {
+                let gov = self.governance();
+                let mut problems = Vec::new();
+                let commands = crate::modes::commands::load_commands(
+                    gov.root(),
+                    gov.config_dir(),
+                    &mut problems,
+                );
+                Ok(Reply::Commands {
+                    commands: commands
+                        .into_iter()
+                        .map(|c| crate::protocol::CommandInfo {
+                            name: c.name,
+                            description: c.description,
+                            argument_hint: c.argument_hint,
+                            source: c.shown,
+                        })
+                        .collect(),
+                })
+            }
             Request::ListModes => {
                 let loaded = self.modes();
                 Ok(Reply::Modes {

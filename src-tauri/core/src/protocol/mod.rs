@@ -54,6 +54,8 @@ pub enum Request {
     },
     /// Every mode the workspace offers (built in, global, `.roomodes`, `.claude/agents`).
     ListModes,
+    /// The person's slash commands, for the message box's autocomplete.
+    ListCommands,
     /// Puts a task in another mode: the person's choice, from the mode picker.
     SetTaskMode {
         task_id: String,
@@ -232,6 +234,9 @@ pub enum Reply {
     },
     Models {
         models: Vec<String>,
+    },
+    Commands {
+        commands: Vec<CommandInfo>,
     },
     Modes {
         modes: Vec<ModeInfo>,
@@ -518,6 +523,7 @@ pub fn typescript_declarations() -> String {
         McpServerView::decl(&cfg),
         McpOverview::decl(&cfg),
         ModeInfo::decl(&cfg),
+        CommandInfo::decl(&cfg),
         TodoItem::decl(&cfg),
         TodoStatus::decl(&cfg),
     ];

@@ -217,3 +217,13 @@ pub struct ModeInfo {
     /// `built-in`, `global` or the file it comes from.
     pub source: String,
 }
+
+/// A slash command as the message box offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    pub argument_hint: String,
+    /// The file it comes from.
+    pub source: String,
+}

@@ -1,0 +1,115 @@
+// Slash commands in the message box: typing `/` at the start offers the person's commands
+// (and /compact); arrows move, Tab or Enter takes one, Escape closes. The host expands the
+// command when the message is sent.
+
+import { request } from './ipc.js';
+import { byId, h } from './dom.js';
+
+/** @typedef {import('./protocol').CommandInfo} CommandInfo */
+
+/** @type {CommandInfo[]} */
+let commands = [];
+/** @type {CommandInfo[]} */
+let shown = [];
+let active = 0;
+
+const COMPACT = { name: 'compact', description: 'Condense this task\'s conversation', argument_hint: '', source: 'Mandate' };
+
+async function loadCommands() {
+  try {
+    const reply = await request({ type: 'list_commands' });
+    if (reply.type === 'commands') commands = reply.commands;
+  } catch {
+    commands = [];
+  }
+}
+
+/** The name being typed, when the message is only `/name` so far. @param {string} text */
+function typedName(text) {
+  const m = /^\/([A-Za-z0-9_.-]*)$/.exec(text);
+  return m ? m[1] : null;
+}
+
+function close() {
+  const list = byId('slash-list');
+  list.hidden = true;
+  list.replaceChildren();
+  shown = [];
+  byId('composer-input').removeAttribute('aria-activedescendant');
+  byId('composer-input').setAttribute('aria-expanded', 'false');
+}
+
+function render() {
+  const list = byId('slash-list');
+  const input = byId('composer-input');
+  if (shown.length === 0) {
+    close();
+    return;
+  }
+  list.replaceChildren(...shown.map((c, i) => h('li', {
+    id: `slash-${i}`,
+    role: 'option',
+    class: 'slash-option',
+    'data-name': c.name,
+    'aria-selected': String(i === active),
+    title: c.source,
+  },
+  h('span', { class: 'slash-name', text: `/${c.name}` }),
+  c.argument_hint ? h('span', { class: 'slash-hint muted', text: ` ${c.argument_hint}` }) : '',
+  h('span', { class: 'slash-description muted', text: c.description ? ` — ${c.description}` : '' }))));
+  list.hidden = false;
+  input.setAttribute('aria-expanded', 'true');
+  input.setAttribute('aria-activedescendant', `slash-${active}`);
+}
+
+/** Puts `/name ` in the message box. @param {CommandInfo} c */
+function take(c) {
+  const input = byId('composer-input', HTMLTextAreaElement);
+  input.value = `/${c.name} `;
+  input.dispatchEvent(new Event('input'));
+  close();
+  input.focus();
+}
+
+export function initSlash() {
+  const input = byId('composer-input', HTMLTextAreaElement);
+  input.setAttribute('aria-controls', 'slash-list');
+  input.setAttribute('aria-autocomplete', 'list');
+  input.addEventListener('input', async () => {
+    const name = typedName(input.value);
+    if (name === null) {
+      close();
+      return;
+    }
+    if (name === '') await loadCommands();
+    const all = [...commands, COMPACT];
+    shown = all.filter((c) => c.name.startsWith(name)).slice(0, 20);
+    active = 0;
+    render();
+  });
+  // Runs before the composer's own Enter (registered first): a chosen command is taken, not sent.
+  input.addEventListener('keydown', (ev) => {
+    if (shown.length === 0) return;
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      active = (active + (ev.key === 'ArrowDown' ? 1 : shown.length - 1)) % shown.length;
+      render();
+    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+      take(shown[active]);
+    } else if (ev.key === 'Escape') {
+      close();
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  });
+  byId('slash-list').addEventListener('mousedown', (ev) => {
+    const li = ev.target instanceof Element ? ev.target.closest('.slash-option') : null;
+    const c = shown.find((x) => li instanceof HTMLElement && x.name === li.dataset.name);
+    if (c) {
+      ev.preventDefault();
+      take(c);
+    }
+  });
+  input.addEventListener('blur', () => setTimeout(close, 150));
+}
