@@ -353,6 +353,9 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
     app.click("#settings-ask-safe-commands")
         .await
         .expect("toggle");
+    app.click("#settings-switch-modes")
+        .await
+        .expect("toggle mode switches");
     app.click("#settings-save").await.expect("save");
     let path = dirs.config().join("settings.json");
     let saved = until_file_contains(&path, "gpt-test-small")
@@ -362,6 +365,7 @@ async fn settings_persist_and_the_model_list_comes_from_the_provider() {
     assert_eq!(saved["model"], "gpt-test-small");
     assert_eq!(saved["custom_instructions"], "Prefer small diffs.");
     assert_eq!(saved["approval"]["ask_before_safe_commands"], true);
+    assert_eq!(saved["approval"]["switch_modes_without_asking"], true);
     assert!(saved.get("api_key").is_none());
     // A bad base URL is refused where it was typed (once the first save has finished).
     app.wait_until("!document.querySelector('#settings-save').disabled")

@@ -33,7 +33,11 @@ ledger_problem: string | null, };
 
 export type ProviderKind = "anthropic" | "openai";
 
-export type ApprovalPolicy = { ask_before_writes: boolean, ask_before_safe_commands: boolean, };
+export type ApprovalPolicy = { ask_before_writes: boolean, ask_before_safe_commands: boolean, 
+/**
+ * The agent's `switch_mode` takes effect without asking the person.
+ */
+switch_modes_without_asking: boolean, };
 
 export type SettingsView = { provider: ProviderKind, 
 /**

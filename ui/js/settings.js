@@ -101,6 +101,7 @@ export function applySettings(s, force = false) {
   fillEditors(s);
   input('settings-ask-writes').checked = s.approval.ask_before_writes;
   input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
+  input('settings-switch-modes').checked = s.approval.switch_modes_without_asking;
   byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
   input('settings-max-cost').value = s.budget.max_cost_usd === null ? '' : String(s.budget.max_cost_usd);
   input('settings-max-tokens').value = s.budget.max_tokens === null ? '' : String(s.budget.max_tokens);
@@ -212,6 +213,7 @@ async function save() {
         approval: {
           ask_before_writes: input('settings-ask-writes').checked,
           ask_before_safe_commands: input('settings-ask-safe-commands').checked,
+          switch_modes_without_asking: input('settings-switch-modes').checked,
         },
         budget: {
           max_cost_usd: /** @type {number | null} */ (maxCost),

@@ -135,6 +135,7 @@ fn prehook(root: &Path) -> Vec<Row> {
     let approval = ApprovalPolicy {
         ask_before_writes: false,
         ask_before_safe_commands: false,
+        switch_modes_without_asking: false,
     };
     let root_path = ws.resolve(".").expect("root");
     let mut task = TaskGovernance {
@@ -315,6 +316,7 @@ fn governed_write(root: &Path) -> Vec<Row> {
         approval: ApprovalPolicy {
             ask_before_writes: false,
             ask_before_safe_commands: false,
+            switch_modes_without_asking: false,
         },
         custom_instructions: String::new(),
         max_turns: None,

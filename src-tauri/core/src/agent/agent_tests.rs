@@ -194,6 +194,7 @@ async fn approval_settings_never_skip_the_person_for_intent_changes() {
     f.env.approval = ApprovalPolicy {
         ask_before_writes: false,
         ask_before_safe_commands: false,
+        switch_modes_without_asking: false,
     };
     call(
         &f,

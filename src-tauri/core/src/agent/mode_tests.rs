@@ -97,6 +97,7 @@ fn fixture(mode: &str, answer: Option<&str>) -> Fixture {
         approval: ApprovalPolicy {
             ask_before_writes: false,
             ask_before_safe_commands: false,
+            switch_modes_without_asking: false,
         },
         custom_instructions: String::new(),
         max_turns: None,
@@ -288,4 +289,25 @@ async fn switching_mode_is_the_persons_decision() {
         "{}",
         result.content
     );
+}
+
+#[tokio::test]
+async fn settings_may_let_the_agent_switch_mode_without_asking_and_the_mode_still_gates() {
+    let mut f = fixture("ask", None);
+    f.env.approval.switch_modes_without_asking = true;
+    let result = call(
+        &f,
+        "switch_mode",
+        json!({"mode_slug": "architect", "reason": "write the plan"}),
+    )
+    .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(
+        f.person.asked.lock().expect("asked").is_empty(),
+        "nobody was asked"
+    );
+    assert_eq!(f.task.governance().mode.expect("mode").slug, "architect");
+    // The new mode's own limits hold at once.
+    let result = call(&f, "write_to_file", write("src/x.rs")).await;
+    assert!(refused_by_mode(&result), "{}", result.content);
 }

@@ -118,6 +118,7 @@ async fn run_call(
         tool: tool.name(),
         cancel,
         approval: &approval,
+        policy: &env.approval,
     };
     match tool.run(planned, &run).await {
         Ok(mut output) => {

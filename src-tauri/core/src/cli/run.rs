@@ -395,6 +395,7 @@ fn agent_env(
         approval: ApprovalPolicy {
             ask_before_writes: true,
             ask_before_safe_commands: args.ask_safe_commands,
+            switch_modes_without_asking: false,
         },
         custom_instructions: String::new(),
         max_turns: args.max_turns,

@@ -111,10 +111,12 @@ fn denial_code(d: Decision) -> Option<DenialCode> {
 const ASK: ApprovalPolicy = ApprovalPolicy {
     ask_before_writes: true,
     ask_before_safe_commands: false,
+    switch_modes_without_asking: false,
 };
 const NO_ASK: ApprovalPolicy = ApprovalPolicy {
     ask_before_writes: false,
     ask_before_safe_commands: false,
+    switch_modes_without_asking: false,
 };
 
 #[test]
@@ -305,6 +307,7 @@ fn command_policy_asks_for_destructive_and_blocks_orchestration() {
     let safe_ask = ApprovalPolicy {
         ask_before_writes: true,
         ask_before_safe_commands: true,
+        switch_modes_without_asking: false,
     };
     assert!(matches!(
         decide(&f, &t, ToolKind::Command, &command(&f, "ls -la"), safe_ask),
@@ -412,6 +415,7 @@ fn a_mutating_mcp_call_needs_an_intent_and_always_a_person() {
     let lenient = ApprovalPolicy {
         ask_before_writes: false,
         ask_before_safe_commands: false,
+        switch_modes_without_asking: false,
     };
     // Without an intent: refused, even when the tool claims to be a read (fail closed).
     for kind in [ToolKind::Mutate, ToolKind::Read] {
@@ -449,6 +453,7 @@ fn a_read_only_mcp_call_runs_as_a_read() {
     let strict = ApprovalPolicy {
         ask_before_writes: true,
         ask_before_safe_commands: true,
+        switch_modes_without_asking: false,
     };
     assert_eq!(
         decide(&f, &task(None), ToolKind::Read, &external(true), strict),
@@ -462,6 +467,7 @@ fn every_call_of_an_unconfined_server_asks_even_a_declared_read() {
     let lenient = ApprovalPolicy {
         ask_before_writes: false,
         ask_before_safe_commands: false,
+        switch_modes_without_asking: false,
     };
     // No intent is needed for a read; the person is asked all the same.
     assert_eq!(

@@ -146,6 +146,7 @@ async fn call_lookup(machine: Confinement, consented: bool) -> (Vec<Value>, Vec<
         approval: ApprovalPolicy {
             ask_before_writes: false,
             ask_before_safe_commands: false,
+            switch_modes_without_asking: false,
         },
         custom_instructions: String::new(),
         max_turns: None,

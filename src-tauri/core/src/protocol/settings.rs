@@ -29,6 +29,9 @@ impl ProviderKind {
 pub struct ApprovalPolicy {
     pub ask_before_writes: bool,
     pub ask_before_safe_commands: bool,
+    /// The agent's `switch_mode` takes effect without asking the person.
+    #[serde(default)]
+    pub switch_modes_without_asking: bool,
 }
 
 impl Default for ApprovalPolicy {
@@ -36,6 +39,7 @@ impl Default for ApprovalPolicy {
         Self {
             ask_before_writes: true,
             ask_before_safe_commands: false,
+            switch_modes_without_asking: false,
         }
     }
 }

@@ -75,6 +75,8 @@ pub struct RunCx<'a> {
     pub cancel: &'a CancellationToken,
     /// How the call was approved (by policy, a person, or `--approve`).
     pub approval: &'a ApprovalRecord,
+    /// What the person's settings let go without asking.
+    pub policy: &'a crate::protocol::ApprovalPolicy,
 }
 
 /// A tool call the model can recover from.

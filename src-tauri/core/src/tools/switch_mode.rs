@@ -79,6 +79,16 @@ impl AgentTool for SwitchMode {
             .governance()
             .mode
             .map_or_else(|| "no".to_string(), |m| m.name);
+        if cx.policy.switch_modes_without_asking {
+            cx.task.set_mode(&mode);
+            return Ok(ToolOutput::text(
+                format!("switched to {}", mode.slug),
+                format!(
+                    "The task is now in {} mode (`{}`): the user's settings let you switch without asking. Its tools are offered from your next turn.",
+                    mode.name, mode.slug
+                ),
+            ));
+        }
         let yes = format!("Switch to {}", mode.name);
         let question = format!(
             "The agent asks to switch from {current} mode to {} mode: {}",
