@@ -216,3 +216,59 @@ async fn slash_commands_are_offered_as_the_person_types_and_run_when_sent() {
         "{user}"
     );
 }
+
+#[tokio::test]
+async fn settings_list_what_is_read_of_the_persons_files_and_name_what_is_not() {
+    let server = ScriptedServer::start(vec![]).await;
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("AGENTS.md", "Run the tests first."),
+            (".roo/rules/general.md", "Small diffs."),
+            (
+                ".roomodes",
+                "customModes:\n  - slug: Bad Slug\n    roleDefinition: x\n    groups: [read]\n",
+            ),
+            (
+                ".claude/skills/release/SKILL.md",
+                "---\nname: release\ndescription: Cut a release.\n---\nSteps.\n",
+            ),
+            (
+                ".claude/commands/review.md",
+                "---\ndescription: Review a file\n---\nReview $ARGUMENTS.\n",
+            ),
+        ],
+    );
+    let dirs = UserDirs::new();
+    dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
+    let app = App::launch("instructions", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("nav button[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    app.wait_until("(document.querySelector('#instructions-list')?.textContent ?? '').includes('.roo/rules/general.md')")
+        .await
+        .expect("the rule files are listed");
+    let text = app
+        .eval("return document.querySelector('#instructions-list').textContent")
+        .await
+        .expect("text");
+    let text = text.as_str().unwrap_or_default();
+    for needle in [
+        "AGENTS.md",
+        ".roo/rules/general.md",
+        "Architect (architect) — read, edit, edits \\.md$ · built-in",
+        "release — .claude/skills/release/SKILL.md",
+        "/review Review a file · .claude/commands/review.md",
+        ".roomodes, mode 1 (Bad Slug): the slug must be letters, digits and dashes",
+    ] {
+        assert!(text.contains(needle), "{needle} not in: {text}");
+    }
+    app.eval("document.querySelector('#instructions-heading').scrollIntoView(); return true")
+        .await
+        .expect("scroll");
+    app.screenshot("settings-instructions")
+        .await
+        .expect("screenshot");
+}

@@ -1,5 +1,6 @@
 // Entry point: builds nothing before first paint beyond wiring the static shell, then connects.
 
+import { initInstructions } from './instructions.js';
 import { ask, request, subscribe } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
 import { setIntents, store } from './store.js';
@@ -32,6 +33,7 @@ let subscribed = false;
 /** @param {View} view */
 function showView(view) {
   for (const v of VIEWS) byId(`view-${v}`).hidden = v !== view;
+  document.dispatchEvent(new CustomEvent('mandate:view-shown', { detail: view }));
   for (const button of document.querySelectorAll('nav button[data-view]')) {
     if (button.getAttribute('data-view') === view) button.setAttribute('aria-current', 'page');
     else button.removeAttribute('aria-current');
@@ -45,6 +47,7 @@ function wireShell() {
   initIntents();
   initTrace();
   initSettings();
+  initInstructions();
   initDiagnostics();
   initEditorLinks();
   initWorkspaceMenu();

@@ -284,6 +284,7 @@ impl Host {
             r @ (Request::StartTask { .. }
             | Request::ListModes
             | Request::ListCommands
+            | Request::ListInstructions
             | Request::SetTaskMode { .. }
             | Request::SetTodos { .. }
             | Request::SendMessage { .. }

@@ -86,26 +86,12 @@ impl Host {
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
             Request::StartTask { text, mode } => self.start_task(text, mode).await,
-            Request::ListCommands => {
-                let gov = self.governance();
-                let mut problems = Vec::new();
-                let commands = crate::modes::commands::load_commands(
-                    gov.root(),
-                    gov.config_dir(),
-                    &mut problems,
-                );
-                Ok(Reply::Commands {
-                    commands: commands
-                        .into_iter()
-                        .map(|c| crate::protocol::CommandInfo {
-                            name: c.name,
-                            description: c.description,
-                            argument_hint: c.argument_hint,
-                            source: c.shown,
-                        })
-                        .collect(),
-                })
-            }
+            Request::ListCommands => Ok(Reply::Commands {
+                commands: self.instructions().commands,
+            }),
+            Request::ListInstructions => Ok(Reply::Instructions {
+                view: self.instructions(),
+            }),
             Request::ListModes => {
                 let loaded = self.modes();
                 Ok(Reply::Modes {
@@ -209,6 +195,38 @@ impl Host {
                 Ok(Reply::Ok)
             }
             _ => Err(misrouted("tasks")),
+        }
+    }
+
+    /// Everything the person keeps for the agent, as read now.
+    fn instructions(&self) -> crate::protocol::InstructionsView {
+        use crate::modes::commands::{load_commands, load_skills};
+        let gov = self.governance();
+        let (root, config) = (gov.root(), gov.config_dir());
+        let modes = crate::modes::load_modes(root, config);
+        let mut problems = modes.problems.clone();
+        let skills = load_skills(root, config, &mut problems);
+        let commands = load_commands(root, config, &mut problems);
+        crate::protocol::InstructionsView {
+            rules: crate::prompt::load_rules(root, config, &[])
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect(),
+            modes: modes.modes.iter().map(|m| m.info()).collect(),
+            skills: skills
+                .into_iter()
+                .map(|s| format!("{} — {}", s.name, s.shown))
+                .collect(),
+            commands: commands
+                .into_iter()
+                .map(|c| crate::protocol::CommandInfo {
+                    name: c.name,
+                    description: c.description,
+                    argument_hint: c.argument_hint,
+                    source: c.shown,
+                })
+                .collect(),
+            problems,
         }
     }
 

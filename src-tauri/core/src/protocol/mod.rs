@@ -56,6 +56,8 @@ pub enum Request {
     ListModes,
     /// The person's slash commands, for the message box's autocomplete.
     ListCommands,
+    /// What Settings lists: the rule files, modes, skills and commands read, and what could not be.
+    ListInstructions,
     /// Puts a task in another mode: the person's choice, from the mode picker.
     SetTaskMode {
         task_id: String,
@@ -237,6 +239,9 @@ pub enum Reply {
     },
     Commands {
         commands: Vec<CommandInfo>,
+    },
+    Instructions {
+        view: InstructionsView,
     },
     Modes {
         modes: Vec<ModeInfo>,
@@ -524,6 +529,7 @@ pub fn typescript_declarations() -> String {
         McpOverview::decl(&cfg),
         ModeInfo::decl(&cfg),
         CommandInfo::decl(&cfg),
+        InstructionsView::decl(&cfg),
         TodoItem::decl(&cfg),
         TodoStatus::decl(&cfg),
     ];

@@ -227,3 +227,17 @@ pub struct CommandInfo {
     /// The file it comes from.
     pub source: String,
 }
+
+/// The person's instructions to the agent as Mandate reads them now (Settings).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct InstructionsView {
+    /// Rule files every task reads (a task also reads those of the folders it works in, and
+    /// its mode's).
+    pub rules: Vec<String>,
+    pub modes: Vec<ModeInfo>,
+    /// `name — file` of each skill.
+    pub skills: Vec<String>,
+    pub commands: Vec<CommandInfo>,
+    /// Files or entries that could not be read, each naming the file.
+    pub problems: Vec<String>,
+}
