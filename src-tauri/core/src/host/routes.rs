@@ -102,7 +102,7 @@ impl Host {
             Request::SetTodos { task_id, todos } => {
                 let task = self.task(&task_id)?;
                 let todos = crate::tools::check_todos(todos)
-                    .map_err(|why| err(IpcErrorCode::InvalidInput, why))?;
+                    .map_err(|why| err(IpcErrorCode::InvalidInput, why.to_string()))?;
                 task.set_todos(todos, true);
                 task.checkpoint(self.sink.as_ref()).await;
                 let summary = task.summary();

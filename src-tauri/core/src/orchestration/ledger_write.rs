@@ -21,7 +21,6 @@
 //!   same lock; if that fails, the record is cut off again and the append fails.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -29,11 +28,11 @@ use serde_json::{json, Value};
 
 use super::chain::{self, Chain};
 use super::git;
-use super::heads::{read_before, BranchHead, HeadError, HeadStore, Heads};
+use super::heads::{read_before, HeadError, HeadStore, Heads};
 use super::integrity::{self, Problem};
 use super::ledger::{
-    build_record, canonical_json, map_file, now_rfc3339, record_digest, LedgerError, TraceEntry,
-    LEDGER_FILE, SPEC_VERSION, VENDOR_KEY,
+    build_record, map_file, now_rfc3339, LedgerError, TraceEntry, LEDGER_FILE, SPEC_VERSION,
+    VENDOR_KEY,
 };
 
 /// What a full check of the ledger found.
@@ -166,39 +165,6 @@ impl Ledger {
     /// damaged and the person has not accepted that.
     pub fn append_record(&self, record: Value) -> Result<Value, LedgerError> {
         self.prepare_append(record)?.commit()
-    }
-
-    /// The first half of [`Ledger::append_record`]: takes the ledger's locks, checks its end
-    /// and seals `record` onto it, writing nothing to the ledger yet. The write path does this
-    /// while the file's bytes go to disk; [`PreparedAppend::commit`] writes the record. Dropped
-    /// without a commit, nothing is appended.
-    pub fn prepare_append(&self, record: Value) -> Result<PreparedAppend<'_>, LedgerError> {
-        self.prepare_append_at(record, None)
-    }
-
-    /// The state of git's HEAD now (the branch, its commit, its reflog), read once.
-    pub fn head_state(&self) -> git::HeadState {
-        git::head_state(self.repo().as_ref())
-    }
-
-    /// [`Ledger::prepare_append`] for a record whose revision was read as `head` (from
-    /// [`Ledger::head_state`]): the record and the branch head it leaves name the same commit.
-    pub fn prepare_append_at(
-        &self,
-        record: Value,
-        head: Option<git::HeadState>,
-    ) -> Result<PreparedAppend<'_>, LedgerError> {
-        let (verified, file) = self.lock()?;
-        let mut prepared = PreparedAppend {
-            ledger: self,
-            verified,
-            file,
-            sealed: None,
-        };
-        let PreparedAppend { verified, file, .. } = &mut prepared;
-        let at = self.verified_end(verified, file)?;
-        prepared.sealed = Some(self.seal_line(&mut prepared.file, at, record, head)?);
-        Ok(prepared)
     }
 
     /// A full check of the ledger (the chain, its heads, git): once at task start. Also
@@ -340,145 +306,6 @@ impl Ledger {
         }
     }
 
-    /// Seals `record` onto the verified end `at`, writes it durably, records the head.
-    fn write_record(
-        &self,
-        verified: &mut Option<Verified>,
-        file: &mut File,
-        at: (Verified, u64),
-        record: Value,
-    ) -> Result<Value, LedgerError> {
-        let sealed = self.seal_line(file, at, record, None)?;
-        self.write_sealed(verified, file, sealed)
-    }
-
-    /// The line `record` makes on the verified end `at`, with the head it will leave; its
-    /// hash noted as pending.
-    fn seal_line(
-        &self,
-        file: &mut File,
-        at: (Verified, u64),
-        record: Value,
-        head: Option<git::HeadState>,
-    ) -> Result<Sealed, LedgerError> {
-        let (v, len) = at;
-        let torn = len > 0 && read_before(file, len, 1)?.first() != Some(&b'\n');
-        let record = seal(record, v.last)?;
-        let mut line = String::new();
-        if torn {
-            // A torn last line (power loss) stays a line of its own; verify reports it.
-            line.push('\n');
-        }
-        let body = canonical_json(&record);
-        line.push_str(&body);
-        line.push('\n');
-        let hash = chain::link_hash(body.as_bytes());
-        // HEAD as it is now, read once: the branch, its commit and its reflog belong together.
-        let git::HeadState {
-            key: branch,
-            commit,
-            reflog,
-        } = head.unwrap_or_else(|| self.head_state());
-        // Killed after the write and before the head: the pending hash still vouches for it.
-        self.heads
-            .record_pending(&hex::encode(hash))
-            .map_err(|source| LedgerError::Head {
-                source,
-                rolled_back: true,
-            })?;
-        let new = Verified {
-            len: len + line.len() as u64,
-            lines: v.lines + 1,
-            last: hash,
-        };
-        let head = BranchHead {
-            records: new.lines,
-            bytes: new.len,
-            last: hex::encode(new.last),
-            commit,
-            reflog,
-            at: now_rfc3339(),
-        };
-        Ok(Sealed {
-            record,
-            line: line.into_bytes(),
-            len,
-            new,
-            branch,
-            head,
-        })
-    }
-
-    /// Writes a sealed line durably at its end and records its head.
-    fn write_sealed(
-        &self,
-        verified: &mut Option<Verified>,
-        file: &mut File,
-        sealed: Sealed,
-    ) -> Result<Value, LedgerError> {
-        let Sealed {
-            record,
-            line,
-            len,
-            new,
-            branch,
-            head,
-        } = sealed;
-        self.write_durably(file, len, &line)?;
-        if let Err(e) = self.record_head(&branch, head) {
-            let undone = rollback(file, len);
-            return Err(LedgerError::Head {
-                source: e,
-                rolled_back: undone.is_ok(),
-            });
-        }
-        *verified = Some(new);
-        Ok(record)
-    }
-
-    fn record_head(&self, branch: &str, head: BranchHead) -> Result<(), HeadError> {
-        #[cfg(test)]
-        if let Some(Fault::HeadFails) = *self.fault.lock().unwrap_or_else(|p| p.into_inner()) {
-            return Err(HeadError::Io {
-                path: "the data directory".into(),
-                source: std::io::Error::from_raw_os_error(libc::EROFS),
-            });
-        }
-        self.heads.record_append(branch, head)
-    }
-
-    /// Writes and fsyncs `line` at the end (`len`); on failure cuts the file back to `len`.
-    fn write_durably(&self, file: &mut File, len: u64, line: &[u8]) -> Result<(), LedgerError> {
-        let written = self.write_line(file, line).and_then(|()| self.sync(file));
-        if let Err(source) = written {
-            let undone = rollback(file, len);
-            return Err(LedgerError::AppendFailed {
-                source,
-                rolled_back: undone.is_ok(),
-            });
-        }
-        Ok(())
-    }
-
-    fn write_line(&self, file: &mut File, line: &[u8]) -> std::io::Result<()> {
-        #[cfg(test)]
-        if let Some(Fault::WriteFailsAfter(n)) =
-            *self.fault.lock().unwrap_or_else(|p| p.into_inner())
-        {
-            file.write_all(&line[..n.min(line.len())])?;
-            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        file.write_all(line)
-    }
-
-    fn sync(&self, file: &File) -> std::io::Result<()> {
-        #[cfg(test)]
-        if let Some(Fault::SyncFails) = *self.fault.lock().unwrap_or_else(|p| p.into_inner()) {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        file.sync_data()
-    }
-
     /// The verified prefix still holds and what follows it was appended by Mandate (another
     /// process): the new verified prefix, or None when a full check is needed.
     fn extend_verified(
@@ -515,24 +342,6 @@ impl Ledger {
             .unwrap_or(false);
         Ok(vouched.then_some(Verified { len, lines, last }))
     }
-}
-
-/// Adds `prev` and the digest.
-fn seal(mut record: Value, prev: [u8; 32]) -> Result<Value, LedgerError> {
-    let vendor = record
-        .pointer_mut(&format!("/metadata/{VENDOR_KEY}"))
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| LedgerError::Serialize("record has no dev.mandate metadata".into()))?;
-    vendor.insert("prev".into(), Value::String(hex::encode(prev)));
-    vendor.remove("digest");
-    let digest = record_digest(&record);
-    if let Some(vendor) = record
-        .pointer_mut(&format!("/metadata/{VENDOR_KEY}"))
-        .and_then(Value::as_object_mut)
-    {
-        vendor.insert("digest".into(), Value::String(digest));
-    }
-    Ok(record)
 }
 
 /// The record of a person's decision to append to a broken ledger.
@@ -656,51 +465,5 @@ fn ends_with_line(file: &mut File, v: Verified) -> std::io::Result<bool> {
     }
 }
 
-/// Cuts the file back to `len` and makes that durable.
-fn rollback(file: &File, len: u64) -> std::io::Result<()> {
-    file.set_len(len)?;
-    file.sync_data()
-}
-
-/// A record sealed onto the ledger's end, not yet written.
-struct Sealed {
-    record: Value,
-    line: Vec<u8>,
-    /// The ledger's length it goes after.
-    len: u64,
-    new: Verified,
-    branch: String,
-    head: BranchHead,
-}
-
-/// An append prepared by [`Ledger::prepare_append`]: the ledger stays locked (in this process
-/// and for others) until it is committed or dropped.
-pub struct PreparedAppend<'a> {
-    ledger: &'a Ledger,
-    verified: MutexGuard<'a, Option<Verified>>,
-    file: File,
-    sealed: Option<Sealed>,
-}
-
-impl PreparedAppend<'_> {
-    /// Writes the record durably and records the head; returns the record as written.
-    pub fn commit(mut self) -> Result<Value, LedgerError> {
-        let sealed = self
-            .sealed
-            .take()
-            .ok_or_else(|| LedgerError::Io(std::io::Error::other("nothing prepared")))?;
-        let PreparedAppend {
-            ledger,
-            verified,
-            file,
-            ..
-        } = &mut self;
-        ledger.write_sealed(verified, file, sealed)
-    }
-}
-
-impl Drop for PreparedAppend<'_> {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
+#[path = "ledger_append.rs"]
+mod append;

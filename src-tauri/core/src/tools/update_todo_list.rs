@@ -26,8 +26,19 @@ pub struct Args {
 
 pub struct UpdateTodoList;
 
+/// Why a todo list was refused, in words for the model or the person.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TodoError(String);
+
+impl TodoError {
+    fn new(why: impl Into<String>) -> Self {
+        Self(why.into())
+    }
+}
+
 /// Reads a checklist; the error names the line that is wrong.
-pub fn parse_todos(text: &str) -> Result<Vec<TodoItem>, String> {
+pub fn parse_todos(text: &str) -> Result<Vec<TodoItem>, TodoError> {
     let mut items = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -51,11 +62,11 @@ pub fn parse_todos(text: &str) -> Result<Vec<TodoItem>, String> {
         {
             (TodoStatus::Completed, rest)
         } else {
-            return Err(format!(
+            return Err(TodoError(format!(
                 "line {} (`{}`) does not start with [ ], [-] or [x]",
                 n + 1,
                 crate::text::first_chars(line, 60)
-            ));
+            )));
         };
         items.push(TodoItem {
             text: rest.trim().to_string(),
@@ -67,22 +78,22 @@ pub fn parse_todos(text: &str) -> Result<Vec<TodoItem>, String> {
 
 /// A list as the model or the person gives it, checked: no empty item, none too long, not too
 /// many, at most one in progress.
-pub fn check_todos(items: Vec<TodoItem>) -> Result<Vec<TodoItem>, String> {
+pub fn check_todos(items: Vec<TodoItem>) -> Result<Vec<TodoItem>, TodoError> {
     if items.len() > MAX_ITEMS {
-        return Err(format!(
+        return Err(TodoError::new(format!(
             "the list has {} items; at most {MAX_ITEMS}",
             items.len()
-        ));
+        )));
     }
     for (n, item) in items.iter().enumerate() {
         if item.text.trim().is_empty() {
-            return Err(format!("item {} has no text", n + 1));
+            return Err(TodoError::new(format!("item {} has no text", n + 1)));
         }
         if item.text.chars().count() > MAX_TEXT || item.text.contains('\n') {
-            return Err(format!(
+            return Err(TodoError::new(format!(
                 "item {} is longer than {MAX_TEXT} characters or spans lines: keep each item to one short line",
                 n + 1
-            ));
+            )));
         }
     }
     let doing = items
@@ -90,9 +101,9 @@ pub fn check_todos(items: Vec<TodoItem>) -> Result<Vec<TodoItem>, String> {
         .filter(|i| i.status == TodoStatus::InProgress)
         .count();
     if doing > 1 {
-        return Err(format!(
+        return Err(TodoError::new(format!(
             "{doing} items are in progress; mark only the one you are working on with [-]"
-        ));
+        )));
     }
     Ok(items)
 }
@@ -182,17 +193,22 @@ mod tests {
                 "[x] Done too"
             ]
         );
-        let err = parse_todos("[x] a\nno box here").expect_err("bad line");
+        let err = parse_todos("[x] a\nno box here")
+            .expect_err("bad line")
+            .to_string();
         assert!(err.contains("line 2 (`no box here`)"), "{err}");
-        let err = parse_todos("[-] a\n[-] b").expect_err("two in progress");
+        let err = parse_todos("[-] a\n[-] b")
+            .expect_err("two in progress")
+            .to_string();
         assert!(err.contains("2 items are in progress"), "{err}");
-        let err = parse_todos("[ ]   ").expect_err("empty item");
+        let err = parse_todos("[ ]   ").expect_err("empty item").to_string();
         assert!(err.contains("item 1 has no text"), "{err}");
         let long = format!("[ ] {}", "x".repeat(301));
         assert!(parse_todos(&long).is_err());
         let many: String = (0..101).map(|n| format!("[ ] item {n}\n")).collect();
         assert!(parse_todos(&many)
             .expect_err("too many")
+            .to_string()
             .contains("101 items"));
         assert_eq!(parse_todos("").expect("empty list"), Vec::new());
     }
