@@ -86,9 +86,18 @@ impl Host {
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
             Request::StartTask { text, mode } => self.start_task(text, mode).await,
-            Request::ListCommands => Ok(Reply::Commands {
-                commands: self.instructions().commands,
-            }),
+            Request::ListCommands => {
+                let gov = self.governance();
+                let mut ignored = Vec::new();
+                let commands = crate::modes::commands::load_commands(
+                    gov.root(),
+                    gov.config_dir(),
+                    &mut ignored,
+                );
+                Ok(Reply::Commands {
+                    commands: commands.iter().map(|c| c.info()).collect(),
+                })
+            }
             Request::ListInstructions => Ok(Reply::Instructions {
                 view: self.instructions(),
             }),
@@ -217,15 +226,7 @@ impl Host {
                 .into_iter()
                 .map(|s| format!("{} — {}", s.name, s.shown))
                 .collect(),
-            commands: commands
-                .into_iter()
-                .map(|c| crate::protocol::CommandInfo {
-                    name: c.name,
-                    description: c.description,
-                    argument_hint: c.argument_hint,
-                    source: c.shown,
-                })
-                .collect(),
+            commands: commands.iter().map(|c| c.info()).collect(),
             problems,
         }
     }

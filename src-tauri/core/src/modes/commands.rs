@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde_norway::Value;
 
-use super::load::frontmatter;
-
-const MAX_FILE: u64 = 256 * 1024;
+use super::load::{frontmatter, read_capped, text};
 
 /// A skill: what the prompt lists, and where its body is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,34 +47,6 @@ fn valid_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         && !name.starts_with('.')
-}
-
-fn read_capped(path: &Path, problems: &mut Vec<String>, shown: &str) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    if meta.len() > MAX_FILE {
-        problems.push(format!(
-            "{shown} is larger than {} KiB and was not read",
-            MAX_FILE / 1024
-        ));
-        return None;
-    }
-    match std::fs::read_to_string(path) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            problems.push(format!("{shown} cannot be read: {e}"));
-            None
-        }
-    }
-}
-
-fn text(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
 }
 
 /// Where skills and commands are looked for: (folder, how it is shown), global first.
@@ -115,7 +85,7 @@ pub fn load_skills(root: &Path, config: Option<&Path>, problems: &mut Vec<String
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
-            let Some(body) = read_capped(&path, problems, &shown) else {
+            let Some(body) = read_capped(&path, &shown, problems) else {
                 continue;
             };
             let meta =
@@ -171,7 +141,7 @@ pub fn load_commands(
                 ));
                 continue;
             }
-            let Some(text_in) = read_capped(&entry.path(), problems, &shown) else {
+            let Some(text_in) = read_capped(&entry.path(), &shown, problems) else {
                 continue;
             };
             let (meta, body) = match frontmatter(&text_in) {
@@ -202,6 +172,16 @@ pub fn load_commands(
 }
 
 impl SlashCommand {
+    /// The command as the message box and Settings offer it.
+    pub fn info(&self) -> crate::protocol::CommandInfo {
+        crate::protocol::CommandInfo {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            argument_hint: self.argument_hint.clone(),
+            source: self.shown.clone(),
+        }
+    }
+
     /// The command's body with `$ARGUMENTS` replaced.
     pub fn expand(&self, arguments: &str) -> String {
         let arguments = arguments.trim();

@@ -44,8 +44,8 @@ pub fn load_modes(root: &Path, config: Option<&Path>) -> LoadedModes {
     };
     if let Some(config) = config {
         let path = config.join(GLOBAL_MODES_FILE);
-        if let Some(text) = read_capped(&path, &mut loaded.problems) {
-            let shown = path.display().to_string();
+        let shown = path.display().to_string();
+        if let Some(text) = read_capped(&path, &shown, &mut loaded.problems) {
             for mode in parse_roo(&text, &shown, ModeSource::Global, &mut loaded.problems) {
                 put(&mut loaded.modes, mode);
             }
@@ -54,7 +54,7 @@ pub fn load_modes(root: &Path, config: Option<&Path>) -> LoadedModes {
     for mode in claude_agents(root, &mut loaded.problems) {
         put(&mut loaded.modes, mode);
     }
-    if let Some(text) = read_capped(&root.join(".roomodes"), &mut loaded.problems) {
+    if let Some(text) = read_capped(&root.join(".roomodes"), ".roomodes", &mut loaded.problems) {
         let source = ModeSource::Project {
             file: ".roomodes".into(),
         };
@@ -72,15 +72,17 @@ fn put(modes: &mut Vec<Mode>, mode: Mode) {
     }
 }
 
-fn read_capped(path: &Path, problems: &mut Vec<String>) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
+/// The text of the regular file at `path` (not a link to elsewhere: its text would go to the
+/// model), shown to the person as `shown`; a file too large or unreadable is named in
+/// `problems`. Modes, skills and commands are read through this.
+pub(super) fn read_capped(path: &Path, shown: &str, problems: &mut Vec<String>) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
     if !meta.is_file() {
         return None;
     }
     if meta.len() > MAX_FILE {
         problems.push(format!(
-            "{} is larger than {} KiB and was not read",
-            path.display(),
+            "{shown} is larger than {} KiB and was not read",
             MAX_FILE / 1024
         ));
         return None;
@@ -88,7 +90,7 @@ fn read_capped(path: &Path, problems: &mut Vec<String>) -> Option<String> {
     match std::fs::read_to_string(path) {
         Ok(t) => Some(t),
         Err(e) => {
-            problems.push(format!("{} cannot be read: {e}", path.display()));
+            problems.push(format!("{shown} cannot be read: {e}"));
             None
         }
     }
@@ -102,7 +104,7 @@ fn valid_slug(slug: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-fn text(v: &Value, key: &str) -> String {
+pub(super) fn text(v: &Value, key: &str) -> String {
     v.get(key)
         .and_then(Value::as_str)
         .map(|s| s.trim().to_string())
@@ -249,7 +251,7 @@ fn claude_agents(root: &Path, problems: &mut Vec<String>) -> Vec<Mode> {
         .into_iter()
         .filter_map(|path| {
             let rel = format!(".claude/agents/{}", path.file_name()?.to_string_lossy());
-            let text = read_capped(&path, problems)?;
+            let text = read_capped(&path, &rel, problems)?;
             parse_claude_agent(&text, &rel, problems)
         })
         .collect()
