@@ -121,7 +121,7 @@ preset: string, label: string,
  */
 base_url: string, models: Array<string>, };
 
-export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "completed" | "failed" | "cancelled" | "paused";
+export type TaskStatus = "idle" | "running" | "waiting_for_approval" | "waiting_for_answer" | "waiting_for_subtask" | "completed" | "failed" | "cancelled" | "paused";
 
 export type Usage = { 
 /**
@@ -214,13 +214,21 @@ todos: Array<TodoItem>,
 /**
  * The person changed the list since the model last wrote it (the model is told).
  */
-todos_edited: boolean, };
+todos_edited: boolean, 
+/**
+ * The task that started this one with `new_task` (None: the person started it).
+ */
+parent_id: string | null, };
 
 export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, } | { "kind": "thinking", id: string, text: string, } | { "kind": "condensed", id: string, tokens_before: number, tokens_after: number, cost_usd: number | null, summary_safe_html: string, 
 /**
  * True when Mandate condensed at the threshold; false when the person asked.
  */
-automatic: boolean, };
+automatic: boolean, } | { "kind": "subtask", id: string, task_id: string, title: string, mode: string, status: TaskStatus, 
+/**
+ * Its `attempt_completion` result, or why it did not complete.
+ */
+result_safe_html: string | null, };
 
 export type ToolKind = "read" | "mutate" | "command";
 

@@ -312,6 +312,7 @@ fn governed_write(root: &Path) -> Vec<Row> {
         sink: Arc::new(Quiet),
         interaction: Arc::new(Unattended),
         store: store.clone(),
+        tasks: Default::default(),
         tools: Arc::new(mandate_core::tools::registry()),
         approval: ApprovalPolicy {
             ask_before_writes: false,

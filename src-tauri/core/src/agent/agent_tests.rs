@@ -50,6 +50,7 @@ fn fixture(decision: ApprovalDecision) -> Fixture {
         sink: Arc::new(Events::default()),
         interaction: person.clone(),
         store: store.clone(),
+        tasks: Default::default(),
         tools: Arc::new(crate::tools::registry()),
         approval: ApprovalPolicy::default(),
         custom_instructions: String::new(),

@@ -225,6 +225,7 @@ fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
         sink: events.clone(),
         interaction: Arc::new(Person::away()),
         store: store.clone(),
+        tasks: Default::default(),
         tools: Arc::new(crate::tools::registry()),
         approval: ApprovalPolicy::default(),
         custom_instructions: String::new(),

@@ -15,6 +15,8 @@ pub struct AgentEnv {
     pub sink: Arc<dyn EventSink>,
     pub interaction: Arc<dyn Interaction>,
     pub store: Arc<TaskStore>,
+    /// The tasks in memory (subtasks join them, so the window finds the same handle).
+    pub tasks: Arc<super::LiveTasks>,
     pub tools: Arc<Vec<Box<dyn Tool>>>,
     pub approval: ApprovalPolicy,
     pub custom_instructions: String,

@@ -93,6 +93,7 @@ fn fixture(mode: &str, answer: Option<&str>) -> Fixture {
         sink: Arc::new(Events::default()),
         interaction: person.clone(),
         store: store.clone(),
+        tasks: Default::default(),
         tools: Arc::new(crate::tools::registry()),
         approval: ApprovalPolicy {
             ask_before_writes: false,

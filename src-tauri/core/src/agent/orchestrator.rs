@@ -20,6 +20,8 @@ pub struct CallResult {
     pub is_error: bool,
     /// `attempt_completion`'s result.
     pub completed: Option<String>,
+    /// `new_task`'s subtask, to start.
+    pub subtask: Option<crate::tools::SubtaskSpec>,
 }
 
 impl CallResult {
@@ -401,6 +403,7 @@ impl<'a> Card<'a> {
             is_error: status != ToolCallStatus::Succeeded,
             content,
             completed: None,
+            subtask: None,
         }
     }
 
@@ -439,6 +442,7 @@ impl<'a> Card<'a> {
         let mut result = self.finish(status, output.summary, output.content);
         result.is_error = output.failed;
         result.completed = output.completed;
+        result.subtask = output.subtask;
         result
     }
 }

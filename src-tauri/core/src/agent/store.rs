@@ -28,6 +28,9 @@ pub struct TaskRecord {
     /// above stays whole).
     #[serde(default)]
     pub context: crate::context::ContextState,
+    /// A subtask's: the parent's `new_task` call that started it.
+    #[serde(default)]
+    pub parent_call_id: Option<String>,
 }
 
 /// The start of a turn: the person's message and where it sits in both lists.
@@ -86,7 +89,10 @@ pub enum StoreError {
 fn mark_interrupted(summary: &mut TaskSummary) {
     if matches!(
         summary.status,
-        TaskStatus::Running | TaskStatus::WaitingForApproval | TaskStatus::WaitingForAnswer
+        TaskStatus::Running
+            | TaskStatus::WaitingForApproval
+            | TaskStatus::WaitingForAnswer
+            | TaskStatus::WaitingForSubtask
     ) {
         summary.status = TaskStatus::Idle;
         summary.error = Some(

@@ -123,6 +123,11 @@ pub struct TaskHandle {
     system_prompt: Mutex<Option<(u64, String)>>,
     /// Estimated tokens of the system prompt and tools last sent (what every request carries).
     fixed_tokens: std::sync::atomic::AtomicU64,
+    /// A subtask's, while its parent waits: the parent's run token, so stopping the parent
+    /// stops the subtask's runs too.
+    linked: Mutex<Option<CancellationToken>>,
+    /// How the last run ended (what a parent waiting for this subtask watches).
+    ended: tokio::sync::watch::Sender<Option<super::TaskEnd>>,
 }
 
 impl TaskHandle {
@@ -137,6 +142,8 @@ impl TaskHandle {
             told_unconfined: AtomicBool::new(false),
             system_prompt: Mutex::new(None),
             fixed_tokens: std::sync::atomic::AtomicU64::new(0),
+            linked: Mutex::new(None),
+            ended: tokio::sync::watch::channel(None).0,
         })
     }
 
@@ -172,6 +179,7 @@ impl TaskHandle {
                 mode: None,
                 todos: Vec::new(),
                 todos_edited: false,
+                parent_id: None,
             },
             conversation: Vec::new(),
             messages: Vec::new(),
@@ -182,6 +190,7 @@ impl TaskHandle {
             objective: objective.to_string(),
             turns: Vec::new(),
             context: Default::default(),
+            parent_call_id: None,
         };
         Self::new(record, store)
     }
@@ -273,6 +282,68 @@ impl TaskHandle {
             r.summary.todos = todos;
             r.summary.todos_edited = by_person;
         });
+    }
+
+    /// Makes this new task a subtask of `parent`, started by its call `call_id`: it works under
+    /// `intent` and, like every task above it, within the parent's intents.
+    pub fn set_parent(&self, parent: &TaskHandle, call_id: &str, intent: Option<String>) {
+        let above = parent.governance();
+        self.update(|r| {
+            r.summary.parent_id = Some(parent.id.clone());
+            r.parent_call_id = Some(call_id.to_string());
+            r.governance.parent_task = Some(parent.id.clone());
+            r.governance.within = above
+                .within
+                .iter()
+                .chain(&above.selected_intent)
+                .cloned()
+                .collect();
+            r.governance.within.dedup();
+            r.summary.intent_id = intent.clone();
+            r.governance.selected_intent = intent;
+        });
+    }
+
+    /// The task that started this one, for a subtask.
+    pub fn parent_task(&self) -> Option<String> {
+        self.lock().governance.parent_task.clone()
+    }
+
+    /// Posts `message`, or replaces the one with its id (a subtask's card as it ends).
+    pub fn post_replacing(&self, sink: &dyn EventSink, message: UiMessage) {
+        let id = |m: &UiMessage| match m {
+            UiMessage::Subtask { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        let key = id(&message);
+        self.update(|r| {
+            match r
+                .messages
+                .iter_mut()
+                .find(|m| key.is_some() && id(m) == key)
+            {
+                Some(old) => *old = message.clone(),
+                None => r.messages.push(message.clone()),
+            }
+        });
+        sink.emit(Event::MessageAdded {
+            task_id: self.id.clone(),
+            message,
+        });
+    }
+
+    /// How runs of this task end from now on (the current value included).
+    pub fn watch_end(&self) -> tokio::sync::watch::Receiver<Option<super::TaskEnd>> {
+        self.ended.subscribe()
+    }
+
+    /// Runs of this task stop when `parent` is cancelled (None: no longer).
+    pub(super) fn link_cancel(&self, parent: Option<&CancellationToken>) {
+        *self.linked.lock().unwrap_or_else(|p| p.into_inner()) = parent.cloned();
+    }
+
+    pub(super) fn publish_end(&self, end: &super::TaskEnd) {
+        self.ended.send_replace(Some(end.clone()));
     }
 
     /// The person took the intent away from the task.
@@ -515,7 +586,10 @@ impl TaskHandle {
         if self.running.swap(true, Ordering::SeqCst) {
             return None;
         }
-        let token = CancellationToken::new();
+        let token = match &*self.linked.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(parent) => parent.child_token(),
+            None => CancellationToken::new(),
+        };
         *self.cancel.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
         Some(token)
     }

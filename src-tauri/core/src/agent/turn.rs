@@ -75,6 +75,7 @@ async fn run_task_inner(
     task.checkpoint(env.sink.as_ref()).await;
     task.emit_summary(env.sink.as_ref());
     task.end_run();
+    task.publish_end(&end);
     let gov = env.gov.clone();
     match tokio::task::spawn_blocking(move || gov.flush_intent_map()).await {
         Ok(Ok(())) => {}
@@ -207,7 +208,7 @@ enum Flow {
     End(TaskEnd),
 }
 
-async fn turn_loop(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) -> TaskEnd {
+async fn turn_loop(env: &Arc<AgentEnv>, task: &TaskHandle, cancel: &CancellationToken) -> TaskEnd {
     let mut turns = 0u32;
     let mut streak = Streak::default();
     loop {
@@ -326,46 +327,56 @@ Make smaller calls: write a long file in parts (write_to_file with the first par
     }
 }
 
-/// The turn's tool calls, one at a time through the orchestrator.
+/// The turn's tool calls, one at a time through the orchestrator (the subtasks that
+/// `new_task` calls start, several at a time when they only read).
 async fn run_calls(
-    env: &AgentEnv,
+    env: &Arc<AgentEnv>,
     task: &TaskHandle,
     calls: &[crate::llm::ToolCall],
     streak: &mut Streak,
     cancel: &CancellationToken,
 ) -> Flow {
-    for (i, call) in calls.iter().enumerate() {
+    let mut i = 0;
+    while i < calls.len() {
         if cancel.is_cancelled() {
             skip_calls(task, &calls[i..], "the user stopped the task");
             task.checkpoint(env.sink.as_ref()).await;
             return Flow::End(TaskEnd::Cancelled);
         }
-        let result = dispatch(env, task, call, cancel).await;
-        let content = super::context_steps::fit_result(env, task, call, result.content).await;
-        task.push_conversation(ChatMessage::ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content,
-            is_error: result.is_error,
-        });
-        task.checkpoint(env.sink.as_ref()).await;
-        if let Some(done) = result.completed {
-            return complete(env, task, &calls[i + 1..], done, streak, cancel).await;
+        let result = dispatch(env, task, &calls[i], cancel).await;
+        let results = match result.subtask.is_some() {
+            true => super::subtask::delegate(env, task, &calls[i..], result, cancel).await,
+            false => vec![result],
+        };
+        for result in results {
+            let call = &calls[i];
+            i += 1;
+            let content = super::context_steps::fit_result(env, task, call, result.content).await;
+            task.push_conversation(ChatMessage::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error: result.is_error,
+            });
+            task.checkpoint(env.sink.as_ref()).await;
+            if let Some(done) = result.completed {
+                return complete(env, task, &calls[i..], done, streak, cancel).await;
+            }
+            let sig = signature(call);
+            streak.repeats = if sig == streak.last_signature {
+                streak.repeats + 1
+            } else {
+                1
+            };
+            streak.last_signature = sig;
+            streak.mistakes = if result.is_error {
+                streak.mistakes + 1
+            } else {
+                0
+            };
         }
-        let sig = signature(call);
-        streak.repeats = if sig == streak.last_signature {
-            streak.repeats + 1
-        } else {
-            1
-        };
-        streak.last_signature = sig;
-        streak.mistakes = if result.is_error {
-            streak.mistakes + 1
-        } else {
-            0
-        };
         if cancel.is_cancelled() {
-            skip_calls(task, &calls[i + 1..], "the user stopped the task");
+            skip_calls(task, &calls[i..], "the user stopped the task");
             task.checkpoint(env.sink.as_ref()).await;
             return Flow::End(TaskEnd::Cancelled);
         }

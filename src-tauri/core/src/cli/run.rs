@@ -391,6 +391,7 @@ fn agent_env(
             sink,
         }),
         store,
+        tasks: Default::default(),
         tools: Arc::new(tools),
         approval: ApprovalPolicy {
             ask_before_writes: true,

@@ -251,6 +251,38 @@ pub struct TaskGovernance {
     /// The task's mode (None: no mode narrows the task, as before modes existed).
     #[serde(default)]
     pub mode: Option<crate::modes::ModePolicy>,
+    /// A subtask's: the task that started it (recorded with each of its changes).
+    #[serde(default)]
+    pub parent_task: Option<String>,
+    /// A subtask's: the intents of the tasks above it. Its writes must lie in each of them as
+    /// well as in its own intent, so a subtask can never reach wider than its parent.
+    #[serde(default)]
+    pub within: Vec<String>,
+}
+
+impl TaskGovernance {
+    /// The first intent above this task (see `within`) that does not own `rel`, with its scope
+    /// in words; None when every one owns it (or none bounds the task). An intent that is no
+    /// longer in the file owns nothing.
+    pub fn outside_bounds(&self, intents: &IntentsSnapshot, rel: &str) -> Option<(String, String)> {
+        self.within.iter().find_map(|id| match intents.doc.get(id) {
+            Some(intent) if intent.owns(rel) => None,
+            Some(intent) => Some((id.clone(), intent.owned_scope.join(", "))),
+            None => Some((
+                id.clone(),
+                "nothing: it is no longer in the intents file".into(),
+            )),
+        })
+    }
+
+    /// Whether the task may change `rel`: its intent owns it, and so does every intent above.
+    pub fn owns(&self, intents: &IntentsSnapshot, rel: &str) -> bool {
+        let own = self
+            .selected_intent
+            .as_deref()
+            .and_then(|id| intents.doc.get(id));
+        own.is_some_and(|i| i.owns(rel)) && self.outside_bounds(intents, rel).is_none()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

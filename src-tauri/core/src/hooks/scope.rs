@@ -80,6 +80,18 @@ impl PreHook for ScopeGuard {
                         .with_owned_scope(&intent.owned_scope),
                     ));
                 }
+                if let Some((outer, scope)) = cx.task.outside_bounds(cx.intents, rel) {
+                    return Ok(Decision::Deny(
+                        Denial::new(
+                            DenialCode::ScopeViolation,
+                            format!(
+                                "Scope Violation: this is a subtask, and its parent task works under {outer}, which does not own {rel} (its owned scope: {scope}). A subtask never reaches wider than its parent: finish with attempt_completion and say what is left outside."
+                            ),
+                        )
+                        .with_intent(Some(id))
+                        .with_path(rel),
+                    ));
+                }
                 Ok(Decision::Allow)
             }
             Action::Command(c) => {

@@ -12,7 +12,6 @@ mod routes;
 mod settings_view;
 mod undo;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -46,7 +45,7 @@ pub enum HostError {
 struct Opened {
     gov: Arc<Governance>,
     store: Arc<TaskStore>,
-    tasks: Mutex<HashMap<String, Arc<TaskHandle>>>,
+    tasks: Arc<crate::agent::LiveTasks>,
     /// The MCP servers of the workspace; stopped when it is closed (the hub is dropped).
     mcp: crate::mcp::McpHub,
 }
@@ -76,7 +75,7 @@ impl Opened {
                 Default::default(),
             ),
             gov: Arc::new(Governance::new(workspace, dirs)),
-            tasks: Mutex::default(),
+            tasks: Arc::default(),
         })
     }
 }
@@ -365,6 +364,7 @@ impl Host {
                 sink: self.sink.clone(),
             }),
             store: opened.store.clone(),
+            tasks: opened.tasks.clone(),
             tools: Arc::new(tools),
             approval: settings.approval,
             custom_instructions: settings.custom_instructions,
@@ -404,11 +404,7 @@ impl Host {
             &env.provider.model_id(),
         );
         task.set_mode(&mode);
-        opened
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(task.id.clone(), task.clone());
+        opened.tasks.insert(task.clone());
         let summary = task.summary();
         self.sink.emit(Event::TaskUpdated {
             task: summary.clone(),
@@ -460,29 +456,21 @@ impl Host {
     /// A task in memory, or loaded from history.
     fn task(&self, id: &str) -> Result<Arc<TaskHandle>, IpcError> {
         let opened = self.opened();
-        let mut tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = tasks.get(id) {
-            return Ok(t.clone());
-        }
-        let record = opened
-            .store
-            .load(id)
-            .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))?;
-        let task = TaskHandle::new(record, opened.store.clone());
-        tasks.insert(id.to_string(), task.clone());
-        Ok(task)
+        opened
+            .tasks
+            .get_or_load(&opened.store, id)
+            .map_err(|e| err(IpcErrorCode::NotFound, e.to_string()))
     }
 
     fn task_list(&self) -> Vec<TaskSummary> {
         let opened = self.opened();
         let mut list = opened.store.list();
-        let tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
         for summary in list.iter_mut() {
-            if let Some(t) = tasks.get(&summary.id) {
+            if let Some(t) = opened.tasks.get(&summary.id) {
                 *summary = t.summary();
             }
         }
-        for t in tasks.values() {
+        for t in opened.tasks.all() {
             if !list.iter().any(|s| s.id == t.id) {
                 list.push(t.summary());
             }

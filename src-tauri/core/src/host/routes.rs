@@ -261,11 +261,7 @@ impl Host {
             .store
             .delete(&task_id)
             .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-        opened
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&task_id);
+        opened.tasks.remove(&task_id);
         self.sink.emit(Event::TaskDeleted { task_id });
         Ok(Reply::Ok)
     }

@@ -71,12 +71,12 @@ impl Host {
     /// A task that is running cannot have its changes taken back under it.
     fn refuse_if_running(&self, scope: &UndoScope) -> Result<(), IpcError> {
         let opened = self.opened();
-        let tasks = opened.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let tasks = &opened.tasks;
         let busy = match scope {
             UndoScope::Call { task_id, .. }
             | UndoScope::Turn { task_id, .. }
             | UndoScope::Task { task_id } => tasks.get(task_id).is_some_and(|t| t.is_running()),
-            UndoScope::Intent { intent_id, .. } => tasks.values().any(|t| {
+            UndoScope::Intent { intent_id, .. } => tasks.all().iter().any(|t| {
                 t.is_running() && t.governance().selected_intent.as_deref() == Some(intent_id)
             }),
         };

@@ -239,7 +239,7 @@ impl McpTool {
         changed: Changed,
         cx: &RunCx<'_>,
     ) -> Result<(), String> {
-        let mut extra = Map::new();
+        let mut extra = cx.trace_extra();
         let mut mcp = json!({
             "server": action.server,
             "source": action.source,

@@ -142,6 +142,7 @@ async fn call_lookup(machine: Confinement, consented: bool) -> (Vec<Value>, Vec<
         sink: events.clone(),
         interaction: person.clone(),
         store: store.clone(),
+        tasks: Default::default(),
         tools: Arc::new(vec![Box::new(tool) as Box<dyn Tool>]),
         approval: ApprovalPolicy {
             ask_before_writes: false,

@@ -162,6 +162,7 @@ async fn run_with(env: Value, intent: bool) -> Run {
         sink: events.clone(),
         interaction: person,
         store,
+        tasks: Default::default(),
         tools: Arc::new(tools),
         approval: ApprovalPolicy::default(),
         custom_instructions: String::new(),

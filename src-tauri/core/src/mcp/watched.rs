@@ -89,7 +89,11 @@ pub(super) async fn run(
             action.server, action.server
         ));
     }
-    let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
+    // A subtask's changes must lie in the intents above it too.
+    let (bounds, snapshot) = (cx.task.governance(), cx.gov.intents.snapshot());
+    let owns = move |p: &str| {
+        intent.as_ref().is_some_and(|i| i.owns(p)) && bounds.outside_bounds(&snapshot, p).is_none()
+    };
     // No build output for a server: a `__pycache__/` or `node_modules/` it fills would be run
     // later, unconfined, by Python or Node, so everything it changes is in scope or undone.
     let rules = jail.rules(&owns, &ignore, Vec::new());

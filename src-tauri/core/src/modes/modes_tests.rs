@@ -256,6 +256,7 @@ fn each_built_in_mode_offers_exactly_its_tools() {
         "select_active_intent",
         "switch_mode",
         "update_todo_list",
+        "new_task",
         "skill",
         "run_slash_command",
     ];

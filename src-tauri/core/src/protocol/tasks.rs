@@ -10,6 +10,8 @@ pub enum TaskStatus {
     Running,
     WaitingForApproval,
     WaitingForAnswer,
+    /// Waiting for a subtask it started (`new_task`) to finish.
+    WaitingForSubtask,
     Completed,
     Failed,
     Cancelled,
@@ -84,6 +86,9 @@ pub struct TaskSummary {
     /// The person changed the list since the model last wrote it (the model is told).
     #[serde(default)]
     pub todos_edited: bool,
+    /// The task that started this one with `new_task` (None: the person started it).
+    #[serde(default)]
+    pub parent_id: Option<String>,
 }
 
 /// One item of a task's todo list.
@@ -152,6 +157,17 @@ pub enum UiMessage {
         summary_safe_html: String,
         /// True when Mandate condensed at the threshold; false when the person asked.
         automatic: bool,
+    },
+    /// A subtask this task started: shown while it works, then with how it ended. Posted again
+    /// with the same id when it ends.
+    Subtask {
+        id: String,
+        task_id: String,
+        title: String,
+        mode: String,
+        status: TaskStatus,
+        /// Its `attempt_completion` result, or why it did not complete.
+        result_safe_html: Option<String>,
     },
 }
 

@@ -110,7 +110,7 @@ pub(super) async fn record(
         return Ok(Vec::new());
     }
     let (files, images, diffs) = recorded_changes(cx, &in_scope, &unrestored, before).await?;
-    let mut extra = Map::new();
+    let mut extra = cx.trace_extra();
     extra.insert(
         "command".into(),
         command_detail(cx, cmd, governed, &in_scope, &unrestored),

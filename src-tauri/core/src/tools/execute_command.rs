@@ -100,7 +100,11 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
         .map(|i| i.owned_scope.clone())
         .unwrap_or_default();
     let before = keep_owned_files(cx, intent.clone(), &owned_scope).await?;
-    let owns = move |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));
+    // A subtask's changes must lie in the intents above it too.
+    let (bounds, snapshot) = (cx.task.governance(), cx.gov.intents.snapshot());
+    let owns = move |p: &str| {
+        intent.as_ref().is_some_and(|i| i.owns(p)) && bounds.outside_bounds(&snapshot, p).is_none()
+    };
     let (policy, ignore) = (
         cx.gov
             .policy()
@@ -283,6 +287,7 @@ fn output(
         display: run.output.clone(),
         failed,
         completed: None,
+        subtask: None,
         consequences,
     }
 }

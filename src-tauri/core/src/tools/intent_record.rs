@@ -13,7 +13,7 @@ pub(super) async fn record(
     intent_id: &str,
     change: Value,
 ) -> Result<(), ToolError> {
-    let mut extra = serde_json::Map::new();
+    let mut extra = cx.trace_extra();
     extra.insert("intent_change".into(), change);
     let entry = TraceEntry {
         task_id: cx.task.id.clone(),

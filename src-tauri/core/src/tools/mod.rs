@@ -11,6 +11,7 @@ pub(crate) mod command_record;
 mod execute_command;
 mod intent_record;
 mod list_files;
+mod new_task;
 mod propose_intent;
 mod read_file;
 mod read_tool_output;
@@ -37,9 +38,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::hooks::Consequence;
+pub use new_task::SubtaskSpec;
 pub use read_file::read_for_model;
 pub use select_active_intent::intent_context;
-pub use update_todo_list::{check_todos, reminder as todo_reminder};
+pub use update_todo_list::{check_todos, parse_todos, reminder as todo_reminder};
 
 use crate::agent::{EventSink, Governance, Interaction, TaskHandle};
 use crate::hooks::{Action, Denial, TaskGovernance};
@@ -79,6 +81,18 @@ pub struct RunCx<'a> {
     pub policy: &'a crate::protocol::ApprovalPolicy,
 }
 
+impl RunCx<'_> {
+    /// What every ledger record of this call carries under `dev.mandate` besides the typed
+    /// fields: a subtask's records name the task that started it.
+    pub fn trace_extra(&self) -> serde_json::Map<String, Value> {
+        let mut extra = serde_json::Map::new();
+        if let Some(parent) = self.task.parent_task() {
+            extra.insert("parent_task_id".into(), Value::String(parent));
+        }
+        extra
+    }
+}
+
 /// A tool call the model can recover from.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ToolError {
@@ -104,6 +118,8 @@ pub struct ToolOutput {
     pub failed: bool,
     /// `attempt_completion`'s result: the task ends.
     pub completed: Option<String>,
+    /// `new_task`'s subtask: the turn loop starts it and its result answers the call.
+    pub subtask: Option<SubtaskSpec>,
     pub consequences: Vec<Consequence>,
 }
 
@@ -240,6 +256,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(ask_followup_question::AskFollowupQuestion),
         Box::new(switch_mode::SwitchMode),
         Box::new(update_todo_list::UpdateTodoList),
+        Box::new(new_task::NewTask),
         Box::new(skill::SkillTool),
         Box::new(skill::RunSlashCommand),
         Box::new(attempt_completion::AttemptCompletion),

@@ -66,6 +66,7 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
         ("ask_followup_question", &["options", "question"]),
         ("switch_mode", &["mode_slug", "reason"]),
         ("update_todo_list", &["todos"]),
+        ("new_task", &["intent_id", "message", "mode", "todos"]),
         ("skill", &["name"]),
         ("run_slash_command", &["args", "command"]),
         ("attempt_completion", &["result"]),

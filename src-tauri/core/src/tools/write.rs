@@ -30,7 +30,7 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
         mutation_computed: None,
         approval: cx.approval.clone(),
         files: Vec::new(),
-        extra: Default::default(),
+        extra: cx.trace_extra(),
     };
     let rel = w.path.rel.clone();
     let write = FileWrite::new(

@@ -22,6 +22,9 @@ pub struct Selection {
     pub intent_id: Option<String>,
     /// RFC 3339; records at or after this time.
     pub since: Option<String>,
+    /// Tasks whose every record is taken back too, whatever `task_id` and `call_ids` say
+    /// (the subtasks of the task or turn being undone).
+    pub whole_tasks: HashSet<String>,
 }
 
 /// One record of the ledger, as undo reads it.
@@ -169,11 +172,12 @@ pub(crate) fn read_changes(root: &Path) -> std::io::Result<Vec<Change>> {
 
 impl Selection {
     fn matches(&self, c: &Change) -> bool {
-        self.task_id.as_ref().is_none_or(|t| &c.task_id == t)
+        let by_task = self.task_id.as_ref().is_none_or(|t| &c.task_id == t)
             && self
                 .call_ids
                 .as_ref()
-                .is_none_or(|ids| ids.contains(&c.call_id))
+                .is_none_or(|ids| ids.contains(&c.call_id));
+        (by_task || self.whole_tasks.contains(&c.task_id))
             && self.intent_id.as_ref().is_none_or(|i| &c.intent_id == i)
             && self
                 .since
@@ -188,6 +192,9 @@ impl Selection {
         }
         if let Some(ids) = &self.call_ids {
             parts.push(format!("{} tool call(s)", ids.len()));
+        }
+        if !self.whole_tasks.is_empty() {
+            parts.push(format!("{} subtask(s)", self.whole_tasks.len()));
         }
         if let Some(i) = &self.intent_id {
             parts.push(format!("intent {i}"));

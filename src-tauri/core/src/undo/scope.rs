@@ -66,6 +66,7 @@ impl Grain {
             Grain::Task { task_id } => only(
                 Selection {
                     task_id: Some(task_id.clone()),
+                    whole_tasks: subtasks(store, task_id, None),
                     ..Selection::default()
                 },
                 format!("task {task_id}"),
@@ -121,10 +122,12 @@ impl Grain {
                     .iter()
                     .position(|t| &t.message_id == message_id)
                     .unwrap_or(0);
+                let calls: std::collections::HashSet<String> = calls.into_iter().collect();
                 Resolved {
                     selection: Selection {
                         task_id: Some(task_id.clone()),
-                        call_ids: Some(calls.into_iter().collect()),
+                        whole_tasks: subtasks(store, task_id, Some(&calls)),
+                        call_ids: Some(calls),
                         ..Selection::default()
                     },
                     label: format!("turn {} of task {task_id} and after", n + 1),
@@ -133,4 +136,39 @@ impl Grain {
             }
         })
     }
+}
+
+/// The subtasks of `task_id` and theirs, all the way down; with `calls`, only those started by
+/// one of these calls of `task_id` (and everything under them).
+fn subtasks(
+    store: &TaskStore,
+    task_id: &str,
+    calls: Option<&std::collections::HashSet<String>>,
+) -> std::collections::HashSet<String> {
+    let all = store.list();
+    let mut found = std::collections::HashSet::new();
+    let mut next: Vec<String> = all
+        .iter()
+        .filter(|t| t.parent_id.as_deref() == Some(task_id))
+        .filter(|t| {
+            calls.is_none_or(|calls| {
+                store
+                    .load(&t.id)
+                    .ok()
+                    .and_then(|r| r.parent_call_id)
+                    .is_some_and(|c| calls.contains(&c))
+            })
+        })
+        .map(|t| t.id.clone())
+        .collect();
+    while let Some(id) = next.pop() {
+        if found.insert(id.clone()) {
+            next.extend(
+                all.iter()
+                    .filter(|t| t.parent_id.as_deref() == Some(id.as_str()))
+                    .map(|t| t.id.clone()),
+            );
+        }
+    }
+    found
 }
