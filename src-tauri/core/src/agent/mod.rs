@@ -80,3 +80,7 @@ mod mode_tests;
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+#[cfg(test)]
+#[path = "subtask_tests.rs"]
+mod subtask_tests;

@@ -210,7 +210,7 @@ pub fn built_in_modes() -> Vec<Mode> {
             "Complex tasks in several steps that need different specialities.",
             &[],
             None,
-            "Break the task into subtasks, each for the mode that fits it best, and keep track of them. You cannot read, edit or run anything yourself in this mode.",
+            "Break the task into subtasks and hand each to the mode that fits it best with new_task: its message is all the subtask sees, so give it the context it needs and say what its completion must report. Keep track of them with update_todo_list. A subtask works under your intent, or under a narrower one you name. Subtasks in read-only modes (ask) started in the same answer run side by side. You cannot read, edit or run anything yourself in this mode.",
         ),
     ]
 }
