@@ -26,6 +26,19 @@ use crate::workspace::Workspace;
 struct CliSink {
     json: bool,
     out: Mutex<std::io::Stdout>,
+    /// The subtasks seen so far: their lines are indented under their parent's.
+    subtasks: Mutex<std::collections::HashSet<String>>,
+}
+
+/// The task an event is about, where it says.
+fn event_task(event: &Event) -> Option<&str> {
+    match event {
+        Event::ToolCallFinished { task_id, .. }
+        | Event::MessageFinished { task_id, .. }
+        | Event::MessageAdded { task_id, .. } => Some(task_id),
+        Event::TaskUpdated { task } => Some(&task.id),
+        _ => None,
+    }
 }
 
 impl EventSink for CliSink {
@@ -38,8 +51,15 @@ impl EventSink for CliSink {
             let _ = out.flush();
             return;
         }
+        let mut subtasks = self.subtasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Event::TaskUpdated { task } = &event {
+            if task.parent_id.is_some() {
+                subtasks.insert(task.id.clone());
+            }
+        }
+        let depth = event_task(&event).map_or(0, |id| usize::from(subtasks.contains(id)));
         if let Some(line) = human_line(&event) {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}{line}", "    ".repeat(depth));
         }
     }
 }
@@ -76,6 +96,24 @@ fn human_line(event: &Event) -> Option<String> {
             ..
         } => Some(format!("error: {message}")),
         Event::Notice { message, .. } => Some(format!("note: {message}")),
+        Event::MessageAdded {
+            message:
+                crate::protocol::UiMessage::Subtask {
+                    title,
+                    mode,
+                    status,
+                    result_safe_html,
+                    ..
+                },
+            ..
+        } => Some(match result_safe_html {
+            None => format!("▶ subtask in {mode} mode: {title}"),
+            Some(result) => format!(
+                "◀ subtask {}: {}",
+                format!("{status:?}").to_lowercase(),
+                strip_tags(result)
+            ),
+        }),
         Event::MessageAdded {
             message: crate::protocol::UiMessage::Notice { text, .. },
             ..
@@ -267,6 +305,7 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     let sink: Arc<dyn EventSink> = Arc::new(CliSink {
         json: args.json,
         out: Mutex::new(std::io::stdout()),
+        subtasks: Mutex::default(),
     });
     let mcp = crate::mcp::McpHub::new(
         gov.root(),
