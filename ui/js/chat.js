@@ -73,6 +73,12 @@ export function initChat() {
     if (id && id !== state.active) activate(id);
   });
 
+  // A subtask card or a breadcrumb opens the task it names.
+  byId('task-panels').addEventListener('click', (ev) => {
+    const id = closest(ev.target, '[data-open-subtask]')?.dataset.openSubtask;
+    if (id) openTask(id);
+  });
+
   initModePicker();
   listen('modes', renderModePicker);
   listen('tasks', renderChrome);
@@ -101,10 +107,15 @@ export function newTask() {
 /** @param {HostEvent} ev */
 export function handleTaskEvent(ev) {
   switch (ev.type) {
-    case 'task_updated':
+    case 'task_updated': {
+      const before = store.tasks.get(ev.task.id);
       upsertTask(ev.task);
       panels.get(ev.task.id)?.update(ev.task);
+      // A subtask's tab shows its parent in the breadcrumb: kept current.
+      for (const p of panels.values()) if (p.id !== ev.task.id && store.tasks.get(p.id)?.parent_id === ev.task.id) p.showCrumbs(/** @type {TaskSummary} */ (store.tasks.get(p.id)));
+      followSubtask(before, ev.task);
       return;
+    }
     case 'task_deleted':
       forget(ev.task_id);
       return;
@@ -124,6 +135,23 @@ export function handleTaskEvent(ev) {
   const panel = panels.get(ev.task_id);
   if (panel && !panel.loading) apply(panel, ev);
   else keep(ev);
+}
+
+/**
+ * The person watching a task follows its work: a subtask it starts opens in front, and when the
+ * subtask ends the parent comes back to the front (its card there has the result).
+ * @param {TaskSummary | undefined} before
+ * @param {TaskSummary} task
+ */
+function followSubtask(before, task) {
+  const parent = task.parent_id;
+  if (!parent) return;
+  if (!before && state.active === parent) {
+    openTask(task.id);
+    return;
+  }
+  const ended = ['completed', 'failed', 'cancelled'];
+  if (before && !ended.includes(before.status) && ended.includes(task.status) && state.active === task.id && panels.has(parent)) activate(parent);
 }
 
 /**

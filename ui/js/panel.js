@@ -21,6 +21,8 @@ export class TaskPanel {
     this.transcript = new Transcript(taskId);
     const n = domId(taskId);
     this.title = h('h2', { class: 'task-title' });
+    /** The tasks above a subtask, back to the one the person started. */
+    this.crumbs = h('nav', { class: 'task-breadcrumb', 'aria-label': 'Subtask of', hidden: true });
     this.status = h('span', { class: 'task-status' });
     this.intent = h('span', { class: 'task-intent' });
     this.mode = h('span', { class: 'task-mode', title: 'The mode: which kinds of action the agent may take (change it beside the message box)' });
@@ -44,6 +46,7 @@ export class TaskPanel {
     this.todos = new TodoBar(taskId, this.error);
 
     const header = h('header', { class: 'task-header' },
+      this.crumbs,
       h('div', { class: 'task-header-row first' },
         this.title,
         this.status,
@@ -131,6 +134,7 @@ export class TaskPanel {
 
   /** @param {TaskSummary} task */
   update(task) {
+    this.showCrumbs(task);
     this.title.textContent = task.title || 'Untitled task';
     this.title.title = task.title;
     this.status.textContent = statusLabel(task.status);
@@ -154,6 +158,37 @@ export class TaskPanel {
     this.budget.hidden = !paused;
     this.el.dataset.status = task.status;
     this.refreshIntents();
+  }
+
+  /**
+   * A subtask shows the tasks above it, each a way back: the parent first at the right.
+   * @param {TaskSummary} task
+   */
+  showCrumbs(task) {
+    /** @type {TaskSummary[]} */
+    const above = [];
+    for (let id = task.parent_id; id && above.length < 8;) {
+      const parent = store.tasks.get(id);
+      if (!parent) break;
+      above.unshift(parent);
+      id = parent.parent_id;
+    }
+    const key = JSON.stringify(above.map((t) => [t.id, t.title, t.status]).concat([task.title]));
+    if (this.crumbs.dataset.key === key) return;
+    this.crumbs.dataset.key = key;
+    this.crumbs.hidden = above.length === 0;
+    const items = [];
+    for (const t of above) {
+      items.push(h('button', {
+        type: 'button',
+        class: 'crumb link-button',
+        'data-open-subtask': t.id,
+        title: `Back to “${t.title}” (${statusLabel(t.status).toLowerCase()})`,
+        text: t.title || 'Untitled task',
+      }), h('span', { class: 'crumb-sep', 'aria-hidden': 'true', text: '›' }));
+    }
+    items.push(h('span', { class: 'crumb-here', 'aria-current': 'page', text: task.title || 'Untitled task' }));
+    this.crumbs.replaceChildren(...items);
   }
 
   /** The transcript started or stopped showing a condensing row. */

@@ -113,6 +113,7 @@ const STATUS_LABELS = {
   running: 'Running',
   waiting_for_approval: 'Waiting for approval',
   waiting_for_answer: 'Waiting for an answer',
+  waiting_for_subtask: 'Waiting for a subtask',
   completed: 'Completed',
   failed: 'Failed',
   cancelled: 'Cancelled',
@@ -126,7 +127,7 @@ export function statusLabel(status) {
 
 /** Whether the agent is busy with the task (it cannot take a new message). @param {TaskStatus} status */
 export function isBusy(status) {
-  return status === 'running' || status === 'waiting_for_approval' || status === 'waiting_for_answer';
+  return status === 'running' || status === 'waiting_for_approval' || status === 'waiting_for_answer' || status === 'waiting_for_subtask';
 }
 
 /** @param {TaskSummary} task */

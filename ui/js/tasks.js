@@ -89,7 +89,7 @@ export function initTaskList(cb) {
  */
 export function renderTaskList(state) {
   const list = byId('task-list');
-  const tasks = [...store.tasks.values()].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  const tasks = nested([...store.tasks.values()]);
   for (const [id, li] of items) {
     if (!store.tasks.has(id)) {
       li.remove();
@@ -105,12 +105,50 @@ export function renderTaskList(state) {
       items.set(task.id, li);
     }
     fillItem(li, task, state);
+    const depth = String(depthOf(task));
+    if (li.dataset.depth !== depth) li.dataset.depth = depth;
     /** @type {Element | null} */
     const expected = prev ? prev.nextElementSibling : list.firstElementChild;
     if (expected !== li) list.insertBefore(li, expected);
     prev = li;
   }
   byId('task-list-empty').hidden = tasks.length > 0;
+}
+
+/**
+ * The tasks in the order of the list: the ones the person started newest first, each followed
+ * by its subtasks in the order they were started (and theirs under them).
+ * @param {TaskSummary[]} all
+ * @returns {TaskSummary[]}
+ */
+function nested(all) {
+  const newestFirst = (/** @type {TaskSummary} */ a, /** @type {TaskSummary} */ b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0);
+  /** @type {Map<string, TaskSummary[]>} */
+  const children = new Map();
+  const roots = [];
+  for (const t of all) {
+    if (t.parent_id && store.tasks.has(t.parent_id)) {
+      const list = children.get(t.parent_id) ?? [];
+      list.push(t);
+      children.set(t.parent_id, list);
+    } else roots.push(t);
+  }
+  /** @type {TaskSummary[]} */
+  const out = [];
+  /** @param {TaskSummary} t */
+  const visit = (t) => {
+    out.push(t);
+    for (const c of (children.get(t.id) ?? []).sort(newestFirst).reverse()) visit(c);
+  };
+  for (const r of roots.sort(newestFirst)) visit(r);
+  return out;
+}
+
+/** How many tasks stand above `task` in the list. @param {TaskSummary} task */
+function depthOf(task) {
+  let depth = 0;
+  for (let id = task.parent_id; id && store.tasks.has(id) && depth < 8; id = store.tasks.get(id)?.parent_id ?? null) depth += 1;
+  return depth;
 }
 
 /**
@@ -133,6 +171,7 @@ function fillItem(li, task, state) {
   const focusedDelete = hadFocus && closest(document.activeElement, '[data-action="delete-task"]') !== null;
   const open = h('button', { type: 'button', class: 'task-open', title: task.title },
     h('span', { class: 'task-item-top' },
+      task.parent_id ? h('span', { class: 'subtask-mark', title: 'A subtask of the task above', text: '↳' }) : null,
       h('span', { class: 'task-item-title', text: task.title || 'Untitled task' }),
       pending > 0 ? h('span', { class: 'tab-badge', 'aria-label': `${pending} waiting for approval`, text: String(pending) }) : null,
       timeEl(task.updated_at)),

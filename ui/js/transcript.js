@@ -5,6 +5,7 @@ import { errorText, find, formatCost, formatTokens, h, quote, setSafeHtml } from
 import { highlightCodeIn } from './highlight.js';
 import { pathLink } from './editor.js';
 import { requestUndo } from './undo.js';
+import { statusLabel } from './store.js';
 
 /** @typedef {import('./protocol').UiMessage} UiMessage */
 /** @typedef {import('./protocol').ToolCallView} ToolCallView */
@@ -328,6 +329,8 @@ export class Transcript {
           h('div', { class: 'content plain', text: m.text }));
       case 'condensed':
         return condensedCard(m);
+      case 'subtask':
+        return subtaskCard(m);
     }
     return h('div');
   }
@@ -377,6 +380,24 @@ function condensedCard(m) {
     h('details', { class: 'condensed-summary' },
       h('summary', { text: 'Summary sent to the model' }),
       summary));
+}
+
+/**
+ * A subtask this task started: its mode and title, how it is doing, and once it ended its result;
+ * the button opens it in its own tab.
+ * @param {Extract<UiMessage, { kind: 'subtask' }>} m
+ */
+function subtaskCard(m) {
+  const result = h('div', { class: 'content markdown' });
+  if (m.result_safe_html) renderHtml(result, m.result_safe_html);
+  return h('div', { class: 'subtask-card', 'data-message-id': m.id, 'data-status': m.status, 'data-subtask-id': m.task_id },
+    h('p', { class: 'subtask-head' },
+      h('span', { class: 'status-dot', 'data-status': m.status, 'aria-hidden': 'true' }),
+      h('span', { class: 'subtask-label', text: `Subtask · ${m.mode}` }),
+      h('span', { class: 'subtask-title', text: m.title }),
+      h('span', { class: 'subtask-status', text: statusLabel(m.status) }),
+      h('button', { type: 'button', class: 'quiet', 'data-open-subtask': m.task_id, title: 'Open the subtask in its own tab (its conversation, its changes)', text: 'Open' })),
+    m.result_safe_html ? result : null);
 }
 
 /**

@@ -134,17 +134,16 @@ async fn run_child(
     };
     parent.post_replacing(sink, card(TaskStatus::Running, None));
 
-    let briefing = format!(
-        "{}\n\n[You are a subtask of the task “{}”{}. Work only on what this message asks. When it is done, call attempt_completion: its result is all the parent task receives, so say there what you did and found.]",
-        spec.message,
+    child.brief(format!(
+        "[You are a subtask of the task “{}”{}. Work only on what this message asks. When it is done, call attempt_completion: its result is all the parent task receives, so say there what you did and found.]",
         parent.summary().title,
         match &intent {
             Some(id) => format!(", under intent {id}"),
             None => String::new(),
         }
-    );
+    ));
     let mut ended = child.watch_end();
-    spawn_run(env.clone(), child.clone(), briefing);
+    spawn_run(env.clone(), child.clone(), spec.message.clone());
     let end = wait_for(env, &child, &mut ended, cancel).await;
     child.link_cancel(None);
 

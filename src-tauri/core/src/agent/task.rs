@@ -123,6 +123,9 @@ pub struct TaskHandle {
     system_prompt: Mutex<Option<(u64, String)>>,
     /// Estimated tokens of the system prompt and tools last sent (what every request carries).
     fixed_tokens: std::sync::atomic::AtomicU64,
+    /// What the model reads after the person's next message and the person does not see (a
+    /// subtask's note on where it stands).
+    briefing: Mutex<Option<String>>,
     /// A subtask's, while its parent waits: the parent's run token, so stopping the parent
     /// stops the subtask's runs too.
     linked: Mutex<Option<CancellationToken>>,
@@ -142,6 +145,7 @@ impl TaskHandle {
             told_unconfined: AtomicBool::new(false),
             system_prompt: Mutex::new(None),
             fixed_tokens: std::sync::atomic::AtomicU64::new(0),
+            briefing: Mutex::new(None),
             linked: Mutex::new(None),
             ended: tokio::sync::watch::channel(None).0,
         })
@@ -335,6 +339,18 @@ impl TaskHandle {
     /// How runs of this task end from now on (the current value included).
     pub fn watch_end(&self) -> tokio::sync::watch::Receiver<Option<super::TaskEnd>> {
         self.ended.subscribe()
+    }
+
+    /// Context for the model to read with the next message (see `briefing`).
+    pub(super) fn brief(&self, note: String) {
+        *self.briefing.lock().unwrap_or_else(|p| p.into_inner()) = Some(note);
+    }
+
+    pub(super) fn take_briefing(&self) -> Option<String> {
+        self.briefing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// Runs of this task stop when `parent` is cancelled (None: no longer).

@@ -133,7 +133,7 @@ async fn open_run(
                     (expanded, Some(_)) => Some(expanded),
                     (_, None) => None,
                 };
-                let context = [expanded, session, context]
+                let context = [expanded, task.take_briefing(), session, context]
                     .into_iter()
                     .flatten()
                     .reduce(|a, b| format!("{a}\n{b}"));
