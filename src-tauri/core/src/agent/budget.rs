@@ -29,6 +29,50 @@ fn intent_budget(env: &AgentEnv, intent_id: &str) -> Option<Budget> {
     serde_json::from_value::<Budget>(json).ok()
 }
 
+fn add(total: &mut Usage, other: &Usage) {
+    total.input_tokens += other.input_tokens;
+    total.output_tokens += other.output_tokens;
+    total.cost_usd = match (total.cost_usd, other.cost_usd) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+}
+
+/// What the task the person started and all its subtasks spent, with how many subtasks: a
+/// task's budget covers the work it hands out, so subtasks cannot multiply it.
+fn family_usage(env: &AgentEnv, task: &TaskHandle) -> (Usage, usize) {
+    let live = env.tasks.all();
+    let parent_of = |id: &str| {
+        live.iter()
+            .find(|t| t.id == id)
+            .and_then(|t| t.summary().parent_id)
+    };
+    let root_of = |id: &str| {
+        let mut at = id.to_string();
+        for _ in 0..=super::subtask::MAX_DEPTH {
+            match parent_of(&at) {
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+        at
+    };
+    let root = task
+        .summary()
+        .parent_id
+        .map_or(task.id.clone(), |p| root_of(&p));
+    let mut total = Usage::default();
+    let mut members = 0;
+    for t in live.iter().filter(|t| t.id != task.id) {
+        if root_of(&t.id) == root {
+            add(&mut total, &t.summary().usage);
+            members += 1;
+        }
+    }
+    add(&mut total, &task.summary().usage);
+    (total, members)
+}
+
 /// Why the task may not ask the model again, if it may not.
 pub fn exceeded(env: &AgentEnv, task: &TaskHandle) -> Option<String> {
     let summary = task.summary();
@@ -37,18 +81,21 @@ pub fn exceeded(env: &AgentEnv, task: &TaskHandle) -> Option<String> {
             "The task reached its budget ({why}). Raise the budget in Settings (or with --max-cost / --max-tokens), then retry to go on."
         ));
     }
+    if env.budget != Budget::default() {
+        let (family, others) = family_usage(env, task);
+        if let Some(why) = over(&family, &env.budget).filter(|_| others > 0) {
+            return Some(format!(
+                "The task and its subtasks reached their budget together ({why}). Raise the budget in Settings (or with --max-cost / --max-tokens), then retry to go on."
+            ));
+        }
+    }
     let intent_id = summary.intent_id?;
     let budget = intent_budget(env, &intent_id)?;
     // Every task that held the intent counts, this one as it is now.
     let mut total = summary.usage.clone();
     for other in env.store.list() {
         if other.id != summary.id && other.intent_id.as_deref() == Some(intent_id.as_str()) {
-            total.input_tokens += other.usage.input_tokens;
-            total.output_tokens += other.usage.output_tokens;
-            total.cost_usd = match (total.cost_usd, other.usage.cost_usd) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, b) => a.or(b),
-            };
+            add(&mut total, &other.usage);
         }
     }
     over(&total, &budget).map(|why| {

@@ -51,6 +51,10 @@ fn answer(calls: Vec<(&'static str, Value)>, step: usize) -> ModelStream {
             delta: args.to_string(),
         });
     }
+    events.push(ModelEvent::Usage(crate::llm::TokenUsage {
+        input_tokens: 1000,
+        ..Default::default()
+    }));
     events.push(ModelEvent::Finished {
         stop_reason: "tool_use".into(),
     });
@@ -153,8 +157,16 @@ impl Setup {
     }
 }
 
-/// INT-1 owns `src/**`, INT-2 `src/a/**` (inside it), INT-3 everything (wider).
 fn setup(parent_mode: &str, plays: Vec<(&'static str, Vec<Step>)>) -> Setup {
+    setup_with_budget(parent_mode, plays, Default::default())
+}
+
+/// INT-1 owns `src/**`, INT-2 `src/a/**` (inside it), INT-3 everything (wider).
+fn setup_with_budget(
+    parent_mode: &str,
+    plays: Vec<(&'static str, Vec<Step>)>,
+    budget: crate::protocol::Budget,
+) -> Setup {
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().join("ws");
     std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
@@ -193,7 +205,7 @@ fn setup(parent_mode: &str, plays: Vec<(&'static str, Vec<Step>)>) -> Setup {
         interactive: false,
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
-        budget: Default::default(),
+        budget,
     });
     let task = TaskHandle::create(store, "ws", "PARENT: split the work", "test/script");
     let modes = crate::modes::load_modes(gov.root(), gov.config_dir());
@@ -550,4 +562,55 @@ async fn subtasks_nest_only_so_deep() {
         .collect();
     assert_eq!(deepest.len(), 1, "the deepest task was refused once");
     assert_eq!(s.env.tasks.all().len(), subtask::MAX_DEPTH);
+}
+
+#[tokio::test]
+async fn a_task_and_its_subtasks_share_one_budget() {
+    let budget = crate::protocol::Budget {
+        max_cost_usd: None,
+        max_tokens: Some(2500),
+    };
+    let s = setup_with_budget(
+        "orchestrator",
+        vec![
+            (
+                "PARENT",
+                vec![
+                    Step::Call("select_active_intent", json!({"intent_id": "INT-1"})),
+                    Step::Call(
+                        "new_task",
+                        json!({"mode": "ask", "message": "CHILD: look around"}),
+                    ),
+                    Step::Call("attempt_completion", json!({"result": "parent done"})),
+                ],
+            ),
+            (
+                "CHILD",
+                vec![
+                    Step::Call("list_files", json!({"path": "."})),
+                    Step::Call("attempt_completion", json!({"result": "child done"})),
+                ],
+            ),
+        ],
+        budget,
+    );
+    // Alone, each would stay under 2,500 tokens; together they reach it.
+    let end = run(&s).await;
+    assert!(matches!(end, TaskEnd::Paused(_)), "{end:?}");
+    let child = s.children()[0].summary();
+    assert_eq!(child.status, TaskStatus::Paused);
+    assert!(
+        child
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("and its subtasks"),
+        "{child:?}"
+    );
+    assert!(child.usage.input_tokens < 2500);
+    let results = s.result_of("new_task");
+    assert!(
+        results[0].1 && results[0].0.contains("stopped at its budget"),
+        "{results:?}"
+    );
 }
