@@ -278,3 +278,61 @@ async fn a_command_cannot_change_the_persons_rules_inside_a_folder_the_intent_ow
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn a_claude_code_agent_that_names_its_model_runs_on_it_and_the_ledger_says_so() {
+    let ws = workspace(
+        Some(INTENTS),
+        &[(
+            ".claude/agents/reviewer.md",
+            "---\nname: reviewer\ndescription: Reviews and fixes small things.\ntools: Read, Edit\nmodel: small-fast-model\n---\nYou review code.\n",
+        )],
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("w", "write_to_file", json!({"path": "src/lib.rs", "content": "pub fn g() {}\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
+        openai::turn().tool_call("d", "attempt_completion", json!({"result": "Reviewed."})).reply(),
+    ])
+    .await;
+    let out = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &[
+            "--approve",
+            "allow",
+            "--api-key-env",
+            "TEST_KEY",
+            "--mode",
+            "reviewer",
+        ],
+        "Review the library",
+        &dirs,
+        &[("TEST_KEY", "sk-test")],
+    )
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // Every request of the task went to the agent's model, on the same host with the same key.
+    for request in server.requests() {
+        assert_eq!(request.json()["model"], json!("small-fast-model"));
+    }
+    assert!(
+        out.stdout.contains("runs on small-fast-model, as it asks"),
+        "{}",
+        out.stdout
+    );
+    let ledger = std::fs::read_to_string(ws.path().join(".orchestration/agent_trace.jsonl"))
+        .expect("ledger");
+    let record: serde_json::Value =
+        serde_json::from_str(ledger.lines().next().expect("a record")).expect("json");
+    assert_eq!(
+        record["files"][0]["conversations"][0]["contributor"]["model_id"],
+        json!("openai/small-fast-model")
+    );
+}

@@ -44,7 +44,8 @@ export function modeName(slug) {
 function modeTitle(m) {
   const allows = m.groups.length ? m.groups.join(', ') : 'planning only';
   const edits = m.edit_regex ? `; edits only files matching ${m.edit_regex}` : '';
-  return `${m.description || m.name} — allows ${allows}${edits} (${m.source})`;
+  const model = m.model ? `; runs on ${m.model}` : '';
+  return `${m.description || m.name} — allows ${allows}${edits}${model} (${m.source})`;
 }
 
 /** The mode the picker should show: the open task's, or the next new task's. */

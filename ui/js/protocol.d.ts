@@ -607,7 +607,11 @@ edit_regex: string | null,
 /**
  * `built-in`, `global` or the file it comes from.
  */
-source: string, };
+source: string, 
+/**
+ * The model it runs on, when it names one.
+ */
+model: string | null, };
 
 export type CommandInfo = { name: string, description: string, argument_hint: string, 
 /**

@@ -40,6 +40,26 @@ impl AgentEnv {
         });
     }
 
+    /// The same run on another model (a mode that names its own).
+    pub fn with_provider(&self, provider: Arc<dyn Provider>) -> AgentEnv {
+        AgentEnv {
+            gov: self.gov.clone(),
+            provider,
+            sink: self.sink.clone(),
+            interaction: self.interaction.clone(),
+            store: self.store.clone(),
+            tasks: self.tasks.clone(),
+            tools: self.tools.clone(),
+            approval: self.approval,
+            custom_instructions: self.custom_instructions.clone(),
+            max_turns: self.max_turns,
+            interactive: self.interactive,
+            render_interval: self.render_interval,
+            context: self.context.for_other_model(),
+            budget: self.budget,
+        }
+    }
+
     pub fn tool(&self, name: &str) -> Option<&dyn Tool> {
         self.tools.iter().find(|t| t.name() == name).map(|t| &**t)
     }

@@ -32,12 +32,61 @@ pub async fn run_task(
     user_text: Option<String>,
 ) -> TaskEnd {
     use tracing::Instrument;
+    let env = env_for_mode(env, &task);
     let span = tracing::info_span!("task", id = %task.id, model = %env.provider.model_id());
     let end = run_task_inner(env, task, user_text)
         .instrument(span.clone())
         .await;
     span.in_scope(|| tracing::info!(end = ?end_kind(&end), "task run ended"));
     end
+}
+
+/// Claude Code's model aliases, as the Anthropic API names those models.
+const CLAUDE_ALIASES: [(&str, &str); 3] = [
+    ("opus", "claude-opus-4-5"),
+    ("sonnet", "claude-sonnet-4-5"),
+    ("haiku", "claude-haiku-4-5"),
+];
+
+/// The run's environment: a task whose mode names a model (`model:` of a Claude Code agent or a
+/// mode) runs on it, through the same provider, key and host; the mode is read as it is now.
+fn env_for_mode(env: Arc<AgentEnv>, task: &TaskHandle) -> Arc<AgentEnv> {
+    let Some(slug) = task.governance().mode.map(|m| m.slug) else {
+        return env;
+    };
+    let modes = crate::modes::load_modes(env.gov.root(), env.gov.config_dir());
+    let Some(mode) = modes.get(&slug) else {
+        return env;
+    };
+    let Some(wanted) = mode.model.as_deref().map(str::trim) else {
+        return env;
+    };
+    let current = env.provider.model_id();
+    let alias = CLAUDE_ALIASES.iter().find(|(a, _)| *a == wanted);
+    let model = match alias {
+        Some((_, full)) if current.starts_with("anthropic/") => *full,
+        Some(_) => {
+            env.notice(format!(
+                "The {} mode asks for Claude's `{wanted}`, which this provider does not name; the task runs on {current}.",
+                mode.name
+            ));
+            return env;
+        }
+        None => wanted,
+    };
+    if current.split_once('/').map_or(current.as_str(), |(_, m)| m) == model {
+        return env;
+    }
+    match env.provider.with_model(model) {
+        Some(provider) => {
+            env.sink.emit(Event::Notice {
+                level: NoticeLevel::Info,
+                message: format!("The {} mode runs on {model}, as it asks.", mode.name),
+            });
+            Arc::new(env.with_provider(Arc::from(provider)))
+        }
+        None => env,
+    }
 }
 
 fn end_kind(end: &TaskEnd) -> &'static str {

@@ -67,6 +67,20 @@ impl ContextConfig {
     }
 }
 
+impl ContextConfig {
+    /// The same settings for another model of the run (a mode's): its window is worked out
+    /// afresh; the person's figures for the first model do not carry over.
+    pub fn for_other_model(&self) -> Self {
+        Self {
+            threshold_percent: self.threshold_percent,
+            model_override: ModelOverride::default(),
+            reasoning_effort: self.reasoning_effort.clone(),
+            learned: self.learned.clone(),
+            resolved: Default::default(),
+        }
+    }
+}
+
 impl Default for ContextConfig {
     fn default() -> Self {
         Self {

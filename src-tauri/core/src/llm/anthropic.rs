@@ -387,6 +387,12 @@ impl Provider for AnthropicProvider {
         format!("anthropic/{}", self.config.model)
     }
 
+    fn with_model(&self, model: &str) -> Option<Box<dyn Provider>> {
+        let mut config = self.config.clone();
+        config.model = model.to_string();
+        Some(Box::new(Self::new(config)))
+    }
+
     fn base_url(&self) -> String {
         self.config.base_url.clone()
     }

@@ -244,6 +244,10 @@ pub trait Provider: Send + Sync {
     async fn model_info(&self) -> ModelInfo {
         ModelInfo::default()
     }
+    /// The same provider (host, key, retries) for another model; None where it cannot say.
+    fn with_model(&self, _model: &str) -> Option<Box<dyn Provider>> {
+        None
+    }
 }
 
 /// Builds the client for a configuration.

@@ -102,6 +102,7 @@ impl Mode {
             },
             groups: self.groups.iter().map(|g| g.name().to_string()).collect(),
             edit_regex: self.edit_regex.clone(),
+            model: self.model.clone(),
             source: match &self.source {
                 ModeSource::BuiltIn => "built-in".into(),
                 ModeSource::Global => "global".into(),

@@ -232,6 +232,9 @@ pub struct ModeInfo {
     pub edit_regex: Option<String>,
     /// `built-in`, `global` or the file it comes from.
     pub source: String,
+    /// The model it runs on, when it names one.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 /// A slash command as the message box offers it.
