@@ -3,7 +3,7 @@
 //! answers the parent's call, and the ledger names both tasks.
 
 use mandate_tests::app::{workspace, UserDirs};
-use mandate_tests::cli::run_openai_with_env;
+use mandate_tests::cli::{mandate, run_openai_with_env};
 use mandate_tests::llm_server::ScriptedServer;
 use mandate_tests::sse::openai;
 use serde_json::json;
@@ -137,4 +137,27 @@ async fn an_orchestrator_splits_its_work_into_a_child_that_stays_inside_its_narr
     assert_eq!(block["intent_id"], json!("INT-002"));
     assert_eq!(block["task_id"], child_id);
     assert_eq!(block["parent_task_id"], cards[0]["task_id"]);
+
+    // Undoing the parent takes its child's change back too.
+    let parent = cards[0]["task_id"].as_str().expect("parent id").to_string();
+    let workspace = ws.path().display().to_string();
+    let undo = mandate(
+        &[
+            "undo",
+            "--workspace",
+            &workspace,
+            "--json",
+            "--task",
+            &parent,
+        ],
+        &dirs,
+        &[],
+    )
+    .await;
+    assert_eq!(undo.code, Some(0), "{}\n{}", undo.stdout, undo.stderr);
+    assert!(
+        !ws.path().join("src/parser/mod.rs").exists(),
+        "{}",
+        undo.stdout
+    );
 }
