@@ -82,5 +82,8 @@ mod mode_tests;
 pub(crate) mod test_support;
 
 #[cfg(test)]
+pub(crate) mod script_model;
+
+#[cfg(test)]
 #[path = "subtask_tests.rs"]
 mod subtask_tests;

@@ -191,6 +191,61 @@ async fn run_child(
     }
 }
 
+/// What the subtasks a task was waiting for when Mandate stopped answer its `new_task` calls:
+/// a completed one its result, any other that it did not finish (by call id).
+pub(super) fn after_restart(
+    env: &AgentEnv,
+    task: &TaskHandle,
+) -> std::collections::HashMap<String, (String, bool)> {
+    let mut answers = std::collections::HashMap::new();
+    let waiting = matches!(
+        task.record().conversation.last(),
+        Some(crate::llm::ChatMessage::Assistant { tool_calls, .. })
+            if tool_calls.iter().any(|c| c.name == "new_task")
+    );
+    if !waiting {
+        return answers;
+    }
+    for summary in env.store.list() {
+        if summary.parent_id.as_deref() != Some(task.id.as_str()) {
+            continue;
+        }
+        let Ok(child) = env.store.load(&summary.id) else {
+            continue;
+        };
+        let Some(call_id) = child.parent_call_id.clone() else {
+            continue;
+        };
+        let answer = match (summary.status, completion_of(&child.conversation)) {
+            (TaskStatus::Completed, Some(result)) => (
+                format!("The subtask {} completed. Its result:\n{result}", summary.id),
+                false,
+            ),
+            _ => (
+                format!(
+                    "The subtask {} did not finish: Mandate stopped while it ran. It is in the task list as it was left; start a new subtask if the work is still needed, and check the files it may have changed.",
+                    summary.id
+                ),
+                true,
+            ),
+        };
+        answers.insert(call_id, answer);
+    }
+    answers
+}
+
+/// The result of a task's last `attempt_completion` call.
+fn completion_of(conversation: &[crate::llm::ChatMessage]) -> Option<String> {
+    conversation.iter().rev().find_map(|m| match m {
+        crate::llm::ChatMessage::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .find(|c| c.name == "attempt_completion")
+            .and_then(|c| serde_json::from_str::<serde_json::Value>(&c.arguments).ok())
+            .and_then(|v| v["result"].as_str().map(str::to_string)),
+        _ => None,
+    })
+}
+
 /// Starts a run of `task` on its own (outside the parent's future, which waits on its end).
 fn spawn_run(env: Arc<AgentEnv>, task: Arc<TaskHandle>, text: String) {
     let run: futures_util::future::BoxFuture<'static, TaskEnd> =

@@ -7,107 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use futures_util::stream;
 use serde_json::{json, Value};
 
+use super::script_model::{Script, Step};
 use super::test_support::{Events, Person};
 use super::*;
-use crate::llm::{ChatMessage, LlmError, ModelEvent, ModelRequest, ModelStream, Provider};
+use crate::llm::ChatMessage;
 use crate::protocol::{ApprovalPolicy, TaskStatus, UiMessage};
 use crate::workspace::Workspace;
-
-/// One answer of the scripted model.
-#[derive(Clone)]
-enum Step {
-    Call(&'static str, Value),
-    /// Several calls in one answer.
-    Calls(Vec<(&'static str, Value)>),
-    /// Never answers (until the task is stopped).
-    Hang,
-    /// Waits until `n` tasks have reached a `Meet`, then makes the call.
-    Meet(usize, &'static str, Value),
-}
-
-/// A model that plays a script per task: the task is known by a marker in its first message,
-/// the step by how many answers it already gave.
-struct Script {
-    plays: Vec<(&'static str, Vec<Step>)>,
-    met: AtomicUsize,
-    /// The first message of each task that asked, in order.
-    asked: Mutex<Vec<String>>,
-}
-
-fn answer(calls: Vec<(&'static str, Value)>, step: usize) -> ModelStream {
-    let mut events = Vec::new();
-    for (n, (name, args)) in calls.into_iter().enumerate() {
-        events.push(ModelEvent::ToolCallStart {
-            index: n,
-            id: format!("call_{step}_{n}_{}", uuid::Uuid::new_v4().simple()),
-            name: name.into(),
-        });
-        events.push(ModelEvent::ToolCallArgs {
-            index: n,
-            delta: args.to_string(),
-        });
-    }
-    events.push(ModelEvent::Usage(crate::llm::TokenUsage {
-        input_tokens: 1000,
-        ..Default::default()
-    }));
-    events.push(ModelEvent::Finished {
-        stop_reason: "tool_use".into(),
-    });
-    Box::pin(stream::iter(events.into_iter().map(Ok)))
-}
-
-#[async_trait]
-impl Provider for Script {
-    fn model_id(&self) -> String {
-        "test/script".into()
-    }
-    async fn stream(&self, r: &ModelRequest) -> Result<ModelStream, LlmError> {
-        let first = match r.messages.first() {
-            Some(ChatMessage::User { text }) => text.clone(),
-            _ => String::new(),
-        };
-        let step = r
-            .messages
-            .iter()
-            .filter(|m| matches!(m, ChatMessage::Assistant { .. }))
-            .count();
-        self.asked.lock().expect("asked").push(first.clone());
-        let play = self
-            .plays
-            .iter()
-            .find(|(marker, _)| first.starts_with(marker))
-            .map(|(_, steps)| steps.clone())
-            .unwrap_or_default();
-        match play.get(step).cloned() {
-            Some(Step::Call(name, args)) => Ok(answer(vec![(name, args)], step)),
-            Some(Step::Calls(calls)) => Ok(answer(calls, step)),
-            Some(Step::Hang) => Ok(Box::pin(stream::pending())),
-            Some(Step::Meet(n, name, args)) => {
-                self.met.fetch_add(1, Ordering::SeqCst);
-                for _ in 0..200 {
-                    if self.met.load(Ordering::SeqCst) >= n {
-                        return Ok(answer(vec![(name, args)], step));
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                let alone = json!({"result": "ALONE: no other task asked meanwhile"});
-                Ok(answer(vec![("attempt_completion", alone)], step))
-            }
-            None => Ok(answer(
-                vec![("attempt_completion", json!({"result": "script ended"}))],
-                step,
-            )),
-        }
-    }
-    async fn list_models(&self) -> Result<Vec<String>, LlmError> {
-        Ok(Vec::new())
-    }
-}
 
 struct Setup {
     tmp: tempfile::TempDir,
@@ -611,6 +518,65 @@ async fn a_task_and_its_subtasks_share_one_budget() {
     let results = s.result_of("new_task");
     assert!(
         results[0].1 && results[0].0.contains("stopped at its budget"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn after_a_restart_the_subtasks_a_parent_waited_for_answer_it_as_they_were_left() {
+    let s = setup(
+        "orchestrator",
+        vec![(
+            "PARENT",
+            vec![
+                Step::Hang,
+                Step::Call("attempt_completion", json!({"result": "resumed"})),
+            ],
+        )],
+    );
+    let sink = s.env.sink.as_ref();
+    let call = |id: &str, name: &str, args: Value| crate::llm::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.to_string(),
+    };
+    let turn = |calls| crate::llm::AssistantTurn {
+        tool_calls: calls,
+        ..Default::default()
+    };
+    // Mandate stopped while the parent waited for two subtasks: one had completed, one had not.
+    s.task
+        .begin_turn(sink, "PARENT: split the work".into(), None);
+    let ask = json!({"mode": "ask", "message": "CHILD"});
+    s.task.push_turn(
+        &turn(vec![
+            call("n1", "new_task", ask.clone()),
+            call("n2", "new_task", ask),
+        ]),
+        None,
+    );
+    s.task.checkpoint(sink).await;
+    for (call_id, done) in [("n1", true), ("n2", false)] {
+        let child = TaskHandle::create(s.env.store.clone(), "ws", "CHILD", "test/script");
+        child.set_parent(&s.task, call_id, None);
+        if done {
+            let result = json!({"result": "CHILD FINISHED"});
+            child.push_turn(&turn(vec![call("c", "attempt_completion", result)]), None);
+            child.set_outcome(TaskStatus::Completed, None);
+        }
+        child.checkpoint(sink).await;
+    }
+    assert_eq!(
+        run_task(s.env.clone(), s.task.clone(), None).await,
+        TaskEnd::Completed("resumed".into())
+    );
+    let results = s.result_of("new_task");
+    assert!(
+        !results[0].1 && results[0].0.contains("CHILD FINISHED"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].1 && results[1].0.contains("did not finish"),
         "{results:?}"
     );
 }

@@ -501,7 +501,11 @@ impl TaskHandle {
     }
 
     /// A process killed mid-call leaves tool calls without results; the API needs one for each.
-    pub fn repair_interrupted_calls(&self, result: &str) {
+    pub fn repair_interrupted_calls(
+        &self,
+        result: &str,
+        known: &std::collections::HashMap<String, (String, bool)>,
+    ) {
         self.update(|r| {
             let Some(ChatMessage::Assistant { tool_calls, .. }) = r.conversation.last() else {
                 return;
@@ -511,11 +515,15 @@ impl TaskHandle {
                 .map(|c| (c.id.clone(), c.name.clone()))
                 .collect();
             for (call_id, name) in missing {
+                let (content, is_error) = known
+                    .get(&call_id)
+                    .cloned()
+                    .unwrap_or_else(|| (result.to_string(), true));
                 r.conversation.push(ChatMessage::ToolResult {
                     call_id,
                     name,
-                    content: result.to_string(),
-                    is_error: true,
+                    content,
+                    is_error,
                 });
             }
         });

@@ -197,12 +197,14 @@ async fn open_run(
             }
         }
     }
+    let subtasks = super::subtask::after_restart(env, task);
     task.repair_interrupted_calls(
         &crate::hooks::Denial::new(
             crate::hooks::DenialCode::HookFailure,
             "This call was interrupted before it ran (Mandate stopped). Check the current state, then retry it if it is still needed.",
         )
         .to_tool_error(),
+        &subtasks,
     );
     task.checkpoint(env.sink.as_ref()).await;
     None
