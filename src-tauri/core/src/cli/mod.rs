@@ -5,6 +5,7 @@ mod init;
 mod inspect;
 mod mcp;
 mod run;
+mod run_log;
 mod trace;
 mod undo;
 
