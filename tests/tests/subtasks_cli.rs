@@ -161,3 +161,69 @@ async fn an_orchestrator_splits_its_work_into_a_child_that_stays_inside_its_narr
         undo.stdout
     );
 }
+
+#[tokio::test]
+async fn a_child_that_selects_a_wider_intent_still_cannot_change_files_outside_its_parents_by_command(
+) {
+    let intents = format!(
+        "{INTENTS}  - id: INT-003\n    name: Everything\n    status: IN_PROGRESS\n    owned_scope: [\"**\"]\n"
+    );
+    let ws = workspace(
+        Some(&intents),
+        &[
+            ("src/lib.rs", "pub mod parser;\n"),
+            ("docs/keep.md", "kept\n"),
+        ],
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![
+        openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
+        openai::turn().tool_call("n", "new_task", json!({"mode": "code", "message": "Generate the parser."})).reply(),
+        // The child reaches for the intent that owns everything, then writes by command.
+        openai::turn().tool_call("cs", "select_active_intent", json!({"intent_id": "INT-003"})).reply(),
+        openai::turn().tool_call("cc", "execute_command", json!({"command": "mkdir -p src/parser; echo ok > src/parser/gen.rs; echo hacked > docs/keep.md; echo new > docs/new.md"})).reply(),
+        openai::turn().tool_call("cd", "attempt_completion", json!({"result": "Generated."})).reply(),
+        openai::turn().tool_call("d", "attempt_completion", json!({"result": "Done."})).reply(),
+    ])
+    .await;
+    let out = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &[
+            "--approve",
+            "allow",
+            "--api-key-env",
+            "TEST_KEY",
+            "--mode",
+            "orchestrator",
+        ],
+        "Generate a parser",
+        &dirs,
+        &[("TEST_KEY", "sk-test")],
+    )
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The kernel refused the writes outside INT-001 (where commands are not confined, they
+    // would be found and put back: the workspace is a git repository for that case).
+    let result = server.tool_result_in(4, "cc").expect("cc");
+    assert!(
+        result.contains("Read-only file system") || result.contains("SCOPE_VIOLATION"),
+        "{result}"
+    );
+    // Inside the parent's intent: kept. Outside it: put back or removed.
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("src/parser/gen.rs")).expect("gen"),
+        "ok\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("docs/keep.md")).expect("keep"),
+        "kept\n"
+    );
+    assert!(!ws.path().join("docs/new.md").exists());
+}

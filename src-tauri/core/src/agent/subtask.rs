@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use futures_util::future::join_all;
+use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{dispatch, AgentEnv, CallResult, TaskEnd, TaskHandle};
@@ -20,6 +20,9 @@ use crate::tools::SubtaskSpec;
 
 /// How deep subtasks may nest (a task, its child, the child's child...).
 pub const MAX_DEPTH: usize = 4;
+
+/// How many read-only subtasks run at once (more wait their turn, in order).
+const SIDE_BY_SIDE: usize = 4;
 
 /// `first` (a `new_task` call's result, with its subtask) and the `new_task` calls right after
 /// it in the same answer (`rest`, dispatched here): their children run, side by side when all
@@ -49,7 +52,10 @@ pub(super) async fn delegate(
         let runs = specs.into_iter().map(|(n, spec)| async move {
             (n, run_child(env, task, &calls[n], spec, cancel).await)
         });
-        join_all(runs).await
+        futures_util::stream::iter(runs)
+            .buffered(SIDE_BY_SIDE)
+            .collect()
+            .await
     } else {
         let mut answers = Vec::new();
         for (n, spec) in specs {

@@ -491,3 +491,43 @@ fn every_call_of_an_unconfined_server_asks_even_a_declared_read() {
         Decision::Ask(AskReason::External)
     );
 }
+
+#[test]
+fn a_subtasks_command_is_given_only_what_its_intent_and_every_intent_above_share() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::create_dir_all(tmp.path().join(".orchestration")).expect("mkdir");
+    std::fs::write(
+        tmp.path().join(".orchestration/active_intents.yaml"),
+        "active_intents:\n  - {id: SRC, name: s, status: IN_PROGRESS, owned_scope: [\"src/**\", \"Cargo.toml\"]}\n  - {id: A, name: a, status: IN_PROGRESS, owned_scope: [\"src/a/**\"]}\n  - {id: ALL, name: all, status: IN_PROGRESS, owned_scope: [\"**\"]}\n",
+    )
+    .expect("intents");
+    let intents = IntentStore::new(tmp.path()).snapshot();
+    let under = |own: &str, within: &[&str]| TaskGovernance {
+        selected_intent: Some(own.into()),
+        within: within.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    // Not a subtask: its intent's globs.
+    assert_eq!(under("ALL", &[]).command_scope(&intents), vec!["**"]);
+    // A wider intent selected under a narrower parent: the parent's.
+    assert_eq!(
+        under("ALL", &["SRC"]).command_scope(&intents),
+        vec!["Cargo.toml", "src/**"]
+    );
+    // A narrower one: its own.
+    assert_eq!(
+        under("A", &["SRC"]).command_scope(&intents),
+        vec!["src/a/**"]
+    );
+    // Through two levels, whichever way they nest.
+    assert_eq!(
+        under("ALL", &["SRC", "A"]).command_scope(&intents),
+        vec!["src/a/**"]
+    );
+    // An intent above that is gone leaves nothing writable.
+    assert!(under("ALL", &["GONE"]).command_scope(&intents).is_empty());
+    // And the exact check agrees: the subtask owns only what every level owns.
+    let t = under("ALL", &["SRC"]);
+    assert!(t.owns(&intents, "src/x.rs"));
+    assert!(!t.owns(&intents, "docs/x.md"));
+}

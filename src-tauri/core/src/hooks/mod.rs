@@ -275,6 +275,42 @@ impl TaskGovernance {
         })
     }
 
+    /// The globs a command of this task may be given to write: its intent's, narrowed by every
+    /// intent above it (see `within`) to the globs that lie inside both (judged on a path each
+    /// matches). The writes found after the command are still checked exactly.
+    pub fn command_scope(&self, intents: &IntentsSnapshot) -> Vec<String> {
+        let own = self
+            .selected_intent
+            .as_deref()
+            .and_then(|id| intents.doc.get(id));
+        let mut scope = own.map(|i| i.owned_scope.clone()).unwrap_or_default();
+        for id in &self.within {
+            let Some(outer) = intents.doc.get(id) else {
+                return Vec::new();
+            };
+            let inner = crate::orchestration::intents::compile_scope(&scope).ok();
+            let inside = |glob: &String, set: &dyn Fn(&str) -> bool| {
+                sample_path(glob).is_some_and(|p| set(&p))
+            };
+            let mut narrowed: Vec<String> = scope
+                .iter()
+                .filter(|g| inside(g, &|p| outer.owns(p)))
+                .cloned()
+                .collect();
+            narrowed.extend(
+                outer
+                    .owned_scope
+                    .iter()
+                    .filter(|g| inside(g, &|p| inner.as_ref().is_some_and(|s| s.is_match(p))))
+                    .cloned(),
+            );
+            narrowed.sort();
+            narrowed.dedup();
+            scope = narrowed;
+        }
+        scope
+    }
+
     /// Whether the task may change `rel`: its intent owns it, and so does every intent above.
     pub fn owns(&self, intents: &IntentsSnapshot, rel: &str) -> bool {
         let own = self
@@ -283,6 +319,23 @@ impl TaskGovernance {
             .and_then(|id| intents.doc.get(id));
         own.is_some_and(|i| i.owns(rel)) && self.outside_bounds(intents, rel).is_none()
     }
+}
+
+/// A path `glob` matches, to judge whether the glob lies inside another scope: `**`, `*` and `?`
+/// become a name. None for a glob with classes or alternatives (no simple sample).
+pub fn sample_path(glob: &str) -> Option<String> {
+    if glob.contains(['[', '{']) {
+        return None;
+    }
+    let sample: String = glob
+        .trim()
+        .trim_start_matches("./")
+        .replace("**", "x")
+        .chars()
+        .map(|c| if matches!(c, '*' | '?') { 'x' } else { c })
+        .collect();
+    let sample = sample.trim_end_matches('/');
+    (!sample.is_empty()).then(|| sample.to_string())
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -95,10 +95,11 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
     let root = cx.gov.root().to_path_buf();
     let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
     let intent = cx.gov.intents.snapshot().doc.get(&intent_id).cloned();
-    let owned_scope = intent
-        .as_ref()
-        .map(|i| i.owned_scope.clone())
-        .unwrap_or_default();
+    // A subtask's command may write only where its parents' intents allow too.
+    let owned_scope = cx
+        .task
+        .governance()
+        .command_scope(&cx.gov.intents.snapshot());
     let before = keep_owned_files(cx, intent.clone(), &owned_scope).await?;
     // A subtask's changes must lie in the intents above it too.
     let (bounds, snapshot) = (cx.task.governance(), cx.gov.intents.snapshot());

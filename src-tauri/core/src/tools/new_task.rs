@@ -187,15 +187,9 @@ fn check_narrower(cx: &ToolCx<'_>, id: &str) -> Result<(), ToolError> {
 
 /// Whether `glob` of `child` lies inside `parent`'s scope, judged on a path it matches.
 fn inside(parent: &Intent, child: &Intent, glob: &str) -> bool {
-    let sample: String = glob
-        .replace("**", "x")
-        .chars()
-        .map(|c| if matches!(c, '*' | '?') { 'x' } else { c })
-        .collect();
-    let sample = sample.trim_end_matches('/');
-    // A glob with classes or alternatives has no simple sample: the write-time check decides.
-    if glob.contains(['[', '{']) || !child.owns(sample) {
-        return true;
+    // A glob with no simple sample: the write-time check decides.
+    match crate::hooks::sample_path(glob) {
+        Some(sample) if child.owns(&sample) => parent.owns(&sample),
+        _ => true,
     }
-    parent.owns(sample)
 }
