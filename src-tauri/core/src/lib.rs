@@ -4,6 +4,7 @@ pub mod agent;
 pub mod changes;
 pub mod checkpoint;
 pub mod cli;
+pub mod code;
 pub mod context;
 pub mod diff;
 pub mod fsutil;

@@ -1,0 +1,241 @@
+//! The repo map: the workspace's files ranked by how much the rest of the code leans on them,
+//! biased toward the files of the conversation and the names the person mentioned, each with
+//! its definitions (line and signature), cut to a token budget. Files are parsed once and again
+//! only when they change (size and modification time); a file of another language is listed by
+//! name only.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::{symbols, Lang, Symbols};
+
+/// Files larger than this are listed by name only (generated or vendored code, most often).
+const MAX_PARSED_BYTES: u64 = 512 * 1024;
+/// At most this many files are considered.
+const MAX_FILES: usize = 100_000;
+
+/// What a map is asked for.
+#[derive(Debug, Clone, Default)]
+pub struct MapRequest {
+    /// Files of the conversation: they and their neighbours come first.
+    pub focus: Vec<String>,
+    /// Identifiers the person mentioned: the files that define them come first.
+    pub mentioned: Vec<String>,
+    /// About how many tokens the map may take (4 characters a token).
+    pub budget_tokens: usize,
+}
+
+#[derive(Clone)]
+struct Parsed {
+    stamp: (u64, i128),
+    symbols: Option<Arc<Symbols>>,
+}
+
+/// Parsed files, kept between maps (one per workspace).
+#[derive(Default)]
+pub struct RepoMap {
+    parsed: Mutex<HashMap<String, Parsed>>,
+}
+
+fn stamp(meta: &std::fs::Metadata) -> (u64, i128) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        meta.len(),
+        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+    )
+}
+
+impl RepoMap {
+    /// The symbols of every file under `root` (parsed again only where changed), sorted by
+    /// path; files of no known language carry None.
+    pub fn scan(&self, root: &Path) -> Vec<(String, Option<Arc<Symbols>>)> {
+        let top = crate::workspace::ResolvedPath {
+            abs: root.to_path_buf(),
+            rel: String::new(),
+        };
+        let Ok((files, _)) = crate::tools::walk::list(&top, true, MAX_FILES) else {
+            return Vec::new();
+        };
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::with_capacity(files.len());
+        let mut seen = std::collections::HashSet::new();
+        for rel in files {
+            if rel.starts_with(".orchestration/") {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(root.join(&rel)) else {
+                continue;
+            };
+            let now = stamp(&meta);
+            let symbols = match parsed.get(&rel) {
+                Some(p) if p.stamp == now => p.symbols.clone(),
+                _ => {
+                    let symbols = Lang::of(&rel)
+                        .filter(|_| meta.len() <= MAX_PARSED_BYTES)
+                        .and_then(|lang| {
+                            let bytes = std::fs::read(root.join(&rel)).ok()?;
+                            symbols(lang, &bytes).map(Arc::new)
+                        });
+                    parsed.insert(
+                        rel.clone(),
+                        Parsed {
+                            stamp: now,
+                            symbols: symbols.clone(),
+                        },
+                    );
+                    symbols
+                }
+            };
+            seen.insert(rel.clone());
+            out.push((rel, symbols));
+        }
+        // Files gone since are forgotten.
+        parsed.retain(|rel, _| seen.contains(rel));
+        out
+    }
+
+    /// The map of the workspace at `root`, as the model reads it.
+    pub fn render(&self, root: &Path, request: &MapRequest) -> String {
+        let files = self.scan(root);
+        render(&files, request)
+    }
+}
+
+/// Each file's rank: a PageRank over "file A uses a name file B defines" (weighted by how
+/// often, and shared among the files that define the name), personalized toward `focus` and
+/// toward the files that define a `mentioned` name.
+pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> Vec<f64> {
+    let n = files.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut definers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, (_, s)) in files.iter().enumerate() {
+        for d in s.iter().flat_map(|s| &s.definitions) {
+            let list = definers.entry(d.name.as_str()).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
+            }
+        }
+    }
+    // Edges: from the file that uses a name to the files that define it.
+    let mut out_edges: Vec<HashMap<usize, f64>> = vec![HashMap::new(); n];
+    for (i, (_, s)) in files.iter().enumerate() {
+        for name in s.iter().flat_map(|s| &s.references) {
+            let Some(defs) = definers.get(name.as_str()) else {
+                continue;
+            };
+            // A name many files define (`new`, `get`) says little about any of them.
+            let weight = 1.0 / defs.len() as f64;
+            for &d in defs.iter().filter(|&&d| d != i) {
+                *out_edges[i].entry(d).or_default() += weight;
+            }
+        }
+    }
+    let mut personal = vec![0.0; n];
+    let position: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| (p.as_str(), i))
+        .collect();
+    for f in &request.focus {
+        if let Some(&i) = position.get(f.as_str()) {
+            personal[i] += 1.0;
+        }
+    }
+    for name in &request.mentioned {
+        for &i in definers.get(name.as_str()).into_iter().flatten() {
+            personal[i] += 1.0;
+        }
+        // A mentioned file name (`parser.rs`, `src/parser`) counts too.
+        for (i, (p, _)) in files.iter().enumerate() {
+            if name.len() > 2 && (p.ends_with(name.as_str()) || p.contains(&format!("/{name}/"))) {
+                personal[i] += 1.0;
+            }
+        }
+    }
+    let total: f64 = personal.iter().sum();
+    let personal: Vec<f64> = if total > 0.0 {
+        personal.iter().map(|p| p / total).collect()
+    } else {
+        vec![1.0 / n as f64; n]
+    };
+    let damping = 0.85;
+    let mut rank = personal.clone();
+    for _ in 0..30 {
+        let mut next: Vec<f64> = personal.iter().map(|p| (1.0 - damping) * p).collect();
+        let mut dangling = 0.0;
+        for (i, edges) in out_edges.iter().enumerate() {
+            let sum: f64 = edges.values().sum();
+            if sum == 0.0 {
+                dangling += rank[i];
+                continue;
+            }
+            for (&j, w) in edges {
+                next[j] += damping * rank[i] * w / sum;
+            }
+        }
+        for (j, p) in personal.iter().enumerate() {
+            next[j] += damping * dangling * p;
+        }
+        rank = next;
+    }
+    rank
+}
+
+/// The map text: files by rank, each with its definitions, then other files by name, until the
+/// budget is used.
+pub fn render(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> String {
+    let ranks = rank(files, request);
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| {
+        ranks[b]
+            .partial_cmp(&ranks[a])
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| files[a].0.cmp(&files[b].0))
+    });
+    let budget = request.budget_tokens.max(64) * 4;
+    let mut out = String::new();
+    let mut by_name_only = Vec::new();
+    let mut left_out = 0usize;
+    for i in order {
+        let (path, symbols) = &files[i];
+        let defs = symbols.as_ref().map(|s| &s.definitions[..]).unwrap_or(&[]);
+        if defs.is_empty() {
+            by_name_only.push(path.as_str());
+            continue;
+        }
+        let mut block = format!("{path}:\n");
+        let mut shown = std::collections::HashSet::new();
+        for d in defs {
+            if shown.insert((d.start_line, d.name.as_str())) {
+                block.push_str(&format!("  {:>5}│ {}\n", d.start_line, d.line));
+            }
+        }
+        if out.len() + block.len() > budget {
+            left_out += 1;
+            continue;
+        }
+        out.push_str(&block);
+    }
+    let mut names = String::new();
+    for path in &by_name_only {
+        if out.len() + names.len() + path.len() + 1 > budget {
+            left_out += 1;
+            continue;
+        }
+        names.push_str(path);
+        names.push('\n');
+    }
+    if !names.is_empty() {
+        out.push_str("Other files:\n");
+        out.push_str(&names);
+    }
+    if left_out > 0 {
+        out.push_str(&format!(
+            "({left_out} more files left out for space: list_files, search_files and list_code_definitions reach them.)\n"
+        ));
+    }
+    out
+}

@@ -1,0 +1,190 @@
+use super::map::{MapRequest, RepoMap};
+use super::*;
+
+fn names(lang: Lang, source: &str) -> Vec<String> {
+    symbols(lang, source.as_bytes())
+        .unwrap_or_else(|| panic!("{lang:?} has no tags"))
+        .definitions
+        .into_iter()
+        .map(|d| d.name)
+        .collect()
+}
+
+#[test]
+fn each_language_names_its_definitions() {
+    let cases: [(Lang, &str, &[&str]); 9] = [
+        (
+            Lang::Rust,
+            "pub struct Parser { pos: usize }\nimpl Parser {\n    pub fn parse(&mut self) -> u32 { 1 }\n}\nfn helper() {}\n",
+            &["Parser", "parse", "helper"],
+        ),
+        (
+            Lang::Python,
+            "class Lexer:\n    def tokenize(self, text):\n        return []\n\ndef main():\n    pass\n",
+            &["Lexer", "tokenize", "main"],
+        ),
+        (
+            Lang::TypeScript,
+            "export interface Shape { area(): number }\nexport class Circle implements Shape { area() { return 1 } }\nexport function draw(s: Shape) {}\n",
+            &["Shape", "Circle", "draw"],
+        ),
+        (
+            Lang::Tsx,
+            "export function App() { return <div/> }\n",
+            &["App"],
+        ),
+        (
+            Lang::JavaScript,
+            "function render(x) { return x }\nclass View { show() {} }\n",
+            &["render", "View", "show"],
+        ),
+        (
+            Lang::Go,
+            "package main\ntype Server struct{}\nfunc (s *Server) Serve() {}\nfunc main() {}\n",
+            &["Server", "Serve", "main"],
+        ),
+        (
+            Lang::Java,
+            "class Account {\n  void deposit(int n) {}\n}\n",
+            &["Account", "deposit"],
+        ),
+        (
+            Lang::C,
+            "struct point { int x; };\nint add(int a, int b) { return a + b; }\n",
+            &["point", "add"],
+        ),
+        (
+            Lang::Cpp,
+            "class Widget { public: void draw(); };\nint area(int w) { return w; }\n",
+            &["Widget", "area"],
+        ),
+    ];
+    for (lang, source, expected) in cases {
+        let found = names(lang, source);
+        for name in expected {
+            assert!(
+                found.iter().any(|f| f == name),
+                "{lang:?}: {name} not in {found:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_definition_carries_its_lines_and_signature() {
+    let s = symbols(
+        Lang::Rust,
+        b"// a comment\n/// Parses.\npub fn parse(input: &str) -> Result<u32, Error> {\n    todo!()\n}\n",
+    )
+    .expect("rust");
+    let d = s
+        .definitions
+        .iter()
+        .find(|d| d.name == "parse")
+        .expect("parse");
+    assert_eq!((d.start_line, d.end_line), (3, 5));
+    assert_eq!(d.line, "pub fn parse(input: &str) -> Result<u32, Error> {");
+    assert_eq!(d.kind, "function");
+}
+
+#[test]
+fn syntax_errors_are_found_with_their_place_and_valid_code_has_none() {
+    assert!(syntax_problems("src/ok.rs", "fn main() { let x = 1; }\n").is_empty());
+    let broken = syntax_problems("src/bad.rs", "fn main() {\n    let x = ;\n}\n");
+    assert!(!broken.is_empty());
+    assert_eq!(broken[0].line, 2, "{broken:?}");
+    let unclosed = syntax_problems("src/open.rs", "fn main() {\n    call(1, 2\n");
+    assert!(!unclosed.is_empty(), "an unclosed call is an error");
+    assert!(!syntax_problems("app.py", "def f(:\n    pass\n").is_empty());
+    assert!(!syntax_problems("app.ts", "const x: = 3;\n").is_empty());
+    // Files of no parsed language are never judged.
+    assert!(syntax_problems("notes.md", "fn main( {").is_empty());
+    assert!(syntax_problems("Makefile", "fn main( {").is_empty());
+    let said = describe_problems(&broken);
+    assert!(said.starts_with("line 2, column "), "{said}");
+}
+
+fn repo() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let files = [
+        ("src/main.rs", "mod parser;\nfn main() { let ast = parser::parse(\"1\"); }\n"),
+        ("src/parser.rs", "use crate::lexer::tokenize;\npub fn parse(s: &str) -> Ast { let t = tokenize(s); Ast }\npub struct Ast;\n"),
+        ("src/lexer.rs", "pub fn tokenize(s: &str) -> Vec<Token> { Vec::new() }\npub struct Token;\n"),
+        ("src/unrelated.rs", "pub fn other() {}\npub fn another() {}\n"),
+        ("web/app.ts", "export function start(): void {}\n"),
+        ("README.md", "# Demo\n"),
+    ];
+    for (path, text) in files {
+        let abs = tmp.path().join(path);
+        std::fs::create_dir_all(abs.parent().expect("parent")).expect("mkdir");
+        std::fs::write(abs, text).expect("write");
+    }
+    tmp
+}
+
+fn order(map: &str) -> Vec<&str> {
+    map.lines()
+        .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+        .collect()
+}
+
+#[test]
+fn the_map_ranks_a_focused_files_neighbours_first_and_a_mentioned_name_s_file() {
+    let tmp = repo();
+    let map = RepoMap::default();
+    let text = map.render(
+        tmp.path(),
+        &MapRequest {
+            focus: vec!["src/main.rs".into()],
+            mentioned: Vec::new(),
+            budget_tokens: 2000,
+        },
+    );
+    let files = order(&text);
+    let at = |f: &str| files.iter().position(|l| *l == format!("{f}:")).expect(f);
+    assert!(at("src/parser.rs") < at("src/unrelated.rs"), "{text}");
+    assert!(at("src/lexer.rs") < at("src/unrelated.rs"), "{text}");
+    assert!(text.contains("pub fn parse(s: &str) -> Ast {"), "{text}");
+    assert!(text.contains("Other files:\nREADME.md"), "{text}");
+
+    let text = map.render(
+        tmp.path(),
+        &MapRequest {
+            focus: Vec::new(),
+            mentioned: vec!["other".into()],
+            budget_tokens: 2000,
+        },
+    );
+    assert_eq!(order(&text)[0], "src/unrelated.rs:", "{text}");
+}
+
+#[test]
+fn the_map_follows_an_edit_and_keeps_to_its_budget() {
+    let tmp = repo();
+    let map = RepoMap::default();
+    let request = MapRequest {
+        budget_tokens: 2000,
+        ..MapRequest::default()
+    };
+    assert!(!map.render(tmp.path(), &request).contains("fn renamed"));
+    std::fs::write(
+        tmp.path().join("src/unrelated.rs"),
+        "pub fn renamed_function() {}\n",
+    )
+    .expect("edit");
+    let text = map.render(tmp.path(), &request);
+    assert!(text.contains("pub fn renamed_function() {}"), "{text}");
+    assert!(!text.contains("pub fn other"), "{text}");
+    std::fs::remove_file(tmp.path().join("src/lexer.rs")).expect("rm");
+    assert!(!map.render(tmp.path(), &request).contains("lexer"));
+
+    let small = map.render(
+        tmp.path(),
+        &MapRequest {
+            budget_tokens: 64,
+            ..MapRequest::default()
+        },
+    );
+    assert!(small.len() <= 64 * 4 + 200, "{small}");
+    assert!(small.contains("more files left out for space"), "{small}");
+}
