@@ -275,3 +275,48 @@ async fn a_damaged_ledger_the_person_does_not_accept_refuses_every_change() {
     .expect("ledger");
     assert_eq!(ledger, "not a record\n");
 }
+
+#[tokio::test]
+async fn a_syntax_error_the_model_writes_is_said_in_the_same_result_and_the_write_stands() {
+    let f = fixture(ApprovalDecision::Approve {
+        rejected_hunks: vec![],
+        edited_content: None,
+        grant: None,
+    });
+    let write = |content: &str| json!({"path": "src/auth/login.rs", "content": content, "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"});
+    let broken = call(
+        &f,
+        "write_to_file",
+        write("fn login() {\n    let user = ;\n}\n"),
+    )
+    .await;
+    assert!(!broken.is_error, "{}", broken.content);
+    assert!(
+        broken
+            .content
+            .contains("Syntax errors in src/auth/login.rs as written"),
+        "{}",
+        broken.content
+    );
+    assert!(
+        broken.content.contains("line 2, column"),
+        "{}",
+        broken.content
+    );
+    // Fixed in the next call: nothing more is said.
+    let fixed = call(
+        &f,
+        "write_to_file",
+        write("fn login() {\n    let user = 1;\n}\n"),
+    )
+    .await;
+    assert!(
+        !fixed.is_error && !fixed.content.contains("Syntax"),
+        "{}",
+        fixed.content
+    );
+    // A file of no parsed language is never judged.
+    let notes = json!({"path": "src/auth/notes.md", "content": "fn ( {", "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"});
+    let notes = call(&f, "write_to_file", notes).await;
+    assert!(!notes.content.contains("Syntax"), "{}", notes.content);
+}

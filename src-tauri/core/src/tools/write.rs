@@ -52,15 +52,46 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
     if let Some(hash) = &written.new_hash {
         cx.task.record_read(&rel, hash.clone());
     }
+    let mut summary = format!("wrote {} lines", w.new_content.lines().count());
+    let mut content = report(&w, &intent_id, &written, cx);
+    if let Some((n, said)) = syntax_check(&w).await {
+        summary.push_str(&format!(
+            " · {n} syntax error{}",
+            if n == 1 { "" } else { "s" }
+        ));
+        content.push_str(&said);
+    }
     Ok(ToolOutput {
         consequences: vec![Consequence::Changed {
             intent_id: intent_id.clone(),
         }],
-        ..ToolOutput::text(
-            format!("wrote {} lines", w.new_content.lines().count()),
-            report(&w, &intent_id, &written, cx),
-        )
+        ..ToolOutput::text(summary, content)
     })
+}
+
+/// The syntax errors in the file as written, said at once so the model fixes them in the same
+/// turn (with how many it had before, when it already had some): None when it parses.
+async fn syntax_check(w: &WriteAction) -> Option<(usize, String)> {
+    let (rel, new, old) = (w.path.rel.clone(), w.new_content.clone(), w.old_text());
+    let found = super::blocking("checking the syntax", move || {
+        let problems = crate::code::syntax_problems(&rel, &new);
+        if problems.is_empty() {
+            return Ok(None);
+        }
+        let before = crate::code::syntax_problems(&rel, &old).len();
+        let had = match before {
+            0 => String::new(),
+            n => format!("; the file had {n} before this write"),
+        };
+        Ok(Some((
+            problems.len(),
+            format!(
+                "\n\nSyntax errors in {rel} as written (found by parsing it{had}):\n{}\nFix them before going on: the file does not parse.",
+                crate::code::describe_problems(&problems)
+            ),
+        )))
+    });
+    found.await.ok().flatten()
 }
 
 fn write_error(e: WriteError, intent_id: &str, rel: &str) -> ToolError {
