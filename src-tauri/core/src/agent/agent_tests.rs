@@ -320,3 +320,53 @@ async fn a_syntax_error_the_model_writes_is_said_in_the_same_result_and_the_writ
     let notes = call(&f, "write_to_file", notes).await;
     assert!(!notes.content.contains("Syntax"), "{}", notes.content);
 }
+
+#[tokio::test]
+async fn list_code_definitions_shows_a_files_or_a_folders_definitions_with_their_lines() {
+    let f = fixture(ApprovalDecision::Approve {
+        rejected_hunks: vec![],
+        edited_content: None,
+        grant: None,
+    });
+    let root = f.env.gov.root().to_path_buf();
+    std::fs::write(
+        root.join("src/db/conn.py"),
+        "class Conn:\n    def open(self):\n        pass\n",
+    )
+    .expect("py");
+    let file = call(
+        &f,
+        "list_code_definitions",
+        json!({"path": "src/db/pool.rs"}),
+    )
+    .await;
+    assert!(!file.is_error, "{}", file.content);
+    assert!(
+        file.content
+            .contains("src/db/pool.rs:\n  1-1 function pool: fn pool() {}"),
+        "{}",
+        file.content
+    );
+    let folder = call(&f, "list_code_definitions", json!({"path": "src"})).await;
+    assert!(
+        folder.content.contains("src/db/conn.py:"),
+        "{}",
+        folder.content
+    );
+    assert!(
+        folder.content.contains("class Conn: class Conn:"),
+        "{}",
+        folder.content
+    );
+    assert!(folder.content.contains("2-3 function open: def open(self):"), "{}", folder.content);
+    let other = call(
+        &f,
+        "list_code_definitions",
+        json!({"path": ".orchestration/active_intents.yaml"}),
+    )
+    .await;
+    assert!(other.is_error, "{}", other.content);
+    // Outside the workspace: refused like any read.
+    let outside = call(&f, "list_code_definitions", json!({"path": "../"})).await;
+    assert!(outside.is_error, "{}", outside.content);
+}

@@ -98,6 +98,8 @@ pub struct Governance {
     /// The person's own hooks (`.mandate/hooks.json`, `.claude/settings.json`) and which of
     /// them they confirmed.
     pub user_hooks: crate::user_hooks::UserHooks,
+    /// The workspace's parsed files, for the repo map and `list_code_definitions`.
+    pub code_map: crate::code::map::RepoMap,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -118,6 +120,7 @@ impl Governance {
         let ledger = Arc::new(Ledger::new(&root));
         let recovered = crate::journal::recover(&root, &ledger);
         Self {
+            code_map: Default::default(),
             intents: IntentStore::new(&root),
             journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
             confinement: Confinement::detect(),

@@ -125,7 +125,11 @@ pub const DEFAULT_MODE: &str = "code";
 /// proposing one, asking, completing, switching mode, lessons).
 pub fn tool_group(name: &str) -> Option<Group> {
     match name {
-        "read_file" | "read_tool_output" | "list_files" | "search_files" => Some(Group::Read),
+        "read_file"
+        | "read_tool_output"
+        | "list_files"
+        | "search_files"
+        | "list_code_definitions" => Some(Group::Read),
         "write_to_file" | "apply_diff" | "request_scope_expansion" => Some(Group::Edit),
         "execute_command" => Some(Group::Command),
         n if n.starts_with(crate::mcp::catalog::PREFIX) => Some(Group::Mcp),

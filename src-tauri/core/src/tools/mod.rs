@@ -10,6 +10,7 @@ mod attempt_completion;
 pub(crate) mod command_record;
 mod execute_command;
 mod intent_record;
+mod list_code_definitions;
 mod list_files;
 mod new_task;
 mod propose_intent;
@@ -248,6 +249,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(read_tool_output::ReadToolOutput),
         Box::new(list_files::ListFiles),
         Box::new(search_files::SearchFiles),
+        Box::new(list_code_definitions::ListCodeDefinitions),
         Box::new(write_to_file::WriteToFile),
         Box::new(apply_diff::ApplyDiff),
         Box::new(execute_command::ExecuteCommand),

@@ -41,6 +41,7 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
         ("read_tool_output", &["call_id", "end_line", "start_line"]),
         ("list_files", &["path", "recursive"]),
         ("search_files", &["file_pattern", "path", "regex"]),
+        ("list_code_definitions", &["path"]),
         (
             "write_to_file",
             &["content", "intent_id", "mutation_class", "path"],
