@@ -358,7 +358,13 @@ async fn list_code_definitions_shows_a_files_or_a_folders_definitions_with_their
         "{}",
         folder.content
     );
-    assert!(folder.content.contains("2-3 function open: def open(self):"), "{}", folder.content);
+    assert!(
+        folder
+            .content
+            .contains("2-3 function open: def open(self):"),
+        "{}",
+        folder.content
+    );
     let other = call(
         &f,
         "list_code_definitions",

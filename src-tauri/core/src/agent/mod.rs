@@ -8,6 +8,7 @@
 
 mod approval;
 mod budget;
+mod code_context;
 mod context_steps;
 mod env;
 mod governance;

@@ -182,7 +182,8 @@ async fn open_run(
                     (expanded, Some(_)) => Some(expanded),
                     (_, None) => None,
                 };
-                let context = [expanded, task.take_briefing(), session, context]
+                let map = super::code_context::repo_map(env, task, &text).await;
+                let context = [expanded, task.take_briefing(), session, context, map]
                     .into_iter()
                     .flatten()
                     .reduce(|a, b| format!("{a}\n{b}"));

@@ -14,6 +14,9 @@ use super::{symbols, Lang, Symbols};
 const MAX_PARSED_BYTES: u64 = 512 * 1024;
 /// At most this many files are considered.
 const MAX_FILES: usize = 100_000;
+/// A scan parses for at most this long; the files left are listed by name and parsed by the
+/// next scan (a first map of a very large repository comes in a few steps).
+const PARSE_FOR: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What a map is asked for.
 #[derive(Debug, Clone, Default)]
@@ -32,10 +35,11 @@ struct Parsed {
     symbols: Option<Arc<Symbols>>,
 }
 
-/// Parsed files, kept between maps (one per workspace).
+/// Parsed files, kept between maps (one per workspace), and the map each task was last shown.
 #[derive(Default)]
 pub struct RepoMap {
     parsed: Mutex<HashMap<String, Parsed>>,
+    shown: Mutex<HashMap<String, u64>>,
 }
 
 fn stamp(meta: &std::fs::Metadata) -> (u64, i128) {
@@ -58,6 +62,7 @@ impl RepoMap {
             return Vec::new();
         };
         let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        let until = std::time::Instant::now() + PARSE_FOR;
         let mut out = Vec::with_capacity(files.len());
         let mut seen = std::collections::HashSet::new();
         for rel in files {
@@ -70,6 +75,7 @@ impl RepoMap {
             let now = stamp(&meta);
             let symbols = match parsed.get(&rel) {
                 Some(p) if p.stamp == now => p.symbols.clone(),
+                _ if Lang::of(&rel).is_some() && std::time::Instant::now() > until => None,
                 _ => {
                     let symbols = Lang::of(&rel)
                         .filter(|_| meta.len() <= MAX_PARSED_BYTES)
@@ -93,6 +99,16 @@ impl RepoMap {
         // Files gone since are forgotten.
         parsed.retain(|rel, _| seen.contains(rel));
         out
+    }
+
+    /// Whether `map` differs from the one `task_id` was last shown (and remembers it).
+    pub fn is_news(&self, task_id: &str, map: &str) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        map.hash(&mut h);
+        let digest = h.finish();
+        let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
+        shown.insert(task_id.to_string(), digest) != Some(digest)
     }
 
     /// The map of the workspace at `root`, as the model reads it.
