@@ -32,11 +32,13 @@ async fn a_task_starts_with_a_map_of_the_code_and_hears_of_a_syntax_error_at_onc
             ),
             ("tools/gen.py", "def generate():\n    pass\n"),
             ("README.md", "# Demo\n"),
+            ("AGENTS.md", "Never draw a shape by hand.\n"),
         ],
     );
     let dirs = UserDirs::new();
     let server = ScriptedServer::start(vec![
         openai::turn().tool_call("l", "list_code_definitions", json!({"path": "web/app.ts"})).reply(),
+        openai::turn().tool_call("q", "codebase_search", json!({"query": "draw a shape"})).reply(),
         openai::turn().tool_call("s", "select_active_intent", json!({"intent_id": "INT-001"})).reply(),
         openai::turn().tool_call("w", "write_to_file", json!({"path": "src/strict.rs", "content": "pub fn parse(input: &str) -> u32 {\n    let n = ;\n    1\n}\n", "intent_id": "INT-001", "mutation_class": "INTENT_EVOLUTION"})).reply(),
         openai::turn().tool_call("d", "attempt_completion", json!({"result": "Done."})).reply(),
@@ -79,7 +81,11 @@ async fn a_task_starts_with_a_map_of_the_code_and_hears_of_a_syntax_error_at_onc
 
     let listed = server.tool_result_in(1, "l").expect("l");
     assert!(listed.contains("interface Shape"), "{listed}");
-    let written = server.tool_result_in(3, "w").expect("w");
+    let found = server.tool_result_in(2, "q").expect("q");
+    assert!(found.starts_with("web/app.ts:2-2"), "{found}");
+    assert!(found.contains("export function draw(s: Shape) {}"), "{found}");
+    assert!(!found.contains("AGENTS.md"), "the person's rules are not searched: {found}");
+    let written = server.tool_result_in(4, "w").expect("w");
     assert!(
         written.contains("Syntax errors in src/strict.rs as written"),
         "{written}"

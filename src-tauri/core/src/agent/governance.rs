@@ -100,6 +100,8 @@ pub struct Governance {
     pub user_hooks: crate::user_hooks::UserHooks,
     /// The workspace's parsed files, for the repo map and `list_code_definitions`.
     pub code_map: crate::code::map::RepoMap,
+    /// The workspace's search index (`codebase_search`).
+    pub code_index: crate::code::search::SearchIndex,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -121,6 +123,7 @@ impl Governance {
         let recovered = crate::journal::recover(&root, &ledger);
         Self {
             code_map: Default::default(),
+            code_index: Default::default(),
             intents: IntentStore::new(&root),
             journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
             confinement: Confinement::detect(),

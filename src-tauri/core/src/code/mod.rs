@@ -4,6 +4,7 @@
 //! other files are known by name only.
 
 pub mod map;
+pub mod search;
 
 use std::sync::OnceLock;
 
@@ -242,3 +243,7 @@ pub fn describe_problems(problems: &[SyntaxProblem]) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod search_tests;

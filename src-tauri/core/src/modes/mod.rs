@@ -129,7 +129,8 @@ pub fn tool_group(name: &str) -> Option<Group> {
         | "read_tool_output"
         | "list_files"
         | "search_files"
-        | "list_code_definitions" => Some(Group::Read),
+        | "list_code_definitions"
+        | "codebase_search" => Some(Group::Read),
         "write_to_file" | "apply_diff" | "request_scope_expansion" => Some(Group::Edit),
         "execute_command" => Some(Group::Command),
         n if n.starts_with(crate::mcp::catalog::PREFIX) => Some(Group::Mcp),

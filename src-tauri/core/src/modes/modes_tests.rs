@@ -261,6 +261,7 @@ fn each_built_in_mode_offers_exactly_its_tools() {
         "run_slash_command",
     ];
     let read = [
+        "codebase_search",
         "list_code_definitions",
         "list_files",
         "read_file",

@@ -7,6 +7,7 @@
 mod apply_diff;
 mod ask_followup_question;
 mod attempt_completion;
+mod codebase_search;
 pub(crate) mod command_record;
 mod execute_command;
 mod intent_record;
@@ -250,6 +251,7 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(list_files::ListFiles),
         Box::new(search_files::SearchFiles),
         Box::new(list_code_definitions::ListCodeDefinitions),
+        Box::new(codebase_search::CodebaseSearch),
         Box::new(write_to_file::WriteToFile),
         Box::new(apply_diff::ApplyDiff),
         Box::new(execute_command::ExecuteCommand),

@@ -42,6 +42,7 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
         ("list_files", &["path", "recursive"]),
         ("search_files", &["file_pattern", "path", "regex"]),
         ("list_code_definitions", &["path"]),
+        ("codebase_search", &["path", "query"]),
         (
             "write_to_file",
             &["content", "intent_id", "mutation_class", "path"],

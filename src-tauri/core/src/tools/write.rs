@@ -52,6 +52,7 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
     if let Some(hash) = &written.new_hash {
         cx.task.record_read(&rel, hash.clone());
     }
+    cx.gov.code_index.touched(&rel);
     let mut summary = format!("wrote {} lines", w.new_content.lines().count());
     let mut content = report(&w, &intent_id, &written, cx);
     if let Some((n, said)) = syntax_check(&w).await {

@@ -1,0 +1,107 @@
+use super::search::{terms, SearchIndex};
+
+fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (path, text) in files {
+        let abs = tmp.path().join(path);
+        std::fs::create_dir_all(abs.parent().expect("parent")).expect("mkdir");
+        std::fs::write(abs, text).expect("write");
+    }
+    tmp
+}
+
+const NET: &str = "use std::time::Duration;\n\n/// Sends the request again with exponential backoff until the server answers.\npub fn fetch_again(url: &str) -> Result<(), Error> {\n    Ok(())\n}\n\npub fn unrelated_helper() {}\n";
+
+fn nothing(_: &str) -> bool {
+    false
+}
+
+#[test]
+fn identifiers_are_split_into_their_words() {
+    let t = terms("parseExpr HTTPServer snake_case_name x");
+    for w in [
+        "parseexpr",
+        "parse",
+        "expr",
+        "snake_case_name",
+        "snake",
+        "case",
+        "name",
+        "httpserver",
+    ] {
+        assert!(t.contains(&w.to_string()), "{w}: {t:?}");
+    }
+    assert!(!t.contains(&"x".to_string()));
+}
+
+#[test]
+fn a_function_is_found_by_a_word_of_its_doc_comment() {
+    let tmp = repo(&[
+        ("src/net.rs", NET),
+        (
+            "src/math.py",
+            "def add(a, b):\n    \"\"\"Adds two numbers.\"\"\"\n    return a + b\n",
+        ),
+        ("docs/guide.md", "# Guide\nNothing about retries here.\n"),
+    ]);
+    let index = SearchIndex::default();
+    let hits = index.search(tmp.path(), "exponential backoff", "", 5, &nothing);
+    assert!(!hits.is_empty());
+    assert_eq!(hits[0].path, "src/net.rs");
+    assert_eq!(
+        hits[0].start_line, 3,
+        "the doc comment starts the chunk: {hits:?}"
+    );
+    assert!(
+        hits[0].text.contains("pub fn fetch_again"),
+        "{}",
+        hits[0].text
+    );
+    assert!(hits[0].score > 0.0);
+    // By a part of a name, and only under a folder when asked.
+    let hits = index.search(tmp.path(), "add numbers", "src", 5, &nothing);
+    assert_eq!(hits[0].path, "src/math.py");
+    assert!(index
+        .search(tmp.path(), "add numbers", "docs", 5, &nothing)
+        .is_empty());
+}
+
+#[test]
+fn an_edit_mandate_made_is_found_at_once_and_the_old_text_no_more() {
+    let tmp = repo(&[("src/net.rs", NET)]);
+    let index = SearchIndex::default();
+    assert!(!index
+        .search(tmp.path(), "backoff", "", 5, &nothing)
+        .is_empty());
+    std::fs::write(
+        tmp.path().join("src/net.rs"),
+        "/// Opens a circuit breaker after repeated failures.\npub fn trip() {}\n",
+    )
+    .expect("edit");
+    index.touched("src/net.rs");
+    assert!(index
+        .search(tmp.path(), "backoff", "", 5, &nothing)
+        .is_empty());
+    let hits = index.search(tmp.path(), "circuit breaker", "", 5, &nothing);
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].start_line, hits[0].end_line), (1, 2));
+}
+
+#[test]
+fn what_is_left_out_is_never_found() {
+    let tmp = repo(&[
+        ("src/net.rs", NET),
+        (
+            "secrets/keys.rs",
+            "/// exponential backoff secret\npub fn key() {}\n",
+        ),
+    ]);
+    let index = SearchIndex::default();
+    let skip = |rel: &str| rel.starts_with("secrets/");
+    let hits = index.search(tmp.path(), "exponential backoff", "", 5, &skip);
+    assert!(
+        hits.iter().all(|h| !h.path.starts_with("secrets/")),
+        "{hits:?}"
+    );
+    assert_eq!(hits.len(), 1);
+}
