@@ -83,8 +83,14 @@ async fn a_task_starts_with_a_map_of_the_code_and_hears_of_a_syntax_error_at_onc
     assert!(listed.contains("interface Shape"), "{listed}");
     let found = server.tool_result_in(2, "q").expect("q");
     assert!(found.starts_with("web/app.ts:2-2"), "{found}");
-    assert!(found.contains("export function draw(s: Shape) {}"), "{found}");
-    assert!(!found.contains("AGENTS.md"), "the person's rules are not searched: {found}");
+    assert!(
+        found.contains("export function draw(s: Shape) {}"),
+        "{found}"
+    );
+    assert!(
+        !found.contains("AGENTS.md"),
+        "the person's rules are not searched: {found}"
+    );
     let written = server.tool_result_in(4, "w").expect("w");
     assert!(
         written.contains("Syntax errors in src/strict.rs as written"),

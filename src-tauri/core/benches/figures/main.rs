@@ -2,6 +2,7 @@
 //! `cargo bench -p mandate-core --bench figures` (or `make bench` for everything, the window too).
 //! Prints one table row per figure: measured, reference, ratio, budget.
 
+mod code;
 mod confine;
 mod data;
 mod intents;
@@ -618,6 +619,9 @@ fn main() {
     }
     if wanted("intents") {
         rows.extend(intents::load_and_validate(&root));
+    }
+    if wanted("code") {
+        rows.extend(code::figures(&root));
     }
     println!();
     println!("| figure | measured | reference (same run) | ratio | budget | |");

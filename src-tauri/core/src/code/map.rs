@@ -42,62 +42,44 @@ pub struct RepoMap {
     shown: Mutex<HashMap<String, u64>>,
 }
 
-fn stamp(meta: &std::fs::Metadata) -> (u64, i128) {
-    use std::os::unix::fs::MetadataExt;
-    (
-        meta.len(),
-        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-    )
-}
-
 impl RepoMap {
     /// The symbols of every file under `root` (parsed again only where changed), sorted by
     /// path; files of no known language carry None.
     pub fn scan(&self, root: &Path) -> Vec<(String, Option<Arc<Symbols>>)> {
-        let top = crate::workspace::ResolvedPath {
-            abs: root.to_path_buf(),
-            rel: String::new(),
-        };
-        let Ok((files, _)) = crate::tools::walk::list(&top, true, MAX_FILES) else {
-            return Vec::new();
-        };
+        let mut files = crate::tools::walk::files_stamped(root, MAX_FILES);
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         let until = std::time::Instant::now() + PARSE_FOR;
         let mut out = Vec::with_capacity(files.len());
-        let mut seen = std::collections::HashSet::new();
-        for rel in files {
+        let mut fresh = HashMap::with_capacity(files.len());
+        for (rel, now) in files {
             if rel.starts_with(".orchestration/") {
                 continue;
             }
-            let Ok(meta) = std::fs::metadata(root.join(&rel)) else {
-                continue;
-            };
-            let now = stamp(&meta);
-            let symbols = match parsed.get(&rel) {
-                Some(p) if p.stamp == now => p.symbols.clone(),
-                _ if Lang::of(&rel).is_some() && std::time::Instant::now() > until => None,
-                _ => {
-                    let symbols = Lang::of(&rel)
-                        .filter(|_| meta.len() <= MAX_PARSED_BYTES)
-                        .and_then(|lang| {
-                            let bytes = std::fs::read(root.join(&rel)).ok()?;
-                            symbols(lang, &bytes).map(Arc::new)
-                        });
-                    parsed.insert(
-                        rel.clone(),
-                        Parsed {
-                            stamp: now,
-                            symbols: symbols.clone(),
-                        },
-                    );
-                    symbols
+            let symbols = match parsed.remove(&rel) {
+                Some(p) if p.stamp == now => p.symbols,
+                _ if Lang::of(&rel).is_some() && std::time::Instant::now() > until => {
+                    out.push((rel, None));
+                    continue;
                 }
+                _ => Lang::of(&rel)
+                    .filter(|_| now.0 <= MAX_PARSED_BYTES)
+                    .and_then(|lang| {
+                        let bytes = std::fs::read(root.join(&rel)).ok()?;
+                        symbols(lang, &bytes).map(Arc::new)
+                    }),
             };
-            seen.insert(rel.clone());
+            fresh.insert(
+                rel.clone(),
+                Parsed {
+                    stamp: now,
+                    symbols: symbols.clone(),
+                },
+            );
             out.push((rel, symbols));
         }
         // Files gone since are forgotten.
-        parsed.retain(|rel, _| seen.contains(rel));
+        *parsed = fresh;
         out
     }
 
@@ -135,19 +117,36 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
             }
         }
     }
-    // Edges: from the file that uses a name to the files that define it.
-    let mut out_edges: Vec<HashMap<usize, f64>> = vec![HashMap::new(); n];
+    // Edges: from the file that uses a name to the files that define it, each file's weights
+    // summing to 1.
+    let mut out_edges: Vec<Vec<(u32, f64)>> = Vec::with_capacity(n);
     for (i, (_, s)) in files.iter().enumerate() {
+        let mut edges: Vec<(u32, f64)> = Vec::new();
         for name in s.iter().flat_map(|s| &s.references) {
             let Some(defs) = definers.get(name.as_str()) else {
                 continue;
             };
             // A name many files define (`new`, `get`) says little about any of them.
             let weight = 1.0 / defs.len() as f64;
-            for &d in defs.iter().filter(|&&d| d != i) {
-                *out_edges[i].entry(d).or_default() += weight;
-            }
+            edges.extend(
+                defs.iter()
+                    .filter(|&&d| d != i)
+                    .map(|&d| (d as u32, weight)),
+            );
         }
+        edges.sort_unstable_by_key(|e| e.0);
+        edges.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        let sum: f64 = edges.iter().map(|e| e.1).sum();
+        for e in &mut edges {
+            e.1 /= sum;
+        }
+        out_edges.push(edges);
     }
     let mut personal = vec![0.0; n];
     let position: HashMap<&str, usize> = files
@@ -160,13 +159,14 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
             personal[i] += 1.0;
         }
     }
-    for name in &request.mentioned {
+    for name in request.mentioned.iter().filter(|n| n.len() > 2) {
         for &i in definers.get(name.as_str()).into_iter().flatten() {
             personal[i] += 1.0;
         }
         // A mentioned file name (`parser.rs`, `src/parser`) counts too.
+        let folder = format!("/{name}/");
         for (i, (p, _)) in files.iter().enumerate() {
-            if name.len() > 2 && (p.ends_with(name.as_str()) || p.contains(&format!("/{name}/"))) {
+            if p.ends_with(name.as_str()) || p.contains(&folder) {
                 personal[i] += 1.0;
             }
         }
@@ -179,23 +179,26 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
     };
     let damping = 0.85;
     let mut rank = personal.clone();
-    for _ in 0..30 {
-        let mut next: Vec<f64> = personal.iter().map(|p| (1.0 - damping) * p).collect();
+    let mut next = vec![0.0; n];
+    for _ in 0..20 {
         let mut dangling = 0.0;
+        for (x, p) in next.iter_mut().zip(&personal) {
+            *x = (1.0 - damping) * p;
+        }
         for (i, edges) in out_edges.iter().enumerate() {
-            let sum: f64 = edges.values().sum();
-            if sum == 0.0 {
+            if edges.is_empty() {
                 dangling += rank[i];
                 continue;
             }
-            for (&j, w) in edges {
-                next[j] += damping * rank[i] * w / sum;
+            let share = damping * rank[i];
+            for &(j, w) in edges {
+                next[j as usize] += share * w;
             }
         }
-        for (j, p) in personal.iter().enumerate() {
-            next[j] += damping * dangling * p;
+        for (x, p) in next.iter_mut().zip(&personal) {
+            *x += damping * dangling * p;
         }
-        rank = next;
+        std::mem::swap(&mut rank, &mut next);
     }
     rank
 }
@@ -220,6 +223,11 @@ pub fn render(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) ->
         let defs = symbols.as_ref().map(|s| &s.definitions[..]).unwrap_or(&[]);
         if defs.is_empty() {
             by_name_only.push(path.as_str());
+            continue;
+        }
+        // Full: the rest is only counted.
+        if out.len() + path.len() + 16 > budget {
+            left_out += 1;
             continue;
         }
         let mut block = format!("{path}:\n");

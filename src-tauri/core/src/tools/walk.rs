@@ -96,6 +96,41 @@ pub fn list(
     Ok((all, total))
 }
 
+/// Every regular file under `root` (workspace-relative) with its size and modification time
+/// (nanoseconds), found by the walk itself: stats made in parallel, unsorted.
+pub fn files_stamped(root: &Path, limit: usize) -> Vec<(String, (u64, i128))> {
+    use std::os::unix::fs::MetadataExt;
+    let found = Mutex::new(Vec::new());
+    let count = AtomicUsize::new(0);
+    walker(root, None).build_parallel().run(|| {
+        let (found, count) = (&found, &count);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if count.fetch_add(1, Ordering::Relaxed) >= limit {
+                return WalkState::Quit;
+            }
+            let (Ok(meta), Some(rel)) = (entry.metadata(), rel_of(root, "", entry.path())) else {
+                return WalkState::Continue;
+            };
+            let stamp = (
+                meta.len(),
+                i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            );
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((rel, stamp));
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Formats a listing for the model.
 pub fn list_for_model(dir: &ResolvedPath, recursive: bool) -> Result<String, ToolError> {
     let (entries, total) = list(dir, recursive, MAX_LIST_ENTRIES)?;
