@@ -170,6 +170,16 @@ async fn open_run(
     if let Some(text) = user_text {
         match super::hook_steps::prompt_submitted(env, task, &text, cancel).await {
             Ok(context) => {
+                let mentioned = match super::mentions::checked(env, &text).await {
+                    Ok(mentioned) => mentioned,
+                    Err(why) => {
+                        add_error(env, task, why.clone());
+                        return Some(match env.interactive {
+                            true => TaskEnd::Idle,
+                            false => TaskEnd::Failed(why),
+                        });
+                    }
+                };
                 // `/NAME` of the person's commands: the message stays as typed, the command's
                 // text goes with it to the model.
                 let mut ignored = Vec::new();
@@ -183,10 +193,17 @@ async fn open_run(
                     (_, None) => None,
                 };
                 let map = super::code_context::repo_map(env, task, &text).await;
-                let context = [expanded, task.take_briefing(), session, context, map]
-                    .into_iter()
-                    .flatten()
-                    .reduce(|a, b| format!("{a}\n{b}"));
+                let context = [
+                    expanded,
+                    mentioned,
+                    task.take_briefing(),
+                    session,
+                    context,
+                    map,
+                ]
+                .into_iter()
+                .flatten()
+                .reduce(|a, b| format!("{a}\n{b}"));
                 task.begin_turn(env.sink.as_ref(), text, context);
             }
             Err(why) => {

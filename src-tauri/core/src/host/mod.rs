@@ -283,6 +283,8 @@ impl Host {
             r @ (Request::StartTask { .. }
             | Request::ListModes
             | Request::ListCommands
+            | Request::ListMentionables { .. }
+            | Request::PreviewMentions { .. }
             | Request::ListInstructions
             | Request::SetTaskMode { .. }
             | Request::SetTodos { .. }

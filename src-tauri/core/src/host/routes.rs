@@ -98,6 +98,30 @@ impl Host {
                     commands: commands.iter().map(|c| c.info()).collect(),
                 })
             }
+            Request::ListMentionables { query } => {
+                let gov = self.governance();
+                let items = tokio::task::spawn_blocking(move || {
+                    crate::agent::mentionables(gov.workspace.root(), &query)
+                })
+                .await
+                .unwrap_or_default();
+                Ok(Reply::Mentionables { items })
+            }
+            Request::PreviewMentions { text } => {
+                let gov = self.governance();
+                let mentions = tokio::task::spawn_blocking(move || {
+                    let ignore = gov.ignore().unwrap_or_else(|_| {
+                        std::sync::Arc::new(crate::hooks::ignore_list::IntentIgnore::empty())
+                    });
+                    crate::agent::attach_mentions(&gov.workspace, &ignore, &text)
+                        .iter()
+                        .map(|a| a.view())
+                        .collect()
+                })
+                .await
+                .unwrap_or_default();
+                Ok(Reply::Mentions { mentions })
+            }
             Request::ListInstructions => Ok(Reply::Instructions {
                 view: self.instructions(),
             }),

@@ -56,6 +56,15 @@ pub enum Request {
     ListModes,
     /// The person's slash commands, for the message box's autocomplete.
     ListCommands,
+    /// What an `@` in the message box may name: the workspace's files and folders matching
+    /// `query` (best first), `git-changes` and `problems`.
+    ListMentionables {
+        query: String,
+    },
+    /// What the `@` mentions of a message would attach, sized (for the chips above the box).
+    PreviewMentions {
+        text: String,
+    },
     /// What Settings lists: the rule files, modes, skills and commands read, and what could not be.
     ListInstructions,
     /// Puts a task in another mode: the person's choice, from the mode picker.
@@ -239,6 +248,12 @@ pub enum Reply {
     },
     Commands {
         commands: Vec<CommandInfo>,
+    },
+    Mentionables {
+        items: Vec<String>,
+    },
+    Mentions {
+        mentions: Vec<MentionView>,
     },
     Instructions {
         view: InstructionsView,
@@ -529,6 +544,7 @@ pub fn typescript_declarations() -> String {
         McpOverview::decl(&cfg),
         ModeInfo::decl(&cfg),
         CommandInfo::decl(&cfg),
+        MentionView::decl(&cfg),
         InstructionsView::decl(&cfg),
         TodoItem::decl(&cfg),
         TodoStatus::decl(&cfg),

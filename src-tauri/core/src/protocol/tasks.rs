@@ -260,3 +260,13 @@ pub struct InstructionsView {
     /// Files or entries that could not be read, each naming the file.
     pub problems: Vec<String>,
 }
+
+/// One `@` mention of a message: what it attaches, sized, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct MentionView {
+    /// As typed, without the `@`.
+    pub mention: String,
+    /// Estimated tokens it adds to the request.
+    pub tokens: u64,
+    pub error: Option<String>,
+}
