@@ -98,3 +98,47 @@ async fn a_task_starts_with_a_map_of_the_code_and_hears_of_a_syntax_error_at_onc
     );
     assert!(written.contains("line 2, column"), "{written}");
 }
+
+#[tokio::test]
+async fn a_prompts_mentions_attach_files_and_a_mention_of_an_ignored_file_is_refused() {
+    let ws = workspace(
+        Some(INTENTS),
+        &[
+            ("src/parser.rs", "pub fn parse(input: &str) -> u32 { 1 }\n"),
+            (".gitignore", ".env\n"),
+            (".env", "API_TOKEN=do-not-send\n"),
+        ],
+    );
+    let dirs = UserDirs::new();
+    let server = ScriptedServer::start(vec![openai::turn()
+        .tool_call("d", "attempt_completion", json!({"result": "Read it."}))
+        .reply()])
+    .await;
+    let out = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow", "--api-key-env", "TEST_KEY"],
+        "Explain @src/parser.rs please",
+        &dirs,
+        &[("TEST_KEY", "sk-test")],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    let first = server.requests()[0].json()["messages"][1]["content"].to_string();
+    assert!(first.contains("<mention name=\\\"@src/parser.rs\\\">"), "{first}");
+    assert!(first.contains("pub fn parse(input: &str) -> u32 { 1 }"), "{first}");
+
+    let refused = run_openai_with_env(
+        ws.path(),
+        &server.base_url(),
+        &["--approve", "allow", "--api-key-env", "TEST_KEY"],
+        "Use the token in @.env",
+        &dirs,
+        &[("TEST_KEY", "sk-test")],
+    )
+    .await;
+    assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+    assert!(refused.stdout.contains("@.env: .env is ignored"), "{}", refused.stdout);
+    assert_eq!(server.requests().len(), 1, "nothing was sent for the refused message");
+    assert!(server.requests().iter().all(|r| !r.body.contains("do-not-send")));
+}
