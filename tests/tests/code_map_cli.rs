@@ -123,10 +123,22 @@ async fn a_prompts_mentions_attach_files_and_a_mention_of_an_ignored_file_is_ref
         &[("TEST_KEY", "sk-test")],
     )
     .await;
-    assert_eq!(out.code, Some(0), "stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout,
+        out.stderr
+    );
     let first = server.requests()[0].json()["messages"][1]["content"].to_string();
-    assert!(first.contains("<mention name=\\\"@src/parser.rs\\\">"), "{first}");
-    assert!(first.contains("pub fn parse(input: &str) -> u32 { 1 }"), "{first}");
+    assert!(
+        first.contains("<mention name=\\\"@src/parser.rs\\\">"),
+        "{first}"
+    );
+    assert!(
+        first.contains("pub fn parse(input: &str) -> u32 { 1 }"),
+        "{first}"
+    );
 
     let refused = run_openai_with_env(
         ws.path(),
@@ -138,7 +150,18 @@ async fn a_prompts_mentions_attach_files_and_a_mention_of_an_ignored_file_is_ref
     )
     .await;
     assert_eq!(refused.code, Some(1), "{}", refused.stdout);
-    assert!(refused.stdout.contains("@.env: .env is ignored"), "{}", refused.stdout);
-    assert_eq!(server.requests().len(), 1, "nothing was sent for the refused message");
-    assert!(server.requests().iter().all(|r| !r.body.contains("do-not-send")));
+    assert!(
+        refused.stdout.contains("@.env: .env is ignored"),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "nothing was sent for the refused message"
+    );
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| !r.body.contains("do-not-send")));
 }

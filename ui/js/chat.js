@@ -1,6 +1,7 @@
 // The Chat view: which tasks are open and shown, the composer, and task events.
 
 import { initSlash } from './slash.js';
+import { initMentions } from './mentions.js';
 import { initModePicker, newTaskMode, renderModePicker, setModeTarget } from './modes.js';
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
@@ -17,7 +18,7 @@ import { forgetTask as forgetApprovals, pendingByTask } from './approvals.js';
 
 /** Events kept per task that has no loaded panel (a task just started, or running unseen). */
 const BUFFER_CAP = 5000;
-const DEFAULT_HINT = 'Enter to send · Shift+Enter for a new line · /compact condenses the conversation';
+const DEFAULT_HINT = 'Enter to send · Shift+Enter for a new line · @ attaches a file, a folder or the changes · /compact condenses';
 /** How many times the host sends a request again, smaller, after a context-length refusal. */
 const CONTEXT_TRIES = 3;
 /** Typed alone in the composer: condense the task's conversation instead of sending a message. */
@@ -52,6 +53,7 @@ export function initChat() {
 
   const input = byId('composer-input', HTMLTextAreaElement);
   initSlash();
+  initMentions();
   input.addEventListener('keydown', (ev) => {
     if (ev.key !== 'Enter' || ev.isComposing || ev.shiftKey || ev.altKey) return;
     ev.preventDefault();
@@ -449,7 +451,10 @@ async function send() {
   try {
     if (task) {
       await request({ type: 'send_message', task_id: task.id, text });
-      if (input.value === text) input.value = '';
+      if (input.value === text) {
+        input.value = '';
+        input.dispatchEvent(new Event('input'));
+      }
       drafts.delete(task.id);
     } else {
       starting += 1;
@@ -463,7 +468,10 @@ async function send() {
         starting -= 1;
       }
       upsertTaskFromReply(task, mark);
-      if (input.value === text) input.value = '';
+      if (input.value === text) {
+        input.value = '';
+        input.dispatchEvent(new Event('input'));
+      }
       drafts.delete('');
       sending = false;
       await openTask(task.id, { fresh: true });
@@ -495,7 +503,10 @@ async function compact(task) {
   updateComposer();
   try {
     await request({ type: 'condense_task', task_id: task.id });
-    if (input.value === text) input.value = '';
+    if (input.value === text) {
+        input.value = '';
+        input.dispatchEvent(new Event('input'));
+      }
     drafts.delete(task.id);
   } catch (e) {
     setMessage(error, errorText(e));

@@ -211,7 +211,7 @@ fn attach_path(
         return Err(format!("{rel} is left out: {reason}"));
     }
     if !rel.is_empty() && !listed_by_walk(workspace.root(), &rel) {
-        return Err(format!("{rel} is ignored (`.gitignore`) or does not exist"));
+        return Err(format!("{rel} is ignored (`.gitignore`)"));
     }
     if resolved.abs.is_dir() {
         let (entries, total) =
