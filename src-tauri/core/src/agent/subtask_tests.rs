@@ -224,7 +224,7 @@ async fn an_orchestrator_hands_work_to_a_narrower_child_which_cannot_write_outsi
     assert_eq!(summary.status, TaskStatus::Completed);
     assert_eq!(summary.mode.as_deref(), Some("code"));
     assert_eq!(summary.todos.len(), 2);
-    assert_eq!(child.record().parent_call_id.is_some(), true);
+    assert!(child.record().parent_call_id.is_some());
     let writes = child
         .record()
         .conversation
