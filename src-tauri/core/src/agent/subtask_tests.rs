@@ -65,7 +65,7 @@ impl Setup {
 }
 
 fn setup(parent_mode: &str, plays: Vec<(&'static str, Vec<Step>)>) -> Setup {
-    setup_with_budget(parent_mode, plays, Default::default())
+    setup_with_budget(parent_mode, plays, Default::default(), false)
 }
 
 /// INT-1 owns `src/**`, INT-2 `src/a/**` (inside it), INT-3 everything (wider).
@@ -73,6 +73,8 @@ fn setup_with_budget(
     parent_mode: &str,
     plays: Vec<(&'static str, Vec<Step>)>,
     budget: crate::protocol::Budget,
+    // In the window: a task that answers without a tool waits for the person.
+    interactive: bool,
 ) -> Setup {
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().join("ws");
@@ -109,7 +111,7 @@ fn setup_with_budget(
         },
         custom_instructions: String::new(),
         max_turns: Some(30),
-        interactive: false,
+        interactive,
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget,
@@ -500,6 +502,7 @@ async fn a_task_and_its_subtasks_share_one_budget() {
             ),
         ],
         budget,
+        false,
     );
     // Alone, each would stay under 2,500 tokens; together they reach it.
     let end = run(&s).await;
@@ -577,6 +580,60 @@ async fn after_a_restart_the_subtasks_a_parent_waited_for_answer_it_as_they_were
     );
     assert!(
         results[1].1 && results[1].0.contains("did not finish"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn in_the_window_a_parent_waits_for_a_child_that_waits_for_the_person_until_it_ends() {
+    let s = setup_with_budget(
+        "orchestrator",
+        vec![
+            (
+                "PARENT",
+                vec![
+                    Step::Call(
+                        "new_task",
+                        json!({"mode": "ask", "message": "CHILD: ask the person"}),
+                    ),
+                    Step::Call("attempt_completion", json!({"result": "parent done"})),
+                ],
+            ),
+            // The child answers without a tool: it waits for the person.
+            ("CHILD", vec![Step::Calls(Vec::new())]),
+        ],
+        Default::default(),
+        true,
+    );
+    let parent = tokio::spawn({
+        let (env, task) = (s.env.clone(), s.task.clone());
+        async move { run_task(env, task, Some("PARENT: split the work".into())).await }
+    });
+    let mut child = None;
+    for _ in 0..400 {
+        child = s
+            .children()
+            .into_iter()
+            .find(|c| c.summary().status == TaskStatus::Idle && !c.is_running());
+        if child.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let child = child.expect("the child waits for the person");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!parent.is_finished(), "the parent must wait for its child");
+    assert_eq!(s.task.summary().status, TaskStatus::WaitingForSubtask);
+    // The person deletes the child: the parent goes on, told so.
+    child.abandon();
+    let end = tokio::time::timeout(Duration::from_secs(30), parent)
+        .await
+        .expect("the parent went on")
+        .expect("join");
+    assert_eq!(end, TaskEnd::Completed("parent done".into()));
+    let results = s.result_of("new_task");
+    assert!(
+        results[0].1 && results[0].0.contains("was stopped"),
         "{results:?}"
     );
 }

@@ -358,6 +358,11 @@ impl TaskHandle {
         *self.linked.lock().unwrap_or_else(|p| p.into_inner()) = parent.cloned();
     }
 
+    /// The task was deleted: a parent waiting for it goes on, told it was stopped.
+    pub fn abandon(&self) {
+        self.publish_end(&super::TaskEnd::Cancelled);
+    }
+
     pub(super) fn publish_end(&self, end: &super::TaskEnd) {
         self.ended.send_replace(Some(end.clone()));
     }

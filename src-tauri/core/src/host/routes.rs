@@ -285,7 +285,9 @@ impl Host {
             .store
             .delete(&task_id)
             .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
-        opened.tasks.remove(&task_id);
+        if let Some(task) = opened.tasks.remove(&task_id) {
+            task.abandon();
+        }
         self.sink.emit(Event::TaskDeleted { task_id });
         Ok(Reply::Ok)
     }
