@@ -35,6 +35,8 @@ fn workspace() -> (
     std::fs::write(tmp.path().join("outside.txt"), "outside\n").expect("outside");
     std::fs::write(root.join("big.txt"), "x".repeat(MAX_FILE_BYTES + 1)).expect("big");
     std::fs::write(root.join("blob.bin"), [0u8, 1, 2]).expect("bin");
+    std::os::unix::fs::symlink(tmp.path().join("outside.txt"), root.join("src/link.txt"))
+        .expect("link");
     let ws = Workspace::new(&root).expect("ws");
     let ignore = crate::hooks::ignore_list::IntentIgnore::load(ws.root()).expect("ignore");
     (tmp, ws, ignore)
@@ -87,6 +89,7 @@ fn what_is_ignored_protected_outside_too_large_or_binary_is_refused_by_name() {
         ("@vendor/lib.js", "`.intentignore`"),
         ("@.roomodes", "protected"),
         ("@../outside.txt", "`../outside.txt`"),
+        ("@src/link.txt", "`src/link.txt`"),
         ("@big.txt", "KiB"),
         ("@blob.bin", "binary"),
     ] {

@@ -267,7 +267,8 @@ impl SearchIndex {
                 index.remove(&rel);
                 continue;
             }
-            let Ok(meta) = std::fs::metadata(root.join(&rel)) else {
+            // The file itself, never what a link points to (it may be outside the workspace).
+            let Ok(meta) = std::fs::symlink_metadata(root.join(&rel)) else {
                 index.remove(&rel);
                 continue;
             };

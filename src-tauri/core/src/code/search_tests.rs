@@ -105,3 +105,18 @@ fn what_is_left_out_is_never_found() {
     );
     assert_eq!(hits.len(), 1);
 }
+
+#[test]
+fn a_link_to_a_file_outside_the_workspace_is_never_searched() {
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(
+        outside.path().join("id_key"),
+        "/// exponential backoff private key\n",
+    )
+    .expect("key");
+    let tmp = repo(&[("src/net.rs", NET)]);
+    std::os::unix::fs::symlink(outside.path().join("id_key"), tmp.path().join("src/key.rs"))
+        .expect("link");
+    let hits = SearchIndex::default().search(tmp.path(), "private key", "", 5, &nothing);
+    assert!(hits.iter().all(|h| h.path != "src/key.rs"), "{hits:?}");
+}
