@@ -65,7 +65,7 @@ impl RepoMap {
                 _ => Lang::of(&rel)
                     .filter(|_| now.0 <= MAX_PARSED_BYTES)
                     .and_then(|lang| {
-                        let bytes = std::fs::read(root.join(&rel)).ok()?;
+                        let bytes = super::read_inside(root, &rel, MAX_PARSED_BYTES)?;
                         symbols(lang, &bytes).map(Arc::new)
                     }),
             };

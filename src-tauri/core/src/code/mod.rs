@@ -172,6 +172,32 @@ fn end_line(source: &[u8], range: &std::ops::Range<usize>) -> u32 {
     u32::try_from(lines).unwrap_or(u32::MAX)
 }
 
+/// The bytes of the regular file `rel` under `root`, read only if it is inside the workspace:
+/// not a link, and no folder on its way a link out of it (a command may have put one there
+/// since the file was listed). At most `max` bytes.
+pub(crate) fn read_inside(root: &std::path::Path, rel: &str, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = root.join(rel);
+    let real_root = root.canonicalize().ok()?;
+    let real = path.canonicalize().ok()?;
+    if !real.starts_with(&real_root) || real != real_root.join(rel) {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 /// A syntax error in a file: where, and what the parser found there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxProblem {

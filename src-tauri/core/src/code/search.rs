@@ -280,7 +280,7 @@ impl SearchIndex {
             if !meta.is_file() || meta.len() > MAX_BYTES {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(root.join(&rel)) else {
+            let Some(bytes) = super::read_inside(root, &rel, MAX_BYTES) else {
                 continue;
             };
             // Text only: a NUL in the first 8 KiB means a binary file.
@@ -359,7 +359,8 @@ impl SearchIndex {
 
 /// The chunk's lines as the file holds them now (at most 30).
 fn chunk_text(root: &Path, c: &Chunk) -> String {
-    let text = std::fs::read_to_string(root.join(&c.path)).unwrap_or_default();
+    let bytes = super::read_inside(root, &c.path, MAX_BYTES).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let start = c.start_line as usize;
     let take = (c.end_line as usize + 1).saturating_sub(start).min(30);
     let mut out: Vec<&str> = text

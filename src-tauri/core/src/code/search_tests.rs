@@ -120,3 +120,27 @@ fn a_link_to_a_file_outside_the_workspace_is_never_searched() {
     let hits = SearchIndex::default().search(tmp.path(), "private key", "", 5, &nothing);
     assert!(hits.iter().all(|h| h.path != "src/key.rs"), "{hits:?}");
 }
+
+#[test]
+fn a_file_swapped_for_a_link_after_it_was_indexed_is_not_read_through_it() {
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(
+        outside.path().join("secret"),
+        "/// exponential backoff SECRET-LINE\n",
+    )
+    .expect("secret");
+    let tmp = repo(&[("src/net.rs", NET)]);
+    let index = SearchIndex::default();
+    assert!(!index
+        .search(tmp.path(), "exponential backoff", "", 5, &nothing)
+        .is_empty());
+    // Within the time the listing is trusted, the file becomes a link out.
+    std::fs::remove_file(tmp.path().join("src/net.rs")).expect("rm");
+    std::os::unix::fs::symlink(outside.path().join("secret"), tmp.path().join("src/net.rs"))
+        .expect("link");
+    let hits = index.search(tmp.path(), "exponential backoff", "", 5, &nothing);
+    assert!(
+        hits.iter().all(|h| !h.text.contains("SECRET-LINE")),
+        "{hits:?}"
+    );
+}
