@@ -91,6 +91,36 @@ pub(crate) fn link_unnamed(file: &fs::File, path: &Path) -> io::Result<()> {
     }
 }
 
+/// Work running on another thread (the runtime's blocking pool when there is one), so that the
+/// caller goes on while it runs; [`Background::wait`] gives its result.
+pub(crate) struct Background<T>(std::sync::mpsc::Receiver<T>);
+
+impl<T: Send + 'static> Background<T> {
+    pub(crate) fn start(f: impl FnOnce() -> T + Send + 'static) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        in_background(move || {
+            let _ = tx.send(f());
+        });
+        Self(rx)
+    }
+
+    /// Waits for the result; an error when the work could not run to its end.
+    pub(crate) fn wait(self) -> io::Result<T> {
+        self.0
+            .recv()
+            .map_err(|_| io::Error::other("work on a background thread stopped before its end"))
+    }
+}
+
+/// Runs `f` on another thread and does not wait for it (if no thread can be had, `f` is
+/// dropped unrun).
+pub(crate) fn in_background(f: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(f)),
+        Err(_) => drop(std::thread::Builder::new().spawn(f)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +148,20 @@ mod tests {
         fs::create_dir_all(blocked.join("inner")).expect("mkdir");
         assert!(write_atomic(&blocked, b"bad").is_err());
         assert_eq!(fs::read(&path).expect("read"), b"good");
+    }
+
+    #[test]
+    fn background_work_gives_its_result_with_or_without_a_runtime() {
+        assert_eq!(Background::start(|| 6 * 7).wait().expect("result"), 42);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let _entered = rt.enter();
+        assert_eq!(
+            Background::start(|| "on the pool").wait().expect("result"),
+            "on the pool"
+        );
+        let died = Background::<u8>::start(|| panic!("the work fails"));
+        assert!(died.wait().is_err());
     }
 }
