@@ -91,6 +91,57 @@ pub(crate) fn link_unnamed(file: &fs::File, path: &Path) -> io::Result<()> {
     }
 }
 
+/// A file kept open between uses, with the identity (device, inode) it had when opened, so a
+/// user can tell when its path no longer names it (removed, or replaced by a rename).
+#[derive(Debug)]
+pub(crate) struct KeptFile {
+    pub file: File,
+    id: (u64, u64),
+}
+
+impl KeptFile {
+    pub(crate) fn new(file: File) -> io::Result<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = file.metadata()?;
+        Ok(Self {
+            id: (m.dev(), m.ino()),
+            file,
+        })
+    }
+
+    /// Whether `path` names this file now.
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.id)
+    }
+}
+
+/// Takes the exclusive lock of the file `path` names, through the file kept in `kept` (opened
+/// with `open` when none is kept, or when the path no longer names the kept one). The path is
+/// checked after the lock is taken: a lock on a file that was removed or replaced meanwhile
+/// excludes nobody, so it is dropped and the file the path names now is locked instead.
+pub(crate) fn lock_kept<'a>(
+    kept: &'a mut Option<KeptFile>,
+    path: &Path,
+    open: impl Fn() -> io::Result<File>,
+) -> io::Result<&'a File> {
+    for _ in 0..16 {
+        let held = match kept.take() {
+            Some(k) => k,
+            None => KeptFile::new(open()?)?,
+        };
+        held.file.lock()?;
+        if held.is_at(path) {
+            return Ok(&kept.insert(held).file);
+        }
+        let _ = held.file.unlock();
+    }
+    Err(io::Error::other(format!(
+        "{} keeps being replaced: its lock cannot be taken",
+        path.display()
+    )))
+}
+
 /// Work running on another thread (the runtime's blocking pool when there is one), so that the
 /// caller goes on while it runs; [`Background::wait`] gives its result.
 pub(crate) struct Background<T>(std::sync::mpsc::Receiver<T>);
