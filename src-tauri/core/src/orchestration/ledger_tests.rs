@@ -388,6 +388,27 @@ fn appends_by_other_processes_are_not_tampering() {
 }
 
 #[test]
+fn an_append_goes_to_the_file_the_path_names_when_the_ledger_was_replaced() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    ledger.append(&entry("a.rs", &[])).expect("append");
+    // Replaced by a copy of itself (as a checkout writes a file): a new file at the path.
+    let path = ledger.path().to_path_buf();
+    let copy = path.with_extension("copy");
+    std::fs::copy(&path, &copy).expect("copy");
+    std::fs::rename(&copy, &path).expect("mv");
+    ledger.append(&entry("b.rs", &[])).expect("append");
+    assert_eq!(read_lines(&path).expect("read").len(), 2);
+    // Removed: made again, and the append refused (the head names records it lost).
+    std::fs::remove_file(&path).expect("rm");
+    assert!(matches!(
+        ledger.append(&entry("c.rs", &[])),
+        Err(LedgerError::Missing { records: 2, .. })
+    ));
+    assert!(path.exists());
+}
+
+#[test]
 fn contains_record_finds_ids_from_the_end() {
     let tmp = tempfile::tempdir().expect("tmp");
     let ledger = ledger_in(tmp.path());
