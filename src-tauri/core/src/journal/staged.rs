@@ -29,7 +29,10 @@ impl Staged {
             return Ok(None);
         };
         let dir = w.path.abs.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
+        if current_mode.is_none() {
+            // A new file, maybe in a new directory (a replaced file's directory exists).
+            fs::create_dir_all(dir)?;
+        }
         let temp = dir.join(temp_name);
         // Written and synced unnamed, then named: a new name synced with its file costs a
         // synchronous write of the directory on some filesystems.
