@@ -301,33 +301,40 @@ impl HeadStore {
 
     /// Changes the heads under their lock. `change` sees the heads as they are now.
     pub fn update(&self, change: impl FnOnce(&mut Heads)) -> Result<Heads, HeadError> {
+        self.prepare(change)?.write()
+    }
+
+    /// The first half of [`HeadStore::update`]: takes the lock and makes the change, writing
+    /// nothing yet; [`PreparedHeads::write`] writes it. The lock is held until then (or until
+    /// it is dropped), so nobody changes the heads meanwhile.
+    pub(crate) fn prepare(
+        &self,
+        change: impl FnOnce(&mut Heads),
+    ) -> Result<PreparedHeads<'_>, HeadError> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let Kept { lock, parsed } = &mut *kept;
-        let lock = crate::fsutil::lock_kept(lock, &self.dir.join("lock"), || self.open_lock(true))
+        crate::fsutil::lock_kept(lock, &self.dir.join("lock"), || self.open_lock(true))
             .map_err(|e| self.io(e))?;
-        let result = (|| {
-            let root_id = dir_identity(&self.root);
-            // A damaged file, or heads of an earlier directory at this path, are replaced:
-            // the update carries what is known now.
-            let mut heads = self
-                .read_kept(parsed)
-                .ok()
-                .filter(|h| written_for(h, root_id.as_deref()))
-                .unwrap_or_default();
-            heads.workspace = self.workspace.clone();
-            heads.root_id = root_id;
-            change(&mut heads);
-            if heads.merges.len() > MERGE_TIPS {
-                let extra = heads.merges.len() - MERGE_TIPS;
-                heads.merges.drain(..extra);
-            }
-            *parsed = None;
-            let bytes = self.write_unlocked(&heads)?;
-            *parsed = Some((bytes, heads.clone()));
-            Ok(heads)
-        })();
-        let _ = lock.unlock();
-        result
+        let root_id = dir_identity(&self.root);
+        // A damaged file, or heads of an earlier directory at this path, are replaced: the
+        // update carries what is known now.
+        let mut heads = self
+            .read_kept(parsed)
+            .ok()
+            .filter(|h| written_for(h, root_id.as_deref()))
+            .unwrap_or_default();
+        heads.workspace = self.workspace.clone();
+        heads.root_id = root_id;
+        change(&mut heads);
+        if heads.merges.len() > MERGE_TIPS {
+            let extra = heads.merges.len() - MERGE_TIPS;
+            heads.merges.drain(..extra);
+        }
+        Ok(PreparedHeads {
+            store: self,
+            kept,
+            heads,
+        })
     }
 
     /// Notes the hash of the line an append is about to write (the caller holds the
@@ -405,6 +412,32 @@ impl HeadStore {
         }
         start_writeback(&f, bytes.len());
         Ok(bytes)
+    }
+}
+
+/// Heads changed under their lock and not yet written (see [`HeadStore::prepare`]).
+pub(crate) struct PreparedHeads<'a> {
+    store: &'a HeadStore,
+    kept: std::sync::MutexGuard<'a, Kept>,
+    heads: Heads,
+}
+
+impl PreparedHeads<'_> {
+    /// Writes the heads; returns them.
+    pub(crate) fn write(mut self) -> Result<Heads, HeadError> {
+        let heads = std::mem::take(&mut self.heads);
+        self.kept.parsed = None;
+        let bytes = self.store.write_unlocked(&heads)?;
+        self.kept.parsed = Some((bytes, heads.clone()));
+        Ok(heads)
+    }
+}
+
+impl Drop for PreparedHeads<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = &self.kept.lock {
+            let _ = lock.file.unlock();
+        }
     }
 }
 
