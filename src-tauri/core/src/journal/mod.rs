@@ -251,9 +251,10 @@ fn write_locked(
         }
     };
     let bytes = serde_json::to_vec(&entry).map_err(|e| io(io::Error::other(e)))?;
-    // The entry is written and synced on another thread while the ledger's record is sealed
-    // and the images for undo are stored, then the entry and the new bytes are waited for.
-    let persisted = slot.write(&bytes).and_then(|()| slot.start_sync());
+    // The entry is written and its write-back started, then the ledger's record is sealed and
+    // the images for undo are stored while the disk works, then the entry and the new bytes
+    // are waited for.
+    let slot_written = slot.write(&bytes);
     let prepared = ledger.prepare_append_at(record.clone(), Some(head));
     if prepared.is_ok() {
         store_images(
@@ -265,7 +266,7 @@ fn write_locked(
             ],
         );
     }
-    let persisted = persisted.and_then(slots::SlotSync::wait);
+    let persisted = slot_written.and_then(|()| slot.sync());
     let staged = finish_staged(staged);
     let prepared = match prepared {
         Ok(prepared) => prepared,

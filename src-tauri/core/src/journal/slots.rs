@@ -35,28 +35,30 @@ impl Slot {
     /// Makes `entry` the slot's content, durably.
     #[cfg(test)]
     pub(crate) fn persist(&self, entry: &[u8]) -> io::Result<()> {
-        self.write(entry)
-            .and_then(|()| self.start_sync())
-            .and_then(SlotSync::wait)
+        self.write(entry).and_then(|()| self.sync())
     }
 
-    /// Makes `entry` the slot's content; durable only once [`Slot::start_sync`] is waited for.
+    /// Makes `entry` the slot's content and starts writing it to disk; durable only after
+    /// [`Slot::sync`].
     pub(crate) fn write(&self, entry: &[u8]) -> io::Result<()> {
         let mut bytes = header(entry).into_bytes();
         bytes.extend_from_slice(entry);
         self.file
             .write_all_at(&bytes, 0)
-            .map_err(|e| error(&self.path, e))
+            .map(|()| crate::orchestration::heads::start_writeback(&self.file, bytes.len()))
+            .map_err(|e| self.error(e))
     }
 
-    /// Starts syncing what [`Slot::write`] wrote, on another thread, so the caller can go on
-    /// while the disk works.
-    pub(crate) fn start_sync(&self) -> io::Result<SlotSync> {
-        let file = self.file.try_clone().map_err(|e| error(&self.path, e))?;
-        Ok(SlotSync {
-            synced: crate::fsutil::Background::start(move || file.sync_data()),
-            path: self.path.clone(),
-        })
+    /// Waits until what [`Slot::write`] wrote is on disk.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data().map_err(|e| self.error(e))
+    }
+
+    fn error(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("journal entry in {}: {e}", self.path.display()),
+        )
     }
 
     /// Marks the slot free (not waited for: see the module doc).
@@ -68,29 +70,6 @@ impl Slot {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// A slot's entry on its way to the disk.
-pub(crate) struct SlotSync {
-    synced: crate::fsutil::Background<io::Result<()>>,
-    path: PathBuf,
-}
-
-impl SlotSync {
-    /// Waits until the entry is on disk.
-    pub(crate) fn wait(self) -> io::Result<()> {
-        self.synced
-            .wait()
-            .and_then(|synced| synced)
-            .map_err(|e| error(&self.path, e))
-    }
-}
-
-fn error(path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!("journal entry in {}: {e}", path.display()),
-    )
 }
 
 /// Marks the slot file `file` free.

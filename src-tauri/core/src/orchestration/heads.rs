@@ -14,8 +14,8 @@
 //! ledger are serialized, so one slot is enough); after the record is on disk, it becomes the
 //! branch's head. So a process killed between the two leaves a line the head still vouches for
 //! (its hash cannot be produced by anything but that very line). The head file is rewritten
-//! in place and its write-back started at once (`sync_file_range`, from another thread),
-//! not waited for: a second fsync per append would double the cost of a governed write. The price
+//! in place and its write-back started at once (`sync_file_range`), not
+//! waited for: a second fsync per append would double the cost of a governed write. The price
 //! is a window of milliseconds after an append in which a power cut (not a crash of Mandate:
 //! the page cache survives that) can leave the head one record behind the ledger, which
 //! verify then reports. The file carries its own checksum, so a torn write is named as such.
@@ -454,16 +454,8 @@ fn check_of(heads: &serde_json::Value) -> String {
     sha256_hex(super::ledger::canonical_json(heads).as_bytes())
 }
 
-/// Starts writing the file back to disk without waiting (see the module doc), from another
-/// thread: handing the request to the disk's driver can cost more than the write itself.
+/// Starts writing the file back to disk without waiting (see the module doc).
 pub(crate) fn start_writeback(f: &File, len: usize) {
-    match f.try_clone() {
-        Ok(f) => crate::fsutil::in_background(move || write_back(&f, len)),
-        Err(_) => write_back(f, len),
-    }
-}
-
-fn write_back(f: &File, len: usize) {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
