@@ -149,9 +149,14 @@ pub(crate) struct Background<T>(std::sync::mpsc::Receiver<T>);
 impl<T: Send + 'static> Background<T> {
     pub(crate) fn start(f: impl FnOnce() -> T + Send + 'static) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        in_background(move || {
+        let job = move || {
             let _ = tx.send(f());
-        });
+        };
+        // If no thread can be had, the job is dropped unrun and `wait` says so.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(job)),
+            Err(_) => drop(std::thread::Builder::new().spawn(job)),
+        }
         Self(rx)
     }
 
@@ -163,12 +168,33 @@ impl<T: Send + 'static> Background<T> {
     }
 }
 
-/// Runs `f` on another thread and does not wait for it (if no thread can be had, `f` is
-/// dropped unrun).
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on a thread kept for work nobody waits for (closing a replaced file, starting a
+/// write-back), after what was given it before; run here when that thread cannot be had.
 pub(crate) fn in_background(f: impl FnOnce() + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn_blocking(f)),
-        Err(_) => drop(std::thread::Builder::new().spawn(f)),
+    static DEFERRED: std::sync::OnceLock<Option<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let deferred = DEFERRED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let worker = move || {
+            for job in rx {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+        };
+        std::thread::Builder::new()
+            .name("mandate-deferred".into())
+            .spawn(worker)
+            .ok()
+            .map(|_| tx)
+    });
+    let job: Job = Box::new(f);
+    let unsent = match deferred {
+        Some(tx) => tx.send(job).err().map(|e| e.0),
+        None => Some(job),
+    };
+    if let Some(job) = unsent {
+        job();
     }
 }
 
@@ -199,6 +225,23 @@ mod tests {
         fs::create_dir_all(blocked.join("inner")).expect("mkdir");
         assert!(write_atomic(&blocked, b"bad").is_err());
         assert_eq!(fs::read(&path).expect("read"), b"good");
+    }
+
+    #[test]
+    fn work_nobody_waits_for_runs_in_the_order_given() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            in_background(move || {
+                let _ = tx.send(i);
+            });
+        }
+        in_background(|| panic!("one job fails"));
+        in_background(move || {
+            let _ = tx.send(100);
+        });
+        let got: Vec<i32> = rx.iter().take(101).collect();
+        assert_eq!(got, (0..=100).collect::<Vec<_>>());
     }
 
     #[test]
