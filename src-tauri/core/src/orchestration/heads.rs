@@ -330,10 +330,12 @@ impl HeadStore {
             let extra = heads.merges.len() - MERGE_TIPS;
             heads.merges.drain(..extra);
         }
+        let bytes = self.encode(&heads)?;
         Ok(PreparedHeads {
             store: self,
             kept,
             heads,
+            bytes,
         })
     }
 
@@ -385,8 +387,8 @@ impl HeadStore {
         .map(|_| ())
     }
 
-    /// Writes the heads file; returns its bytes.
-    fn write_unlocked(&self, heads: &Heads) -> Result<Vec<u8>, HeadError> {
+    /// The heads file's bytes for `heads`.
+    fn encode(&self, heads: &Heads) -> Result<Vec<u8>, HeadError> {
         let value = serde_json::to_value(heads)
             .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         let file = HeadFile {
@@ -397,6 +399,11 @@ impl HeadStore {
         let mut bytes =
             serde_json::to_vec(&file).map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// Writes the heads file (`bytes` from [`HeadStore::encode`]).
+    fn write_unlocked(&self, bytes: &[u8]) -> Result<(), HeadError> {
         let mut f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -406,12 +413,12 @@ impl HeadStore {
             .map_err(|e| self.io(e))?;
         let old_len = f.metadata().map_err(|e| self.io(e))?.len();
         f.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
-        f.write_all(&bytes).map_err(|e| self.io(e))?;
+        f.write_all(bytes).map_err(|e| self.io(e))?;
         if old_len > bytes.len() as u64 {
             f.set_len(bytes.len() as u64).map_err(|e| self.io(e))?;
         }
         start_writeback(&f, bytes.len());
-        Ok(bytes)
+        Ok(())
     }
 }
 
@@ -420,14 +427,16 @@ pub(crate) struct PreparedHeads<'a> {
     store: &'a HeadStore,
     kept: std::sync::MutexGuard<'a, Kept>,
     heads: Heads,
+    bytes: Vec<u8>,
 }
 
 impl PreparedHeads<'_> {
     /// Writes the heads; returns them.
     pub(crate) fn write(mut self) -> Result<Heads, HeadError> {
         let heads = std::mem::take(&mut self.heads);
+        let bytes = std::mem::take(&mut self.bytes);
         self.kept.parsed = None;
-        let bytes = self.store.write_unlocked(&heads)?;
+        self.store.write_unlocked(&bytes)?;
         self.kept.parsed = Some((bytes, heads.clone()));
         Ok(heads)
     }
