@@ -137,7 +137,51 @@ pub struct LineChanges {
 }
 
 pub fn analyze(old: &str, new: &str, path: &str) -> LineChanges {
-    let diff = line_diff(old, new);
+    use similar::DiffableStr as _;
+    let (old, new) = (old.tokenize_lines(), new.tokenize_lines());
+    let ends = common_ends(&old, &new);
+    analyze_lines(&old, &new, ends, path)
+}
+
+/// How many lines at the start and at the end of both texts a diff can leave out: those they
+/// share but for the context a hunk shows. Myers finds the same edits in what is left, unless
+/// an unchanged line next to the changed ones equals one of them (the edit could then slide
+/// across it): nothing is left out then.
+fn common_ends(old: &[&str], new: &[&str]) -> (usize, usize) {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let rest = (old.len() - prefix).min(new.len() - prefix);
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(rest)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let changed = || {
+        old[prefix..old.len() - suffix]
+            .iter()
+            .chain(&new[prefix..new.len() - suffix])
+    };
+    let slides = |next: Option<&&str>| next.is_some_and(|line| changed().any(|c| c == line));
+    let before = prefix.checked_sub(1).map(|i| &old[i]);
+    if slides(before) || slides(old.get(old.len() - suffix)) {
+        return (0, 0);
+    }
+    (
+        prefix.saturating_sub(CONTEXT),
+        suffix.saturating_sub(CONTEXT),
+    )
+}
+
+/// [`analyze`] of the lines `old` and `new`, the first `ends.0` and last `ends.1` of which
+/// both share and the diff leaves out.
+fn analyze_lines(old: &[&str], new: &[&str], ends: (usize, usize), path: &str) -> LineChanges {
+    let (front, back) = ends;
+    let diff = TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_secs(2))
+        .newline_terminated(true)
+        .diff_slices(&old[front..old.len() - back], &new[front..new.len() - back]);
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for op in diff.ops() {
         if matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
@@ -145,19 +189,81 @@ pub fn analyze(old: &str, new: &str, path: &str) -> LineChanges {
             if r.is_empty() {
                 continue;
             }
-            let (start, end) = (r.start as u32 + 1, r.end as u32);
+            let (start, end) = ((front + r.start) as u32 + 1, (front + r.end) as u32);
             match ranges.last_mut() {
                 Some(last) if last.1 + 1 >= start => last.1 = end,
                 _ => ranges.push((start, end)),
             }
         }
     }
-    let unified = diff
-        .unified_diff()
+    let mut unified = diff.unified_diff();
+    unified
         .context_radius(CONTEXT)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string();
+        .header(&format!("a/{path}"), &format!("b/{path}"));
+    let unified = if front == 0 {
+        unified.to_string()
+    } else {
+        // As the whole diff reads: each hunk's header numbers its lines in the whole texts.
+        let mut text = String::new();
+        for (i, hunk) in unified.iter_hunks().enumerate() {
+            if i == 0 {
+                text.push_str(&format!("--- a/{path}\n+++ b/{path}\n"));
+            }
+            let ops: Vec<DiffOp> = hunk.ops().iter().map(|op| shifted(op, front)).collect();
+            text.push_str(&format!(
+                "{}\n",
+                similar::udiff::UnifiedHunkHeader::new(&ops)
+            ));
+            let body = hunk.to_string();
+            text.push_str(body.split_once('\n').map_or("", |(_, rest)| rest));
+        }
+        text
+    };
     LineChanges { ranges, unified }
+}
+
+/// `op` with both texts' line numbers moved `by` lines on.
+fn shifted(op: &DiffOp, by: usize) -> DiffOp {
+    match *op {
+        DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } => DiffOp::Equal {
+            old_index: old_index + by,
+            new_index: new_index + by,
+            len,
+        },
+        DiffOp::Delete {
+            old_index,
+            old_len,
+            new_index,
+        } => DiffOp::Delete {
+            old_index: old_index + by,
+            old_len,
+            new_index: new_index + by,
+        },
+        DiffOp::Insert {
+            old_index,
+            new_index,
+            new_len,
+        } => DiffOp::Insert {
+            old_index: old_index + by,
+            new_index: new_index + by,
+            new_len,
+        },
+        DiffOp::Replace {
+            old_index,
+            old_len,
+            new_index,
+            new_len,
+        } => DiffOp::Replace {
+            old_index: old_index + by,
+            old_len,
+            new_index: new_index + by,
+            new_len,
+        },
+    }
 }
 
 /// A unified diff of the change, as `git diff` would show it.
@@ -260,6 +366,51 @@ mod tests {
         assert_eq!(changed_ranges(OLD, NEW), vec![(2, 2), (12, 12)]);
         assert_eq!(changed_ranges("", "x\ny\n"), vec![(1, 2)]);
         assert_eq!(changed_ranges("x\ny\n", "x\n"), vec![]);
+    }
+
+    /// Leaving out the common ends changes nothing: the same ranges, the same text, on texts
+    /// made of few distinct lines (where edits could slide) with edits anywhere.
+    #[test]
+    fn a_diff_of_the_changed_middle_reads_as_the_whole_diff() {
+        use similar::DiffableStr as _;
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let words = ["a\n", "b\n", "}\n", "\n", "fn x() {\n", "c\r\n", "d"];
+        let mut trimmed = 0;
+        for _ in 0..3000 {
+            let len = next(40);
+            let mut old: Vec<&str> = (0..len).map(|_| words[next(words.len() - 1)]).collect();
+            let mut new = old.clone();
+            for _ in 0..1 + next(3) {
+                let at = next(new.len() + 1);
+                match next(3) {
+                    0 => new.insert(at, words[next(words.len())]),
+                    1 if at < new.len() => drop(new.remove(at)),
+                    _ if at < new.len() => new[at] = words[next(words.len())],
+                    _ => new.push(words[next(words.len() - 1)]),
+                }
+            }
+            if next(4) == 0 {
+                old.push("d");
+            }
+            let (old, new) = (old.concat(), new.concat());
+            let (o, n) = (old.tokenize_lines(), new.tokenize_lines());
+            let ends = common_ends(&o, &n);
+            trimmed += usize::from(ends != (0, 0));
+            let whole = analyze_lines(&o, &n, (0, 0), "f");
+            assert_eq!(whole.unified, unified(&old, &new, "f"));
+            assert_eq!(
+                analyze_lines(&o, &n, ends, "f"),
+                whole,
+                "{old:?} -> {new:?}"
+            );
+        }
+        assert!(trimmed > 300, "only {trimmed} diffs left lines out");
     }
 
     #[test]

@@ -91,6 +91,113 @@ pub(crate) fn link_unnamed(file: &fs::File, path: &Path) -> io::Result<()> {
     }
 }
 
+/// A file kept open between uses, with the identity (device, inode) it had when opened, so a
+/// user can tell when its path no longer names it (removed, or replaced by a rename).
+#[derive(Debug)]
+pub(crate) struct KeptFile {
+    pub file: File,
+    id: (u64, u64),
+}
+
+impl KeptFile {
+    pub(crate) fn new(file: File) -> io::Result<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = file.metadata()?;
+        Ok(Self {
+            id: (m.dev(), m.ino()),
+            file,
+        })
+    }
+
+    /// Whether `path` names this file now.
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.id)
+    }
+}
+
+/// Takes the exclusive lock of the file `path` names, through the file kept in `kept` (opened
+/// with `open` when none is kept, or when the path no longer names the kept one). The path is
+/// checked after the lock is taken: a lock on a file that was removed or replaced meanwhile
+/// excludes nobody, so it is dropped and the file the path names now is locked instead.
+pub(crate) fn lock_kept<'a>(
+    kept: &'a mut Option<KeptFile>,
+    path: &Path,
+    open: impl Fn() -> io::Result<File>,
+) -> io::Result<&'a File> {
+    for _ in 0..16 {
+        let held = match kept.take() {
+            Some(k) => k,
+            None => KeptFile::new(open()?)?,
+        };
+        held.file.lock()?;
+        if held.is_at(path) {
+            return Ok(&kept.insert(held).file);
+        }
+        let _ = held.file.unlock();
+    }
+    Err(io::Error::other(format!(
+        "{} keeps being replaced: its lock cannot be taken",
+        path.display()
+    )))
+}
+
+/// Work running on another thread (the runtime's blocking pool when there is one), so that the
+/// caller goes on while it runs; [`Background::wait`] gives its result.
+pub(crate) struct Background<T>(std::sync::mpsc::Receiver<T>);
+
+impl<T: Send + 'static> Background<T> {
+    pub(crate) fn start(f: impl FnOnce() -> T + Send + 'static) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let job = move || {
+            let _ = tx.send(f());
+        };
+        // If no thread can be had, the job is dropped unrun and `wait` says so.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(job)),
+            Err(_) => drop(std::thread::Builder::new().spawn(job)),
+        }
+        Self(rx)
+    }
+
+    /// Waits for the result; an error when the work could not run to its end.
+    pub(crate) fn wait(self) -> io::Result<T> {
+        self.0
+            .recv()
+            .map_err(|_| io::Error::other("work on a background thread stopped before its end"))
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on a thread kept for work nobody waits for (closing a replaced file, starting a
+/// write-back), after what was given it before; run here when that thread cannot be had.
+pub(crate) fn in_background(f: impl FnOnce() + Send + 'static) {
+    static DEFERRED: std::sync::OnceLock<Option<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let deferred = DEFERRED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let worker = move || {
+            for job in rx {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+        };
+        std::thread::Builder::new()
+            .name("mandate-deferred".into())
+            .spawn(worker)
+            .ok()
+            .map(|_| tx)
+    });
+    let job: Job = Box::new(f);
+    let unsent = match deferred {
+        Some(tx) => tx.send(job).err().map(|e| e.0),
+        None => Some(job),
+    };
+    if let Some(job) = unsent {
+        job();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +225,37 @@ mod tests {
         fs::create_dir_all(blocked.join("inner")).expect("mkdir");
         assert!(write_atomic(&blocked, b"bad").is_err());
         assert_eq!(fs::read(&path).expect("read"), b"good");
+    }
+
+    #[test]
+    fn work_nobody_waits_for_runs_in_the_order_given() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            in_background(move || {
+                let _ = tx.send(i);
+            });
+        }
+        in_background(|| panic!("one job fails"));
+        in_background(move || {
+            let _ = tx.send(100);
+        });
+        let got: Vec<i32> = rx.iter().take(101).collect();
+        assert_eq!(got, (0..=100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn background_work_gives_its_result_with_or_without_a_runtime() {
+        assert_eq!(Background::start(|| 6 * 7).wait().expect("result"), 42);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let _entered = rt.enter();
+        assert_eq!(
+            Background::start(|| "on the pool").wait().expect("result"),
+            "on the pool"
+        );
+        let died = Background::<u8>::start(|| panic!("the work fails"));
+        assert!(died.wait().is_err());
     }
 }

@@ -307,6 +307,7 @@ fn make_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp:
         &w,
         &images,
         crate::orchestration::git::head_revision(f.ws.root()),
+        crate::orchestration::ledger::new_record_id(),
     );
     let id = record["id"].as_str().expect("id").to_string();
     let entry = Entry {

@@ -40,12 +40,21 @@ impl Drop for FileLock {
 fn lock_file(root: &Path, rel: &str) -> io::Result<File> {
     let stripe = &crate::fsutil::sha256_hex(rel.as_bytes())[..2];
     let dir: PathBuf = root.join(LOCK_DIR);
-    std::fs::create_dir_all(&dir)?;
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(format!("{stripe}.lock")))
+    let path = dir.join(format!("{stripe}.lock"));
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+    };
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(&dir)?;
+            open()
+        }
+        opened => opened,
+    }
 }
 
 /// Waits for the lock of `rel` (blocking: call it off the async workers).

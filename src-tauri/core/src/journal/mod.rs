@@ -2,14 +2,15 @@
 //! agreement through crashes and full disks.
 //!
 //! A write, start to end: take the path's lock (in-process, then across processes); check that
-//! the file still holds what the change was planned on; diff, classify and build the ledger
-//! record; write a journal entry (in a slot file of [`Ledger::journal_dir`], in the data
-//! directory, written in place: see `slots`; the path, both hashes, the temporary file, the
-//! prepared record) and the new bytes (an unnamed file beside the target) and start both
-//! towards the disk; while the disk works, take the ledger's lock and seal the record onto
-//! its end ([`Ledger::prepare_append`]) and keep the before- and after-images in the
-//! checkpoint store; wait until the entry and the bytes are on disk, name the bytes' file and
-//! rename it over the target; append the sealed record; mark the slot free. If the ledger
+//! the file still holds what the change was planned on; write the new bytes (an unnamed file
+//! beside the target: see `staged`) and sync them on another thread; meanwhile diff, classify
+//! and build the ledger record, write a journal entry (in a slot file of
+//! [`Ledger::journal_dir`], in the data directory, written in place: see `slots`; the path,
+//! both hashes, the temporary file, the prepared record) and start it towards the disk; while
+//! the disk works, take the ledger's lock and seal the record onto its end
+//! ([`Ledger::prepare_append`]) and keep the before- and after-images in the checkpoint
+//! store; wait until the entry and the bytes are on disk, name the bytes' file and rename it
+//! over the target; append the sealed record; mark the slot free. If the ledger
 //! refuses the record (a full disk, a broken chain), the file is left or put back as it was,
 //! so the bytes and the ledger always agree.
 //!
@@ -22,9 +23,10 @@
 mod lock;
 mod recover;
 mod slots;
+mod staged;
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,9 +42,11 @@ use crate::fsutil::sha256_hex;
 use crate::hooks::Denial;
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{
-    build_record, content_hash, split_lines, FileChange, HashedRange, Ledger, TraceEntry,
+    build_record_with_id, content_hash, new_record_id, split_lines, FileChange, HashedRange,
+    Ledger, TraceEntry,
 };
 use crate::workspace::ResolvedPath;
+use staged::Staged;
 
 /// Where the journal once lay, in the workspace. Entries found there are not acted on: anyone
 /// who can write the workspace (a git branch, a command) could have planted them.
@@ -185,22 +189,30 @@ fn write_locked(
     let rel = w.path.rel.clone();
     let io = io_error(&rel);
     let _lock = lock_path(root, &rel).map_err(&io)?;
-    let current = match fs::read(&w.path.abs) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io(e)),
-    };
-    let current_hash = current.as_deref().map(sha256_hex);
-    if current_hash != w.base.as_deref().map(sha256_hex) {
+    let Current {
+        bytes: current,
+        mode: current_mode,
+        file: replaced,
+    } = Current::read(&w.path.abs).map_err(&io)?;
+    if current != w.base {
         return Err(WriteError::Moved { path: rel.clone() });
     }
+    let current_hash = current.as_deref().map(sha256_hex);
     if let Some(denial) = check(current_hash.as_deref()) {
         return Err(WriteError::Refused(denial));
     }
-    let current_mode = fs::metadata(&w.path.abs)
-        .ok()
-        .map(|m| m.permissions().mode());
     let new_hash = w.new.as_deref().map(sha256_hex);
+    let record_id = new_record_id();
+    let file_name = w
+        .path
+        .abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let temp = format!(".{file_name}.mandate-{record_id}.tmp");
+    // The new bytes go to disk (on another thread) while the record and the journal entry are
+    // made: the rename needs both on disk.
+    let staged = Staged::write(&w, &temp, current_mode).map(|s| s.map(Staged::sync));
     let images = Images {
         before: current_hash.as_deref(),
         after: new_hash.as_deref(),
@@ -209,24 +221,28 @@ fn write_locked(
     };
     let head = ledger.head_state();
     let rev = head.commit.clone();
-    let (record, ranges, computed) = prepare_record(&w, &images, rev);
-    let record_id = record["id"].as_str().unwrap_or_default().to_string();
-    let file_name = w
-        .path
-        .abs
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
+    let (record, ranges, computed) = prepare_record(&w, &images, rev, record_id);
     let entry = Entry {
         format: 1,
         path: rel.clone(),
         before: current_hash.clone(),
         after: new_hash.clone(),
-        temp: format!(".{file_name}.mandate-{record_id}.tmp"),
+        temp,
         record: record.clone(),
     };
+    let finish_staged = |staged: io::Result<Option<staged::Syncing>>| {
+        staged.and_then(|s| s.map(staged::Syncing::finish).transpose())
+    };
     let dir = ledger.journal_dir();
-    let slot = slots.take(&dir).map_err(&io)?;
+    let slot = match slots.take(&dir) {
+        Ok(slot) => slot,
+        Err(e) => {
+            if let Ok(Some(temp)) = finish_staged(staged) {
+                let _ = fs::remove_file(temp);
+            }
+            return Err(io(e));
+        }
+    };
     let done = |slot: slots::Slot| {
         // A slot that cannot be marked free is not used again (recovery will find its
         // entry's record in the ledger, or its file unchanged).
@@ -235,14 +251,10 @@ fn write_locked(
         }
     };
     let bytes = serde_json::to_vec(&entry).map_err(|e| io(io::Error::other(e)))?;
-    // The entry and the new bytes are independent until the rename, which needs both on disk:
-    // both are written and their write-back started, then the ledger's record is sealed and
-    // the images for undo are stored while the disk works, then both are waited for.
+    // The entry is written and its write-back started, then the ledger's record is sealed and
+    // the images for undo are stored while the disk works, then the entry and the new bytes
+    // are waited for.
     let slot_written = slot.write(&bytes);
-    let staged = match &slot_written {
-        Ok(()) => Staged::write(&w, &entry.temp, current_mode),
-        Err(_) => Ok(None),
-    };
     let prepared = ledger.prepare_append_at(record.clone(), Some(head));
     if prepared.is_ok() {
         store_images(
@@ -255,7 +267,7 @@ fn write_locked(
         );
     }
     let persisted = slot_written.and_then(|()| slot.sync());
-    let staged = staged.and_then(|s| s.map(|s| s.finish()).transpose());
+    let staged = finish_staged(staged);
     let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(e) => {
@@ -286,6 +298,11 @@ fn write_locked(
         done(slot);
         return Err(io(e));
     }
+    if let Some(replaced) = replaced {
+        // The replaced file is freed when its last descriptor closes (a discard on some
+        // disks): closed on another thread, that does not hold up the write.
+        crate::fsutil::in_background(move || drop(replaced));
+    }
     if let Err(e) = prepared.commit() {
         let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
         done(slot);
@@ -304,6 +321,39 @@ fn write_locked(
     })
 }
 
+/// What the file holds when the write takes its lock.
+struct Current {
+    /// None: it does not exist.
+    bytes: Option<Vec<u8>>,
+    mode: Option<u32>,
+    /// Kept open until the new bytes replaced it (see `write_locked`).
+    file: Option<fs::File>,
+}
+
+impl Current {
+    fn read(path: &Path) -> io::Result<Self> {
+        let file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Current {
+                    bytes: None,
+                    mode: None,
+                    file: None,
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        (&file).read_to_end(&mut bytes)?;
+        Ok(Current {
+            bytes: Some(bytes),
+            mode: Some(meta.permissions().mode()),
+            file: Some(file),
+        })
+    }
+}
+
 /// Stores the file's bytes before and after as checkpoint objects. Undo reads these; a failure
 /// costs only the ability to undo this change (said in the log).
 fn store_images<'a>(
@@ -317,102 +367,6 @@ fn store_images<'a>(
         .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
     if let Err(e) = stored {
         tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
-    }
-}
-
-/// The new bytes of a write, written beside the target and not yet known to be on disk.
-struct Staged {
-    file: fs::File,
-    temp: PathBuf,
-    /// Written unnamed (`O_TMPFILE`): named `temp` once synced.
-    unnamed: bool,
-}
-
-impl Staged {
-    /// Writes the new bytes to a file beside the target and starts their write-back (None for
-    /// a removal).
-    fn write(
-        w: &FileWrite,
-        temp_name: &str,
-        current_mode: Option<u32>,
-    ) -> io::Result<Option<Self>> {
-        let Some(new) = &w.new else {
-            return Ok(None);
-        };
-        let dir = w.path.abs.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
-        let temp = dir.join(temp_name);
-        // Written and synced unnamed, then named: a new name synced with its file costs a
-        // synchronous write of the directory on some filesystems.
-        // (An unnamed file is named through /proc; without it, a named temporary file.)
-        static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let unnamed = if *PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            // The mode a new file gets (0o666 less the umask), as `create_new` gives.
-            fs::OpenOptions::new()
-                .write(true)
-                .mode(0o666)
-                .custom_flags(libc::O_TMPFILE)
-                .open(dir)
-        } else {
-            Err(io::ErrorKind::Unsupported.into())
-        };
-        let staged = match unnamed {
-            Ok(file) => Staged {
-                file,
-                temp,
-                unnamed: true,
-            },
-            Err(_) => Staged {
-                file: fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temp)?,
-                temp,
-                unnamed: false,
-            },
-        };
-        let written = (|| {
-            if let Some(mode) = current_mode.or(w.mode) {
-                staged
-                    .file
-                    .set_permissions(fs::Permissions::from_mode(mode))?;
-            }
-            (&staged.file).write_all(new)?;
-            crate::orchestration::heads::start_writeback(&staged.file, new.len());
-            Ok(())
-        })();
-        match written {
-            Ok(()) => Ok(Some(staged)),
-            Err(e) => {
-                staged.discard();
-                Err(e)
-            }
-        }
-    }
-
-    /// Waits until the bytes are on disk; returns the temporary file's path.
-    fn finish(self) -> io::Result<PathBuf> {
-        let done = self.file.sync_all().and_then(|()| {
-            if self.unnamed {
-                crate::fsutil::link_unnamed(&self.file, &self.temp)
-            } else {
-                Ok(())
-            }
-        });
-        match done {
-            Ok(()) => Ok(self.temp),
-            Err(e) => {
-                self.discard();
-                Err(e)
-            }
-        }
-    }
-
-    fn discard(self) {
-        if !self.unnamed {
-            let _ = fs::remove_file(&self.temp);
-        }
     }
 }
 
@@ -468,6 +422,7 @@ fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
+    use std::io::Write as _;
     let bytes = serde_json::to_vec(entry).map_err(io::Error::other)?;
     let mut file = fs::File::create(path)?;
     file.write_all(&bytes)?;
@@ -479,6 +434,7 @@ fn prepare_record(
     w: &FileWrite,
     images: &Images<'_>,
     revision: Option<String>,
+    id: String,
 ) -> (Value, Vec<(u32, u32)>, Classified) {
     let old_text = w
         .base
@@ -534,7 +490,7 @@ fn prepare_record(
         path: w.path.rel.clone(),
         ranges,
     }];
-    let record = build_record(&entry, revision);
+    let record = build_record_with_id(&entry, revision, id);
     (record, changes.ranges, computed)
 }
 

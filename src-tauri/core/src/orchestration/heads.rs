@@ -116,6 +116,17 @@ pub struct HeadStore {
     root: PathBuf,
     /// The `pending` file, kept open between appends (see [`HeadStore::record_pending`]).
     pending: std::sync::Arc<std::sync::Mutex<Option<File>>>,
+    /// What [`HeadStore::update`] keeps between updates.
+    kept: std::sync::Arc<std::sync::Mutex<Kept>>,
+}
+
+/// The lock file, kept open (see [`crate::fsutil::lock_kept`]), and the heads file's bytes as
+/// last read or written with the heads they hold: an update parses the file again only when
+/// its bytes differ (another process wrote it, or someone edited it).
+#[derive(Debug, Default)]
+struct Kept {
+    lock: Option<crate::fsutil::KeptFile>,
+    parsed: Option<(Vec<u8>, Heads)>,
 }
 
 /// `device:inode:birth time` of a directory (file systems reuse inode numbers at once, so the
@@ -150,6 +161,7 @@ impl HeadStore {
             workspace: root.to_string_lossy().into_owned(),
             root,
             pending: Default::default(),
+            kept: Default::default(),
         }
     }
 
@@ -180,20 +192,23 @@ impl HeadStore {
     }
 
     fn lock_file(&self, create: bool) -> Result<Option<File>, HeadError> {
-        if create {
-            std::fs::create_dir_all(&self.dir).map_err(|e| self.io(e))?;
+        match self.open_lock(create) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => Ok(None),
+            Err(e) => Err(self.io(e)),
         }
-        match OpenOptions::new()
+    }
+
+    fn open_lock(&self, create: bool) -> std::io::Result<File> {
+        if create {
+            std::fs::create_dir_all(&self.dir)?;
+        }
+        OpenOptions::new()
             .read(true)
             .write(true)
             .create(create)
             .truncate(false)
             .open(self.dir.join("lock"))
-        {
-            Ok(f) => Ok(Some(f)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => Ok(None),
-            Err(e) => Err(self.io(e)),
-        }
     }
 
     /// The heads as they are now (empty when none were ever written, or when they were
@@ -217,10 +232,7 @@ impl HeadStore {
     }
 
     fn is_current(&self, heads: &Heads) -> bool {
-        match (&heads.root_id, dir_identity(&self.root)) {
-            (Some(then), Some(now)) => *then == now,
-            _ => true,
-        }
+        written_for(heads, dir_identity(&self.root).as_deref())
     }
 
     fn read_all(&self) -> Result<Heads, HeadError> {
@@ -239,18 +251,45 @@ impl HeadStore {
     }
 
     fn read_unlocked(&self) -> Result<Heads, HeadError> {
-        let path = self.file();
-        let text = match std::fs::read(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Heads::default()),
-            Err(e) => return Err(self.io(e)),
+        match self.read_bytes()? {
+            Some(text) => self.parse(&text),
+            None => Ok(Heads::default()),
+        }
+    }
+
+    /// The heads file's bytes (None when there is none).
+    fn read_bytes(&self) -> Result<Option<Vec<u8>>, HeadError> {
+        match std::fs::read(self.file()) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io(e)),
+        }
+    }
+
+    /// [`HeadStore::read_unlocked`] through what `kept` holds: parsed again only when the
+    /// bytes differ from those it was parsed from.
+    fn read_kept(&self, kept: &mut Option<(Vec<u8>, Heads)>) -> Result<Heads, HeadError> {
+        let Some(text) = self.read_bytes()? else {
+            *kept = None;
+            return Ok(Heads::default());
         };
+        if let Some((_, heads)) = kept.as_ref().filter(|(bytes, _)| *bytes == text) {
+            return Ok(heads.clone());
+        }
+        *kept = None;
+        let heads = self.parse(&text)?;
+        *kept = Some((text, heads.clone()));
+        Ok(heads)
+    }
+
+    fn parse(&self, text: &[u8]) -> Result<Heads, HeadError> {
+        let path = self.file();
         let damaged = |reason: String| HeadError::Damaged {
             path: path.display().to_string(),
             reason,
         };
         let file: HeadFile =
-            serde_json::from_slice(&text).map_err(|e| damaged(format!("not JSON: {e}")))?;
+            serde_json::from_slice(text).map_err(|e| damaged(format!("not JSON: {e}")))?;
         if file.version != 1 {
             return Err(damaged(format!("unknown version {}", file.version)));
         }
@@ -262,30 +301,42 @@ impl HeadStore {
 
     /// Changes the heads under their lock. `change` sees the heads as they are now.
     pub fn update(&self, change: impl FnOnce(&mut Heads)) -> Result<Heads, HeadError> {
-        let lock = self
-            .lock_file(true)?
-            .ok_or_else(|| self.io(std::io::ErrorKind::NotFound.into()))?;
-        lock.lock().map_err(|e| self.io(e))?;
-        let result = (|| {
-            // A damaged file, or heads of an earlier directory at this path, are replaced:
-            // the update carries what is known now.
-            let mut heads = self
-                .read_unlocked()
-                .ok()
-                .filter(|h| self.is_current(h))
-                .unwrap_or_default();
-            heads.workspace = self.workspace.clone();
-            heads.root_id = dir_identity(&self.root);
-            change(&mut heads);
-            if heads.merges.len() > MERGE_TIPS {
-                let extra = heads.merges.len() - MERGE_TIPS;
-                heads.merges.drain(..extra);
-            }
-            self.write_unlocked(&heads)?;
-            Ok(heads)
-        })();
-        let _ = lock.unlock();
-        result
+        self.prepare(change)?.write()
+    }
+
+    /// The first half of [`HeadStore::update`]: takes the lock and makes the change, writing
+    /// nothing yet; [`PreparedHeads::write`] writes it. The lock is held until then (or until
+    /// it is dropped), so nobody changes the heads meanwhile.
+    pub(crate) fn prepare(
+        &self,
+        change: impl FnOnce(&mut Heads),
+    ) -> Result<PreparedHeads<'_>, HeadError> {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let Kept { lock, parsed } = &mut *kept;
+        crate::fsutil::lock_kept(lock, &self.dir.join("lock"), || self.open_lock(true))
+            .map_err(|e| self.io(e))?;
+        let root_id = dir_identity(&self.root);
+        // A damaged file, or heads of an earlier directory at this path, are replaced: the
+        // update carries what is known now.
+        let mut heads = self
+            .read_kept(parsed)
+            .ok()
+            .filter(|h| written_for(h, root_id.as_deref()))
+            .unwrap_or_default();
+        heads.workspace = self.workspace.clone();
+        heads.root_id = root_id;
+        change(&mut heads);
+        if heads.merges.len() > MERGE_TIPS {
+            let extra = heads.merges.len() - MERGE_TIPS;
+            heads.merges.drain(..extra);
+        }
+        let bytes = self.encode(&heads)?;
+        Ok(PreparedHeads {
+            store: self,
+            kept,
+            heads,
+            bytes,
+        })
     }
 
     /// Notes the hash of the line an append is about to write (the caller holds the
@@ -336,7 +387,8 @@ impl HeadStore {
         .map(|_| ())
     }
 
-    fn write_unlocked(&self, heads: &Heads) -> Result<(), HeadError> {
+    /// The heads file's bytes for `heads`.
+    fn encode(&self, heads: &Heads) -> Result<Vec<u8>, HeadError> {
         let value = serde_json::to_value(heads)
             .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         let file = HeadFile {
@@ -347,6 +399,11 @@ impl HeadStore {
         let mut bytes =
             serde_json::to_vec(&file).map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
         bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// Writes the heads file (`bytes` from [`HeadStore::encode`]).
+    fn write_unlocked(&self, bytes: &[u8]) -> Result<(), HeadError> {
         let mut f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -354,11 +411,51 @@ impl HeadStore {
             .truncate(false)
             .open(self.file())
             .map_err(|e| self.io(e))?;
+        let old_len = f.metadata().map_err(|e| self.io(e))?.len();
         f.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
-        f.write_all(&bytes).map_err(|e| self.io(e))?;
-        f.set_len(bytes.len() as u64).map_err(|e| self.io(e))?;
+        f.write_all(bytes).map_err(|e| self.io(e))?;
+        if old_len > bytes.len() as u64 {
+            f.set_len(bytes.len() as u64).map_err(|e| self.io(e))?;
+        }
         start_writeback(&f, bytes.len());
         Ok(())
+    }
+}
+
+/// Heads changed under their lock and not yet written (see [`HeadStore::prepare`]).
+pub(crate) struct PreparedHeads<'a> {
+    store: &'a HeadStore,
+    kept: std::sync::MutexGuard<'a, Kept>,
+    heads: Heads,
+    bytes: Vec<u8>,
+}
+
+impl PreparedHeads<'_> {
+    /// Writes the heads; returns them.
+    pub(crate) fn write(mut self) -> Result<Heads, HeadError> {
+        let heads = std::mem::take(&mut self.heads);
+        let bytes = std::mem::take(&mut self.bytes);
+        self.kept.parsed = None;
+        self.store.write_unlocked(&bytes)?;
+        self.kept.parsed = Some((bytes, heads.clone()));
+        Ok(heads)
+    }
+}
+
+impl Drop for PreparedHeads<'_> {
+    fn drop(&mut self) {
+        if let Some(lock) = &self.kept.lock {
+            let _ = lock.file.unlock();
+        }
+    }
+}
+
+/// Whether `heads` were written for the workspace directory whose identity is `now` (heads
+/// without one, or a directory without one, are taken as its).
+fn written_for(heads: &Heads, now: Option<&str>) -> bool {
+    match (&heads.root_id, now) {
+        (Some(then), Some(now)) => then == now,
+        _ => true,
     }
 }
 
@@ -454,6 +551,48 @@ mod tests {
         store.record_append("", head(1)).expect("w");
         assert_eq!(store.read().expect("read").branches[""].records, 1);
         assert!(!store.recreated());
+    }
+
+    #[test]
+    fn an_update_sees_what_another_process_wrote_and_locks_the_lock_file_the_path_names_now() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        let data = tmp.path().join("data");
+        let mine = HeadStore::new(&data, &ws);
+        // Another process: its own kept files and parsed heads.
+        let other = HeadStore::new(&data, &ws);
+        mine.record_append("refs/heads/main", head(1)).expect("w");
+        other.record_append("refs/heads/dev", head(2)).expect("w");
+        mine.record_append("refs/heads/main", head(3)).expect("w");
+        let heads = other.read().expect("read");
+        assert_eq!(
+            heads.branches["refs/heads/dev"].records, 2,
+            "kept heads were stale"
+        );
+        assert_eq!(heads.branches["refs/heads/main"].records, 3);
+        // The lock file replaced (a restore from a backup): the lock taken is the new file's.
+        let lock = mine.dir().join("lock");
+        std::fs::write(mine.dir().join("lock.new"), "").expect("w");
+        std::fs::rename(mine.dir().join("lock.new"), &lock).expect("mv");
+        let held = File::open(&lock).expect("open");
+        held.lock().expect("lock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let updating = mine.clone();
+        let writer = std::thread::spawn(move || {
+            updating.record_append("", head(4)).expect("w");
+            let _ = tx.send(());
+        });
+        let waited = std::time::Duration::from_millis(200);
+        assert!(
+            rx.recv_timeout(waited).is_err(),
+            "the update went ahead under the lock of a file the path no longer names"
+        );
+        held.unlock().expect("unlock");
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the update ends once the lock is free");
+        writer.join().expect("writer");
+        assert_eq!(mine.read().expect("read").branches[""].records, 4);
     }
 
     #[test]

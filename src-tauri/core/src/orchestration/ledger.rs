@@ -263,13 +263,17 @@ pub fn now_rfc3339() -> String {
 
 /// Builds the record (without `prev` and `digest`).
 pub fn build_record(entry: &TraceEntry, revision: Option<String>) -> Value {
-    super::record::TraceRecord::from_entry(
-        entry,
-        revision,
-        uuid::Uuid::new_v4().to_string(),
-        now_rfc3339(),
-    )
-    .to_value()
+    build_record_with_id(entry, revision, new_record_id())
+}
+
+/// A new record's id.
+pub fn new_record_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// [`build_record`] with the id chosen beforehand ([`new_record_id`]).
+pub fn build_record_with_id(entry: &TraceEntry, revision: Option<String>, id: String) -> Value {
+    super::record::TraceRecord::from_entry(entry, revision, id, now_rfc3339()).to_value()
 }
 
 /// Canonical JSON: object keys sorted at every level, no spaces. Written this way (whatever

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::super::chain;
 use super::super::git;
-use super::super::heads::{read_before, BranchHead, HeadError};
+use super::super::heads::{read_before, BranchHead, HeadError, PreparedHeads};
 use super::super::ledger::{canonical_json, now_rfc3339, record_digest, LedgerError, VENDOR_KEY};
 #[cfg(test)]
 use super::Fault;
@@ -62,15 +62,16 @@ impl Ledger {
         self.write_sealed(verified, file, sealed)
     }
 
-    /// The line `record` makes on the verified end `at`, with the head it will leave; its
-    /// hash noted as pending.
+    /// The line `record` makes on the verified end `at`, with the head it will leave (the
+    /// heads changed under their lock, written once the line is on disk); its hash noted as
+    /// pending.
     fn seal_line(
         &self,
         file: &mut File,
         at: (Verified, u64),
         record: Value,
         head: Option<git::HeadState>,
-    ) -> Result<Sealed, LedgerError> {
+    ) -> Result<Sealed<'_>, LedgerError> {
         let (v, len) = at;
         let torn = len > 0 && read_before(file, len, 1)?.first() != Some(&b'\n');
         let record = seal(record, v.last)?;
@@ -109,13 +110,22 @@ impl Ledger {
             reflog,
             at: now_rfc3339(),
         };
+        // Made now, while the disk works on what comes before the line.
+        let heads = self
+            .heads
+            .prepare(|h| {
+                h.branches.insert(branch, head);
+            })
+            .map_err(|source| LedgerError::Head {
+                source,
+                rolled_back: true,
+            })?;
         Ok(Sealed {
             record,
             line: line.into_bytes(),
             len,
             new,
-            branch,
-            head,
+            heads,
         })
     }
 
@@ -124,18 +134,17 @@ impl Ledger {
         &self,
         verified: &mut Option<Verified>,
         file: &mut File,
-        sealed: Sealed,
+        sealed: Sealed<'_>,
     ) -> Result<Value, LedgerError> {
         let Sealed {
             record,
             line,
             len,
             new,
-            branch,
-            head,
+            heads,
         } = sealed;
         self.write_durably(file, len, &line)?;
-        if let Err(e) = self.record_head(&branch, head) {
+        if let Err(e) = self.record_head(heads) {
             let undone = rollback(file, len);
             return Err(LedgerError::Head {
                 source: e,
@@ -146,7 +155,7 @@ impl Ledger {
         Ok(record)
     }
 
-    fn record_head(&self, branch: &str, head: BranchHead) -> Result<(), HeadError> {
+    fn record_head(&self, heads: PreparedHeads<'_>) -> Result<(), HeadError> {
         #[cfg(test)]
         if let Some(Fault::HeadFails) = *self.fault.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(HeadError::Io {
@@ -154,7 +163,7 @@ impl Ledger {
                 source: std::io::Error::from_raw_os_error(libc::EROFS),
             });
         }
-        self.heads.record_append(branch, head)
+        heads.write().map(|_| ())
     }
 
     /// Writes and fsyncs `line` at the end (`len`); on failure cuts the file back to `len`.
@@ -215,14 +224,14 @@ pub(super) fn rollback(file: &File, len: u64) -> std::io::Result<()> {
 }
 
 /// A record sealed onto the ledger's end, not yet written.
-struct Sealed {
+struct Sealed<'a> {
     record: Value,
     line: Vec<u8>,
     /// The ledger's length it goes after.
     len: u64,
     new: Verified,
-    branch: String,
-    head: BranchHead,
+    /// The heads with the branch's head this line leaves.
+    heads: PreparedHeads<'a>,
 }
 
 /// An append prepared by [`Ledger::prepare_append`]: the ledger stays locked (in this process
@@ -231,7 +240,7 @@ pub struct PreparedAppend<'a> {
     ledger: &'a Ledger,
     verified: MutexGuard<'a, Option<Verified>>,
     file: File,
-    sealed: Option<Sealed>,
+    sealed: Option<Sealed<'a>>,
 }
 
 impl PreparedAppend<'_> {

@@ -388,6 +388,77 @@ fn appends_by_other_processes_are_not_tampering() {
 }
 
 #[test]
+fn an_append_goes_to_the_file_the_path_names_when_the_ledger_was_replaced() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    ledger.append(&entry("a.rs", &[])).expect("append");
+    // Replaced by a copy of itself (as a checkout writes a file): a new file at the path.
+    let path = ledger.path().to_path_buf();
+    let copy = path.with_extension("copy");
+    std::fs::copy(&path, &copy).expect("copy");
+    std::fs::rename(&copy, &path).expect("mv");
+    ledger.append(&entry("b.rs", &[])).expect("append");
+    assert_eq!(read_lines(&path).expect("read").len(), 2);
+    // Removed: made again, and the append refused (the head names records it lost).
+    std::fs::remove_file(&path).expect("rm");
+    assert!(matches!(
+        ledger.append(&entry("c.rs", &[])),
+        Err(LedgerError::Missing { records: 2, .. })
+    ));
+    assert!(path.exists());
+}
+
+#[test]
+fn a_prepared_append_holds_the_heads_until_it_is_written_or_dropped() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ledger = ledger_in(tmp.path());
+    ledger.append(&entry("a.rs", &[])).expect("append");
+    let prepared = ledger
+        .prepare_append(build_record(&entry("b.rs", &[]), None))
+        .expect("prepare");
+    // Another process noting a merge waits for the heads' lock.
+    let other =
+        super::super::heads::HeadStore::new(&tmp.path().join("data"), &tmp.path().join("ws"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let merger = std::thread::spawn(move || {
+        other.record_merge(&"c".repeat(64)).expect("merge");
+        let _ = tx.send(());
+    });
+    let waited = std::time::Duration::from_millis(150);
+    assert!(
+        rx.recv_timeout(waited).is_err(),
+        "the heads changed under a prepared append"
+    );
+    drop(prepared);
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the merge goes ahead once the append is dropped");
+    merger.join().expect("merger");
+    let heads = ledger.heads().read().expect("heads");
+    assert_eq!(heads.merges, vec!["c".repeat(64)]);
+    assert_eq!(
+        heads
+            .branches
+            .values()
+            .map(|h| h.records)
+            .collect::<Vec<_>>(),
+        [1]
+    );
+    assert_eq!(read_lines(ledger.path()).expect("read").len(), 1);
+    ledger.append(&entry("b.rs", &[])).expect("append");
+    assert_eq!(
+        ledger
+            .heads()
+            .read()
+            .expect("heads")
+            .branches
+            .values()
+            .map(|h| h.records)
+            .collect::<Vec<_>>(),
+        [2]
+    );
+}
+
+#[test]
 fn contains_record_finds_ids_from_the_end() {
     let tmp = tempfile::tempdir().expect("tmp");
     let ledger = ledger_in(tmp.path());

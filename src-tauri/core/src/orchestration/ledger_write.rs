@@ -96,6 +96,8 @@ pub struct Ledger {
     path: PathBuf,
     heads: HeadStore,
     verified: Mutex<Option<Verified>>,
+    /// The ledger file, kept open between appends (see [`Ledger::lock`]).
+    file: Mutex<Option<crate::fsutil::KeptFile>>,
     /// The repository the workspace belongs to, found once and checked on each use
     /// ([`git::still_holds`]): a write does not look for it again.
     repo: Mutex<Option<git::Repo>>,
@@ -117,6 +119,7 @@ impl Ledger {
             path: root.join(LEDGER_FILE),
             heads: HeadStore::new(data, root),
             verified: Mutex::new(None),
+            file: Mutex::new(None),
             repo: Mutex::new(None),
             #[cfg(test)]
             fault: Mutex::new(None),
@@ -260,19 +263,31 @@ impl Ledger {
     }
 
     /// The in-process mutex and the ledger file under its OS lock (the caller unlocks it).
+    /// The file stays open between appends; it is opened again when its path names another
+    /// file (removed, or replaced: a checkout writes a new file).
     fn lock(&self) -> Result<(MutexGuard<'_, Option<Verified>>, File), LedgerError> {
         let verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut kept = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let open = || {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            OpenOptions::new()
+                .create(true)
+                .read(true)
+                .append(true)
+                .open(&self.path)
+        };
         // Other processes (a second window, the CLI) append too.
-        file.lock()?;
-        Ok((verified, file))
+        let locked = crate::fsutil::lock_kept(&mut kept, &self.path, open)?;
+        // The caller's handle shares the kept file's lock (and unlocks it).
+        match locked.try_clone() {
+            Ok(file) => Ok((verified, file)),
+            Err(e) => {
+                let _ = locked.unlock();
+                Err(e.into())
+            }
+        }
     }
 
     /// The full check: health and the state of the file it judged.
