@@ -17,11 +17,22 @@ const MAX_GIT_BYTES: usize = 200 * 1024;
 /// A folder lists at most this many entries.
 const MAX_LISTED: usize = 300;
 
+/// Why a mention cannot be attached (or a message with it cannot go), in words for the person.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl From<String> for Refused {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
 /// What one mention attaches, or why it cannot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attached {
     pub mention: String,
-    pub text: Result<String, String>,
+    pub text: Result<String, Refused>,
 }
 
 impl Attached {
@@ -36,7 +47,7 @@ impl Attached {
         MentionView {
             mention: self.mention.clone(),
             tokens: self.tokens(),
-            error: self.text.as_ref().err().cloned(),
+            error: self.text.as_ref().err().map(|r| r.0.clone()),
         }
     }
 }
@@ -77,7 +88,7 @@ fn attach(
     workspace: &Workspace,
     ignore: &crate::hooks::ignore_list::IntentIgnore,
     mention: &str,
-) -> Option<Result<String, String>> {
+) -> Option<Result<String, Refused>> {
     let root = workspace.root();
     let diff = [
         "diff",
@@ -120,14 +131,16 @@ fn is_commit(s: &str) -> bool {
 
 /// `git ARGS` in the workspace, read-only: no external diff, no text conversion, no file
 /// system monitor.
-fn git(root: &Path, args: &[&str]) -> Result<String, String> {
+fn git(root: &Path, args: &[&str]) -> Result<String, Refused> {
     let mut all = vec!["-c", "core.fsmonitor=false", "-c", "core.quotePath=false"];
     all.extend_from_slice(args);
-    let out = crate::orchestration::git::run(root, &all).map_err(|e| match e {
-        crate::orchestration::git::GitError::Failed { message, .. } => {
-            format!("git could not say: {message}")
-        }
-        other => other.to_string(),
+    let out = crate::orchestration::git::run(root, &all).map_err(|e| {
+        Refused(match e {
+            crate::orchestration::git::GitError::Failed { message, .. } => {
+                format!("git could not say: {message}")
+            }
+            other => other.to_string(),
+        })
     })?;
     let mut text = String::from_utf8_lossy(&out).into_owned();
     if text.len() > MAX_GIT_BYTES {
@@ -180,7 +193,7 @@ fn file_or_folder(
     workspace: &Workspace,
     ignore: &crate::hooks::ignore_list::IntentIgnore,
     path: &str,
-) -> Option<Result<String, String>> {
+) -> Option<Result<String, Refused>> {
     let resolved = match workspace.resolve(path) {
         Ok(r) if r.abs.exists() => r,
         Ok(_) => return None,
@@ -190,7 +203,7 @@ fn file_or_folder(
                 .root()
                 .join(path)
                 .exists()
-                .then(|| Err(format!("`{path}`: {e}")))
+                .then(|| Err(Refused(format!("`{path}`: {e}"))))
         }
     };
     Some(attach_path(workspace, ignore, resolved))
@@ -200,18 +213,18 @@ fn attach_path(
     workspace: &Workspace,
     ignore: &crate::hooks::ignore_list::IntentIgnore,
     resolved: crate::workspace::ResolvedPath,
-) -> Result<String, String> {
+) -> Result<String, Refused> {
     let rel = resolved.rel.trim_end_matches('/').to_string();
     if let Some(reason) = protected_reason(&rel) {
-        return Err(format!(
+        return Err(Refused(format!(
             "{rel} is protected ({reason}); it cannot be attached"
-        ));
+        )));
     }
     if let Some(reason) = ignore.why(&rel) {
-        return Err(format!("{rel} is left out: {reason}"));
+        return Err(Refused(format!("{rel} is left out: {reason}")));
     }
     if !rel.is_empty() && !listed_by_walk(workspace.root(), &rel) {
-        return Err(format!("{rel} is ignored (`.gitignore`)"));
+        return Err(Refused(format!("{rel} is ignored (`.gitignore`)")));
     }
     if resolved.abs.is_dir() {
         let (entries, total) =
@@ -228,14 +241,14 @@ fn attach_path(
     }
     let bytes = std::fs::read(&resolved.abs).map_err(|e| format!("cannot read {rel}: {e}"))?;
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(format!(
+        return Err(Refused(format!(
             "{rel} is {} KiB, more than {} KiB: ask for the parts you need instead",
             bytes.len() / 1024,
             MAX_FILE_BYTES / 1024
-        ));
+        )));
     }
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return Err(format!("{rel} is a binary file"));
+        return Err(Refused(format!("{rel} is a binary file")));
     }
     Ok(format!("File {rel}:\n{}", String::from_utf8_lossy(&bytes)))
 }
@@ -295,7 +308,7 @@ pub fn mentionables(root: &Path, query: &str) -> Vec<String> {
 /// What the message's mentions attach, as the model reads them with it; the refusal, in words
 /// for the person, when one cannot be attached or all together would take more than half of
 /// the model's window.
-pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<String>, String> {
+pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<String>, Refused> {
     if mentions_in(text).is_empty() {
         return Ok(None);
     }
@@ -307,7 +320,7 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
         attach_all(&gov.workspace, &ignore, &owned)
     })
     .await
-    .map_err(|e| format!("the mentions could not be read: {e}"))?;
+    .map_err(|e| Refused(format!("the mentions could not be read: {e}")))?;
     let refused: Vec<String> = attached
         .iter()
         .filter_map(|a| {
@@ -318,17 +331,17 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
         })
         .collect();
     if !refused.is_empty() {
-        return Err(format!(
+        return Err(Refused(format!(
             "The message was not sent: {}. Remove the mention or name another file.",
             refused.join("; ")
-        ));
+        )));
     }
     let total: u64 = attached.iter().map(Attached::tokens).sum();
     let usable = super::context_steps::window(env).await.usable_input();
     if total > usable / 2 {
-        return Err(format!(
+        return Err(Refused(format!(
             "The message was not sent: its mentions attach about {total} tokens, more than half of what the model can read ({usable}). Mention fewer or smaller files."
-        ));
+        )));
     }
     Ok(as_context(&attached))
 }

@@ -94,7 +94,7 @@ fn what_is_ignored_protected_outside_too_large_or_binary_is_refused_by_name() {
         ("@blob.bin", "binary"),
     ] {
         let got = one(&ws, &ignore, mention).unwrap_or_else(|| panic!("{mention} was not seen"));
-        let why = got.text.clone().expect_err(mention);
+        let why = got.text.clone().expect_err(mention).0;
         assert!(why.contains(says), "{mention}: {why}");
         assert_eq!(got.view().error.as_deref(), Some(why.as_str()));
     }

@@ -173,10 +173,10 @@ async fn open_run(
                 let mentioned = match super::mentions::checked(env, &text).await {
                     Ok(mentioned) => mentioned,
                     Err(why) => {
-                        add_error(env, task, why.clone());
+                        add_error(env, task, why.0.clone());
                         return Some(match env.interactive {
                             true => TaskEnd::Idle,
-                            false => TaskEnd::Failed(why),
+                            false => TaskEnd::Failed(why.0),
                         });
                     }
                 };
