@@ -198,7 +198,12 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
         for (x, p) in next.iter_mut().zip(&personal) {
             *x += damping * dangling * p;
         }
+        let moved: f64 = rank.iter().zip(&next).map(|(a, b)| (a - b).abs()).sum();
         std::mem::swap(&mut rank, &mut next);
+        // Settled: the order will not change any more.
+        if moved < 1e-6 {
+            break;
+        }
     }
     rank
 }
