@@ -41,35 +41,37 @@ fn add(total: &mut Usage, other: &Usage) {
 /// What the task the person started and all its subtasks spent, with how many subtasks: a
 /// task's budget covers the work it hands out, so subtasks cannot multiply it.
 fn family_usage(env: &AgentEnv, task: &TaskHandle) -> (Usage, usize) {
-    let live = env.tasks.all();
-    let parent_of = |id: &str| {
-        live.iter()
-            .find(|t| t.id == id)
-            .and_then(|t| t.summary().parent_id)
-    };
+    // Each live task's summary read once: (parent, usage) by id.
+    let live: std::collections::HashMap<String, (Option<String>, Usage)> = env
+        .tasks
+        .all()
+        .iter()
+        .map(|t| {
+            let s = t.summary();
+            (t.id.clone(), (s.parent_id, s.usage))
+        })
+        .collect();
+    let own = task.summary();
     let root_of = |id: &str| {
         let mut at = id.to_string();
         for _ in 0..=super::subtask::MAX_DEPTH {
-            match parent_of(&at) {
+            match live.get(&at).and_then(|(p, _)| p.clone()) {
                 Some(p) => at = p,
                 None => break,
             }
         }
         at
     };
-    let root = task
-        .summary()
-        .parent_id
-        .map_or(task.id.clone(), |p| root_of(&p));
+    let root = own.parent_id.as_deref().map_or(task.id.clone(), root_of);
     let mut total = Usage::default();
     let mut members = 0;
-    for t in live.iter().filter(|t| t.id != task.id) {
-        if root_of(&t.id) == root {
-            add(&mut total, &t.summary().usage);
+    for (id, (_, usage)) in live.iter().filter(|(id, _)| **id != task.id) {
+        if root_of(id) == root {
+            add(&mut total, usage);
             members += 1;
         }
     }
-    add(&mut total, &task.summary().usage);
+    add(&mut total, &own.usage);
     (total, members)
 }
 

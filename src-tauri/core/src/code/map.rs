@@ -50,6 +50,7 @@ impl RepoMap {
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         let until = std::time::Instant::now() + PARSE_FOR;
+        let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let mut out = Vec::with_capacity(files.len());
         let mut fresh = HashMap::with_capacity(files.len());
         for (rel, now) in files {
@@ -65,7 +66,7 @@ impl RepoMap {
                 _ => Lang::of(&rel)
                     .filter(|_| now.0 <= MAX_PARSED_BYTES)
                     .and_then(|lang| {
-                        let bytes = super::read_inside(root, &rel, MAX_PARSED_BYTES)?;
+                        let bytes = super::read_inside(root, &real_root, &rel, MAX_PARSED_BYTES)?;
                         symbols(lang, &bytes).map(Arc::new)
                     }),
             };

@@ -175,13 +175,18 @@ fn end_line(source: &[u8], range: &std::ops::Range<usize>) -> u32 {
 /// The bytes of the regular file `rel` under `root`, read only if it is inside the workspace:
 /// not a link, and no folder on its way a link out of it (a command may have put one there
 /// since the file was listed). At most `max` bytes.
-pub(crate) fn read_inside(root: &std::path::Path, rel: &str, max: u64) -> Option<Vec<u8>> {
+/// `real_root` is `root` with its links resolved (worked out once by the caller).
+pub(crate) fn read_inside(
+    root: &std::path::Path,
+    real_root: &std::path::Path,
+    rel: &str,
+    max: u64,
+) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let path = root.join(rel);
-    let real_root = root.canonicalize().ok()?;
     let real = path.canonicalize().ok()?;
-    if !real.starts_with(&real_root) || real != real_root.join(rel) {
+    if !real.starts_with(real_root) || real != real_root.join(rel) {
         return None;
     }
     let file = std::fs::OpenOptions::new()

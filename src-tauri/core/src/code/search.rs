@@ -262,6 +262,7 @@ impl SearchIndex {
         } else {
             touched
         };
+        let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         for rel in paths {
             if skip(&rel) {
                 index.remove(&rel);
@@ -280,7 +281,7 @@ impl SearchIndex {
             if !meta.is_file() || meta.len() > MAX_BYTES {
                 continue;
             }
-            let Some(bytes) = super::read_inside(root, &rel, MAX_BYTES) else {
+            let Some(bytes) = super::read_inside(root, &real_root, &rel, MAX_BYTES) else {
                 continue;
             };
             // Text only: a NUL in the first 8 KiB means a binary file.
@@ -341,6 +342,7 @@ impl SearchIndex {
                 .then(a.0.cmp(&b.0))
         });
         ranked.truncate(limit);
+        let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         ranked
             .into_iter()
             .map(|(id, score)| {
@@ -350,7 +352,7 @@ impl SearchIndex {
                     start_line: c.start_line,
                     end_line: c.end_line,
                     score,
-                    text: chunk_text(root, c),
+                    text: chunk_text(root, &real_root, c),
                 }
             })
             .collect()
@@ -358,8 +360,8 @@ impl SearchIndex {
 }
 
 /// The chunk's lines as the file holds them now (at most 30).
-fn chunk_text(root: &Path, c: &Chunk) -> String {
-    let bytes = super::read_inside(root, &c.path, MAX_BYTES).unwrap_or_default();
+fn chunk_text(root: &Path, real_root: &Path, c: &Chunk) -> String {
+    let bytes = super::read_inside(root, real_root, &c.path, MAX_BYTES).unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes);
     let start = c.start_line as usize;
     let take = (c.end_line as usize + 1).saturating_sub(start).min(30);
