@@ -98,6 +98,7 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
                 desktop,
                 runtime,
             )?;
+            let dropped = host.clone();
             app.manage(ipc::Shell { host, sink });
             lean::before_first_webview();
             let mut builder =
@@ -126,10 +127,15 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             window.with_webview(|webview| lean::tune(&webview.inner()))?;
             let focus = window.clone();
             let trace = focus_trace;
-            window.on_window_event(move |event| {
-                if let tauri::WindowEvent::Focused(false) = event {
+            window.on_window_event(move |event| match event {
+                tauri::WindowEvent::Focused(false) => {
                     ipc::give_back_idle_pages(&focus, trace.clone());
                 }
+                // Files dropped on the window are read by the host, never by the page.
+                tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) => {
+                    dropped.drop_files(paths.clone());
+                }
+                _ => {}
             });
             Ok(())
         })

@@ -2,6 +2,7 @@
 
 import { initSlash } from './slash.js';
 import { initMentions } from './mentions.js';
+import { attachedIds, clearAttached, initImages } from './images.js';
 import { initModePicker, newTaskMode, renderModePicker, setModeTarget } from './modes.js';
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
@@ -54,6 +55,7 @@ export function initChat() {
   const input = byId('composer-input', HTMLTextAreaElement);
   initSlash();
   initMentions();
+  initImages();
   input.addEventListener('keydown', (ev) => {
     if (ev.key !== 'Enter' || ev.isComposing || ev.shiftKey || ev.altKey) return;
     ev.preventDefault();
@@ -449,8 +451,10 @@ async function send() {
   sending = true;
   updateComposer();
   try {
+    const images = await attachedIds();
     if (task) {
-      await request({ type: 'send_message', task_id: task.id, text });
+      await request({ type: 'send_message', task_id: task.id, text, images });
+      clearAttached();
       if (input.value === text) {
         input.value = '';
         input.dispatchEvent(new Event('input'));
@@ -463,7 +467,8 @@ async function send() {
       // The task starts running at once: its events may come in before this reply.
       const mark = taskEventMark();
       try {
-        task = (await ask({ type: 'start_task', text, mode: newTaskMode() }, 'task')).task;
+        task = (await ask({ type: 'start_task', text, mode: newTaskMode(), images }, 'task')).task;
+        clearAttached();
       } finally {
         starting -= 1;
       }

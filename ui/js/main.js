@@ -15,6 +15,7 @@ import { initEditorLinks } from './editor.js';
 import { initWorkspaceMenu } from './workspace.js';
 import { initGuide } from './guide.js';
 import { renderMcpServers } from './mcp.js';
+import { onImagesDropped } from './images.js';
 import { initHealth, setLedgerProblem } from './health.js';
 import { initUndo } from './undo.js';
 import { initDiagnostics } from './diagnostics.js';
@@ -119,6 +120,7 @@ function dispatch(ev) {
       case 'approval_requested': onApprovalRequested(ev.task_id, ev.request); break;
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
       case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
+      case 'images_dropped': onImagesDropped(ev.images, ev.errors); break;
       default: handleTaskEvent(ev);
     }
   } catch (e) {

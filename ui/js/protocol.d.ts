@@ -4,9 +4,17 @@ export type Request = { "type": "get_state" } | { "type": "save_settings", setti
 /**
  * The mode the task starts in (its slug); none: Code.
  */
-mode?: string, } | { "type": "list_modes" } | { "type": "list_commands" } | { "type": "list_mentionables", query: string, } | { "type": "preview_mentions", text: string, } | { "type": "list_instructions" } | { "type": "set_task_mode", task_id: string, mode: string, } | { "type": "set_todos", task_id: string, todos: Array<TodoItem>, } | { "type": "send_message", task_id: string, text: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
+mode?: string, 
+/**
+ * Ids of images attached with `AttachImage` (or dropped on the window).
+ */
+images?: Array<string>, } | { "type": "list_modes" } | { "type": "list_commands" } | { "type": "list_mentionables", query: string, } | { "type": "preview_mentions", text: string, } | { "type": "list_instructions" } | { "type": "set_task_mode", task_id: string, mode: string, } | { "type": "set_todos", task_id: string, todos: Array<TodoItem>, } | { "type": "send_message", task_id: string, text: string, 
+/**
+ * Ids of images attached with `AttachImage` (or dropped on the window) to send with it.
+ */
+images?: Array<string>, } | { "type": "attach_image", name: string, data_base64: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
 
-export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "commands", commands: Array<CommandInfo>, } | { "type": "mentionables", items: Array<string>, } | { "type": "mentions", mentions: Array<MentionView>, } | { "type": "instructions", view: InstructionsView, } | { "type": "modes", modes: Array<ModeInfo>, 
+export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "commands", commands: Array<CommandInfo>, } | { "type": "mentionables", items: Array<string>, } | { "type": "mentions", mentions: Array<MentionView>, } | { "type": "image", image: ImageView, } | { "type": "instructions", view: InstructionsView, } | { "type": "modes", modes: Array<ModeInfo>, 
 /**
  * Mode files or entries that could not be read, each naming the file.
  */
@@ -16,7 +24,7 @@ export type IpcError = { code: IpcErrorCode, message: string, };
 
 export type IpcErrorCode = "malformed_request" | "not_found" | "invalid_input" | "conflict" | "keyring" | "provider" | "io" | "internal";
 
-export type Event = { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: ApprovalOutcome, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, } | { "type": "condensing", task_id: string, automatic: boolean, } | { "type": "context_retry", task_id: string, attempt: number, 
+export type Event = { "type": "images_dropped", images: Array<ImageView>, errors: Array<string>, } | { "type": "task_updated", task: TaskSummary, } | { "type": "task_deleted", task_id: string, } | { "type": "message_added", task_id: string, message: UiMessage, } | { "type": "message_delta", task_id: string, message_id: string, stable_safe_html: string, safe_html: string, reset: boolean, } | { "type": "message_finished", task_id: string, message_id: string, safe_html: string, complete: boolean, } | { "type": "tool_call_started", task_id: string, call: ToolCallView, } | { "type": "tool_call_output", task_id: string, call_id: string, chunk: string, } | { "type": "tool_call_finished", task_id: string, call: ToolCallView, } | { "type": "approval_requested", task_id: string, request: ApprovalRequest, } | { "type": "approval_resolved", task_id: string, approval_id: string, outcome: ApprovalOutcome, } | { "type": "question_asked", task_id: string, call_id: string, question: string, options: Array<string>, } | { "type": "intents_changed", intents: IntentsView, } | { "type": "settings_changed", settings: SettingsView, } | { "type": "ledger_checked", problem: string | null, } | { "type": "notice", level: NoticeLevel, message: string, } | { "type": "mcp_servers_changed", overview: McpOverview, } | { "type": "condensing", task_id: string, automatic: boolean, } | { "type": "context_retry", task_id: string, attempt: number, 
 /**
  * The window the provider's error named, where it named one.
  */
@@ -220,7 +228,11 @@ todos_edited: boolean,
  */
 parent_id: string | null, };
 
-export type UiMessage = { "kind": "user", id: string, text: string, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, } | { "kind": "thinking", id: string, text: string, } | { "kind": "condensed", id: string, tokens_before: number, tokens_after: number, cost_usd: number | null, summary_safe_html: string, 
+export type UiMessage = { "kind": "user", id: string, text: string, 
+/**
+ * Images the person attached (their previews; the model got the images themselves).
+ */
+images?: Array<ImageView>, } | { "kind": "assistant", id: string, safe_html: string, complete: boolean, } | { "kind": "tool", id: string, call: ToolCallView, } | { "kind": "error", id: string, message: string, } | { "kind": "notice", id: string, text: string, } | { "kind": "thinking", id: string, text: string, } | { "kind": "condensed", id: string, tokens_before: number, tokens_after: number, cost_usd: number | null, summary_safe_html: string, 
 /**
  * True when Mandate condensed at the threshold; false when the person asked.
  */
@@ -628,6 +640,24 @@ mention: string,
  * Estimated tokens it adds to the request.
  */
 tokens: number, error: string | null, };
+
+export type ImageView = { 
+/**
+ * SHA-256 of the re-encoded image.
+ */
+id: string, 
+/**
+ * The file's name, or `pasted image`.
+ */
+name: string, media_type: string, width: number, height: number, 
+/**
+ * Size of the re-encoded image.
+ */
+bytes: number, 
+/**
+ * Estimated tokens it adds to the request.
+ */
+tokens: number, preview: string, };
 
 export type InstructionsView = { 
 /**

@@ -295,6 +295,9 @@ export class Transcript {
         return h('div', { class: 'message', 'data-role': 'user', 'data-message-id': m.id },
           h('span', { class: 'visually-hidden', text: 'You: ' }),
           h('div', { class: 'content plain', text: m.text }),
+          m.images?.length ? h('div', { class: 'message-images' }, ...m.images.map((img) => h('figure', { class: 'message-image', 'data-image-id': img.id },
+            h('img', { src: img.preview, alt: img.name }),
+            h('figcaption', { class: 'muted', text: `${img.name} · ${img.width}×${img.height}` })))) : null,
           h('button', {
             type: 'button',
             class: 'undo-button quiet',

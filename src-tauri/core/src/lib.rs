@@ -10,6 +10,7 @@ pub mod diff;
 pub mod fsutil;
 pub mod git_config;
 pub mod hooks;
+pub mod images;
 pub mod host;
 pub mod journal;
 pub mod llm;

@@ -205,6 +205,11 @@ pub fn anthropic_refusal(body: &Value) -> Option<String> {
                 _ => Vec::new(),
             };
             for (j, b) in blocks(i).iter().enumerate() {
+                if b["type"] == "image" {
+                    if let Some(why) = image_refusal(&b["source"]) {
+                        return Some(format!("messages.{i}.content.{j}.image.source.base64{why}"));
+                    }
+                }
                 let id = b["tool_use_id"].as_str().unwrap_or_default();
                 if b["type"] == "tool_result" && !offered.contains(&id) {
                     return Some(format!(
@@ -231,6 +236,37 @@ pub fn anthropic_refusal(body: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// Why the Messages API would refuse an image's `source`, as it says it: the media types it
+/// reads, base64 that decodes, bytes that are what they claim, at most 5 MB.
+fn image_refusal(source: &Value) -> Option<String> {
+    use base64::Engine;
+    const TYPES: [(&str, &[u8]); 4] = [
+        ("image/jpeg", b"\xff\xd8\xff"),
+        ("image/png", b"\x89PNG"),
+        ("image/gif", b"GIF8"),
+        ("image/webp", b"RIFF"),
+    ];
+    if source["type"] != "base64" {
+        return Some(".type: Input should be 'base64'".into());
+    }
+    let media = source["media_type"].as_str().unwrap_or_default();
+    let Some((_, magic)) = TYPES.iter().find(|(t, _)| *t == media) else {
+        return Some(
+            ".media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+                .into(),
+        );
+    };
+    let data = source["data"].as_str().unwrap_or_default();
+    if data.len() > 5 * 1024 * 1024 {
+        return Some(format!(": image exceeds 5 MB maximum: {} bytes > 5242880 bytes", data.len()));
+    }
+    match base64::engine::general_purpose::STANDARD.decode(data) {
+        Ok(bytes) if bytes.starts_with(magic) => None,
+        Ok(_) => Some(format!(": Image does not match the provided media type {media}")),
+        Err(_) => Some(".data: Invalid base64 data".into()),
+    }
 }
 
 /// Why Chat Completions would refuse this history: (message, `param`).

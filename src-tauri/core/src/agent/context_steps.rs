@@ -178,7 +178,7 @@ fn fill(env: &AgentEnv, task: &TaskHandle, base: &ModelRequest, w: &ModelWindow)
     let summary = task.summary();
     if let Some(reminder) = crate::tools::todo_reminder(&summary.todos, summary.todos_edited) {
         match messages.last_mut() {
-            Some(ChatMessage::User { text }) => {
+            Some(ChatMessage::User { text, .. }) => {
                 text.push_str("\n\n");
                 text.push_str(&reminder);
             }

@@ -35,7 +35,7 @@ pub use mentions::{attach_all as attach_mentions, mentionables, Attached};
 pub use orchestrator::{dispatch, CallResult};
 pub use store::{StoreError, TaskRecord, TaskStore, TurnMark};
 pub use task::{check_selectable, SelectError, TaskHandle};
-pub use turn::{run_task, TaskEnd};
+pub use turn::{model_for_task, run_task, TaskEnd};
 
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Event};
 

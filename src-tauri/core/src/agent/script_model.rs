@@ -63,7 +63,7 @@ impl Provider for Script {
     }
     async fn stream(&self, r: &ModelRequest) -> Result<ModelStream, LlmError> {
         let first = match r.messages.first() {
-            Some(ChatMessage::User { text }) => text.clone(),
+            Some(ChatMessage::User { text, .. }) => text.clone(),
             _ => String::new(),
         };
         let step = r

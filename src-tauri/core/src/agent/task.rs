@@ -60,7 +60,10 @@ fn redacted(message: ChatMessage) -> ChatMessage {
         std::borrow::Cow::Owned(o) => o,
     };
     match message {
-        ChatMessage::User { text } => ChatMessage::User { text: clean(text) },
+        ChatMessage::User { text, images } => ChatMessage::User {
+            text: clean(text),
+            images,
+        },
         ChatMessage::Assistant {
             text,
             tool_calls,
@@ -126,6 +129,8 @@ pub struct TaskHandle {
     /// What the model reads after the person's next message and the person does not see (a
     /// subtask's note on where it stands).
     briefing: Mutex<Option<String>>,
+    /// Images the person attached to the message the next run begins with.
+    attached: Mutex<Vec<crate::images::Prepared>>,
     /// A subtask's, while its parent waits: the parent's run token, so stopping the parent
     /// stops the subtask's runs too.
     linked: Mutex<Option<CancellationToken>>,
@@ -146,6 +151,7 @@ impl TaskHandle {
             system_prompt: Mutex::new(None),
             fixed_tokens: std::sync::atomic::AtomicU64::new(0),
             briefing: Mutex::new(None),
+            attached: Mutex::new(Vec::new()),
             linked: Mutex::new(None),
             ended: tokio::sync::watch::channel(None).0,
         })
@@ -353,6 +359,11 @@ impl TaskHandle {
             .take()
     }
 
+    /// Images that go with the person's next message (`begin_turn` takes them).
+    pub fn attach_images(&self, images: Vec<crate::images::Prepared>) {
+        *self.attached.lock().unwrap_or_else(|p| p.into_inner()) = images;
+    }
+
     /// Runs of this task stop when `parent` is cancelled (None: no longer).
     pub(super) fn link_cancel(&self, parent: Option<&CancellationToken>) {
         *self.linked.lock().unwrap_or_else(|p| p.into_inner()) = parent.cloned();
@@ -411,6 +422,8 @@ impl TaskHandle {
             Some(context) => format!("{text}\n\n{context}"),
             None => text.clone(),
         };
+        let attached = std::mem::take(&mut *self.attached.lock().unwrap_or_else(|p| p.into_inner()));
+        let (images, views) = attached.into_iter().map(|a| (a.data, a.view)).unzip();
         self.update(|r| {
             r.turns.push(super::store::TurnMark {
                 message_id: id.clone(),
@@ -418,9 +431,10 @@ impl TaskHandle {
                 conversation_at: r.conversation.len(),
                 messages_at: r.messages.len(),
             });
-            r.conversation.push(ChatMessage::User { text: sent });
+            r.conversation.push(ChatMessage::User { text: sent, images });
         });
-        self.post(sink, UiMessage::User { id, text });
+        let images = views;
+        self.post(sink, UiMessage::User { id, text, images });
     }
 
     /// Takes the task back to before the turn `message_id` (see `TaskRecord::rewind_to`).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{dispatch, AgentEnv, TaskHandle};
+use super::{dispatch, AgentEnv, Governance, TaskHandle};
 use crate::llm::ChatMessage;
 use crate::protocol::{
     ApprovalDecision, ApprovalDetail, ApprovalRequest, Event, NoticeLevel, TaskStatus, UiMessage,
@@ -51,41 +51,74 @@ const CLAUDE_ALIASES: [(&str, &str); 3] = [
 /// The run's environment: a task whose mode names a model (`model:` of a Claude Code agent or a
 /// mode) runs on it, through the same provider, key and host; the mode is read as it is now.
 fn env_for_mode(env: Arc<AgentEnv>, task: &TaskHandle) -> Arc<AgentEnv> {
-    let Some(slug) = task.governance().mode.map(|m| m.slug) else {
-        return env;
-    };
-    let modes = crate::modes::load_modes(env.gov.root(), env.gov.config_dir());
-    let Some(mode) = modes.get(&slug) else {
-        return env;
-    };
-    let Some(wanted) = mode.model.as_deref().map(str::trim) else {
-        return env;
-    };
     let current = env.provider.model_id();
-    let alias = CLAUDE_ALIASES.iter().find(|(a, _)| *a == wanted);
-    let model = match alias {
-        Some((_, full)) if current.starts_with("anthropic/") => *full,
-        Some(_) => {
+    let (mode, model) = match mode_model(&env.gov, task, &current) {
+        ModeModel::Same => return env,
+        ModeModel::Unnamed { mode, wanted } => {
             env.notice(format!(
-                "The {} mode asks for Claude's `{wanted}`, which this provider does not name; the task runs on {current}.",
-                mode.name
+                "The {mode} mode asks for Claude's `{wanted}`, which this provider does not name; the task runs on {current}."
             ));
             return env;
         }
-        None => wanted,
+        ModeModel::Named { mode, model } => (mode, model),
     };
-    if current.split_once('/').map_or(current.as_str(), |(_, m)| m) == model {
-        return env;
-    }
-    match env.provider.with_model(model) {
+    match env.provider.with_model(&model) {
         Some(provider) => {
             env.sink.emit(Event::Notice {
                 level: NoticeLevel::Info,
-                message: format!("The {} mode runs on {model}, as it asks.", mode.name),
+                message: format!("The {mode} mode runs on {model}, as it asks."),
             });
             Arc::new(env.with_provider(Arc::from(provider)))
         }
         None => env,
+    }
+}
+
+/// What a task's mode says of the model its runs use, against `current` (the provider's).
+enum ModeModel {
+    /// Nothing, or the model already in use.
+    Same,
+    /// A Claude alias on a provider that does not name Claude's models.
+    Unnamed { mode: String, wanted: String },
+    Named { mode: String, model: String },
+}
+
+fn mode_model(gov: &Governance, task: &TaskHandle, current: &str) -> ModeModel {
+    let Some(slug) = task.governance().mode.map(|m| m.slug) else {
+        return ModeModel::Same;
+    };
+    let modes = crate::modes::load_modes(gov.root(), gov.config_dir());
+    let Some(mode) = modes.get(&slug) else {
+        return ModeModel::Same;
+    };
+    let Some(wanted) = mode.model.as_deref().map(str::trim) else {
+        return ModeModel::Same;
+    };
+    let alias = CLAUDE_ALIASES.iter().find(|(a, _)| *a == wanted);
+    let model = match alias {
+        Some((_, full)) if current.starts_with("anthropic/") => *full,
+        Some(_) => {
+            return ModeModel::Unnamed {
+                mode: mode.name.clone(),
+                wanted: wanted.into(),
+            }
+        }
+        None => wanted,
+    };
+    match current.split_once('/').map_or(current, |(_, m)| m) == model {
+        true => ModeModel::Same,
+        false => ModeModel::Named {
+            mode: mode.name.clone(),
+            model: model.into(),
+        },
+    }
+}
+
+/// The model a task's next run uses: its mode's, where the mode names one, else `current`.
+pub fn model_for_task(gov: &Governance, task: &TaskHandle, current: &str) -> String {
+    match mode_model(gov, task, current) {
+        ModeModel::Named { model, .. } => model,
+        _ => current.to_string(),
     }
 }
 
@@ -307,9 +340,7 @@ async fn turn_loop(env: &Arc<AgentEnv>, task: &TaskHandle, cancel: &Cancellation
                 return TaskEnd::Idle;
             }
             streak.mistakes += 1;
-            task.push_conversation(ChatMessage::User {
-                text: "[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]".into(),
-            });
+            task.push_conversation(ChatMessage::user("[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]"));
         }
         if let Flow::End(end) = run_calls(env, task, &calls, &mut streak, cancel).await {
             return end;
@@ -386,11 +417,9 @@ Make smaller calls: write a long file in parts (write_to_file with the first par
             is_error: true,
         }),
         None => {
-            task.push_conversation(ChatMessage::User {
-                text: format!(
+            task.push_conversation(ChatMessage::user(format!(
                     "[Your answer was cut at the output limit ({max} tokens). Continue exactly where you stopped; keep each answer shorter.]"
-                ),
-            });
+                )));
             None
         }
     }
@@ -477,11 +506,9 @@ async fn complete(
     }
     streak.sent_back += 1;
     env.notice(format!("The task is not finished yet, say {reason}."));
-    task.push_conversation(ChatMessage::User {
-        text: format!(
+    task.push_conversation(ChatMessage::user(format!(
             "[The task may not end yet, say {reason}. Continue the work, then call attempt_completion again.]"
-        ),
-    });
+        )));
     task.checkpoint(env.sink.as_ref()).await;
     Flow::Next
 }
@@ -509,11 +536,9 @@ async fn ask_to_continue(
     );
     let go_on = ask_person(env, task, reason.to_string(), outcomes, cancel).await;
     if go_on {
-        task.push_conversation(ChatMessage::User {
-            text: format!(
+        task.push_conversation(ChatMessage::user(format!(
                 "[{reason} The user lets you go on: change your approach instead of repeating it.]"
-            ),
-        });
+            )));
     }
     go_on
 }

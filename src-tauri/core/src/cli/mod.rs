@@ -169,6 +169,10 @@ pub struct RunArgs {
     /// the window or with this flag) do not run, and tools they would check are refused.
     #[arg(long)]
     pub trust_hooks: bool,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the request; repeatable. It is re-encoded
+    /// and sent only to a model that reads images.
+    #[arg(long, value_name = "PATH")]
+    pub image: Vec<std::path::PathBuf>,
     /// The request (optional with --resume).
     pub prompt: Vec<String>,
 }

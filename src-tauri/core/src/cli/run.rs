@@ -140,6 +140,7 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     let context = context_config(&args, &settings.context, &provider.model_id(), &dirs);
     let env = agent_env(&args, gov, provider, sink.clone(), store, tools, context);
     let (task, text) = task_to_run(&args, &env, prompt)?;
+    attach_images(&args, &env, &task, text.is_some()).await?;
     sink.emit(Event::TaskUpdated {
         task: task.summary(),
     });
@@ -159,6 +160,35 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
         TaskEnd::Completed(_) => EXIT_OK,
         _ => EXIT_FAILED,
     })
+}
+
+/// `--image`: each file read and re-encoded, and the model checked to read images.
+async fn attach_images(
+    args: &RunArgs,
+    env: &AgentEnv,
+    task: &TaskHandle,
+    has_request: bool,
+) -> Result<(), i32> {
+    if args.image.is_empty() {
+        return Ok(());
+    }
+    if !has_request {
+        return Err(usage("--image goes with a request"));
+    }
+    if args.image.len() > crate::images::MAX_PER_MESSAGE {
+        return Err(usage(&crate::images::ImageError::TooMany.to_string()));
+    }
+    let mut images = Vec::new();
+    for path in &args.image {
+        images.push(crate::images::from_file(path).map_err(|e| usage(&e.to_string()))?);
+    }
+    match crate::images::verdict_for_task(env.provider.as_ref(), &env.gov, task).await {
+        crate::images::Verdict::Accepted => {}
+        crate::images::Verdict::Unknown(note) => eprintln!("mandate: {note}"),
+        crate::images::Verdict::Refused(why) => return Err(usage(&why)),
+    }
+    task.attach_images(images);
+    Ok(())
 }
 
 /// The request, after the arguments that can be wrong without opening anything are checked.

@@ -50,7 +50,7 @@ pub fn in_place(current: &ModelRequest, window: &ModelWindow, in_use: u64) -> Op
         return None;
     }
     let mut messages = current.messages.clone();
-    messages.push(ChatMessage::User { text: instruction });
+    messages.push(ChatMessage::user(instruction));
     Some(ModelRequest {
         system: current.system.clone(),
         messages: super::history::well_formed(messages),
@@ -102,7 +102,7 @@ pub fn request(input: &Input<'_>, window: &ModelWindow) -> ModelRequest {
     }
     ModelRequest {
         system,
-        messages: vec![ChatMessage::User { text: transcript }],
+        messages: vec![ChatMessage::user(transcript)],
         tools: Vec::new(),
         max_tokens,
         thinking_budget: None,
@@ -127,9 +127,15 @@ fn render(input: &Input<'_>, cap: usize) -> String {
     out.push_str("<conversation>\n");
     for m in input.messages {
         match m {
-            ChatMessage::User { text } => {
+            ChatMessage::User { text, images } => {
                 out.push_str("[user]\n");
                 out.push_str(&squeeze(text, cap));
+                for image in images {
+                    out.push_str(&format!(
+                        "\n[an image the user attached, {}×{}]",
+                        image.width, image.height
+                    ));
+                }
             }
             ChatMessage::Assistant {
                 text,
@@ -239,7 +245,7 @@ mod tests {
         assert!(r.system.starts_with(SUMMARY_SYSTEM));
         assert!(r.tools.is_empty() && r.thinking_budget.is_none());
         assert!(super::super::tokens::request(&r) <= w.usable_input());
-        let ChatMessage::User { text } = &r.messages[0] else {
+        let ChatMessage::User { text, .. } = &r.messages[0] else {
             panic!("one user message");
         };
         assert!(text.contains("<previous_summary>\n## Goal\nport it"));

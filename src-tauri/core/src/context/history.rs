@@ -55,7 +55,7 @@ Mandate keeps the whole conversation, the trace ledger and every change; nothing
         "Continue the task from where it stands. Do not redo work the summary lists as done; \
 read a file again before you change it.",
     );
-    ChatMessage::User { text }
+    ChatMessage::user(text)
 }
 
 /// The newest of the person's messages that fit `budget` (the task's request always, cut if
@@ -196,9 +196,7 @@ pub fn well_formed(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
             ChatMessage::Assistant { ref tool_calls, .. } => {
                 close(&mut out, &mut open);
                 if out.is_empty() {
-                    out.push(ChatMessage::User {
-                        text: "[The conversation continues from here.]".into(),
-                    });
+                    out.push(ChatMessage::user("[The conversation continues from here.]"));
                 }
                 let mut ids = HashSet::new();
                 for c in tool_calls {

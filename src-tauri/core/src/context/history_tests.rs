@@ -2,7 +2,7 @@ use super::*;
 use crate::llm::ToolCall;
 
 fn user(t: &str) -> ChatMessage {
-    ChatMessage::User { text: t.into() }
+    ChatMessage::user(t)
 }
 
 fn call(id: &str, name: &str, args: &str) -> ToolCall {
@@ -154,7 +154,7 @@ fn the_request_starts_with_the_summary_the_persons_messages_and_the_intent() {
     };
     let sent = for_request(&conversation, Some(&c), &carried);
     assert_eq!(sent.len(), 3);
-    let ChatMessage::User { text } = &sent[0] else {
+    let ChatMessage::User { text, .. } = &sent[0] else {
         panic!("a user message first: {sent:?}");
     };
     for part in [

@@ -36,7 +36,9 @@ pub fn text(s: &str) -> u64 {
 pub fn message(m: &ChatMessage) -> u64 {
     PER_MESSAGE
         + match m {
-            ChatMessage::User { text: t } => text(t),
+            ChatMessage::User { text: t, images } => {
+                text(t) + images.iter().map(crate::llm::ImageData::tokens).sum::<u64>()
+            }
             ChatMessage::Assistant {
                 text: t,
                 tool_calls,

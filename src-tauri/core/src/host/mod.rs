@@ -6,6 +6,7 @@ mod diagnostics;
 mod discovery;
 pub mod editor;
 mod health;
+mod images;
 mod intents;
 mod interaction;
 mod routes;
@@ -98,6 +99,8 @@ pub struct Host {
     ledger_health: health::LedgerHealth,
     /// What opening the workspace found, for the page to come (see [`Host::page_ready`]).
     opening_notices: Mutex<Vec<(crate::protocol::NoticeLevel, String)>>,
+    /// Images attached to a message not sent yet.
+    images: images::Attached,
 }
 
 impl Host {
@@ -130,6 +133,7 @@ impl Host {
             previews: Default::default(),
             ledger_health: Default::default(),
             opening_notices: Mutex::default(),
+            images: Default::default(),
         });
         if let Some(w) = warning {
             host.notice(crate::protocol::NoticeLevel::Warning, w);
@@ -285,6 +289,7 @@ impl Host {
             | Request::ListCommands
             | Request::ListMentionables { .. }
             | Request::PreviewMentions { .. }
+            | Request::AttachImage { .. }
             | Request::ListInstructions
             | Request::SetTaskMode { .. }
             | Request::SetTodos { .. }
@@ -382,6 +387,7 @@ impl Host {
         self: &Arc<Self>,
         text: String,
         mode: Option<String>,
+        images: Vec<String>,
     ) -> Result<Reply, IpcError> {
         let text = non_empty(text)?;
         let command = self.command_mode(&text);
@@ -406,6 +412,8 @@ impl Host {
             &env.provider.model_id(),
         );
         task.set_mode(&mode);
+        // A model that cannot read the images refuses the task before it exists.
+        self.give_images(&task, &images).await?;
         opened.tasks.insert(task.clone());
         let summary = task.summary();
         self.sink.emit(Event::TaskUpdated {

@@ -85,7 +85,7 @@ impl Host {
     /// Tasks: starting, talking to, stopping and deleting them, and the person's answers.
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
-            Request::StartTask { text, mode } => self.start_task(text, mode).await,
+            Request::StartTask { text, mode, images } => self.start_task(text, mode, images).await,
             Request::ListCommands => {
                 let gov = self.governance();
                 let mut ignored = Vec::new();
@@ -107,6 +107,9 @@ impl Host {
                 .unwrap_or_default();
                 Ok(Reply::Mentionables { items })
             }
+            Request::AttachImage { name, data_base64 } => Ok(Reply::Image {
+                image: self.attach_image(name, data_base64).await?,
+            }),
             Request::PreviewMentions { text } => {
                 let gov = self.governance();
                 let mentions = tokio::task::spawn_blocking(move || {
@@ -158,9 +161,20 @@ impl Host {
                 });
                 Ok(Reply::Task { task: summary })
             }
-            Request::SendMessage { task_id, text } => {
+            Request::SendMessage {
+                task_id,
+                text,
+                images,
+            } => {
                 let text = non_empty(text)?;
                 let task = self.task(&task_id)?;
+                if task.is_running() {
+                    return Err(err(
+                        IpcErrorCode::Conflict,
+                        "the task is still running; wait for it or stop it first",
+                    ));
+                }
+                self.give_images(&task, &images).await?;
                 let wanted = self.command_mode(&text);
                 if let Some(mode) = wanted.and_then(|slug| self.modes().get(&slug).cloned()) {
                     task.set_mode(&mode);

@@ -51,7 +51,16 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     };
     for message in &request.messages {
         match message {
-            ChatMessage::User { text } => push("user", json!({"type": "text", "text": text})),
+            ChatMessage::User { text, images } => {
+                // Images first, then the words about them (as Anthropic advises).
+                for image in images {
+                    push(
+                        "user",
+                        json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}),
+                    );
+                }
+                push("user", json!({"type": "text", "text": text}));
+            }
             ChatMessage::Assistant {
                 text,
                 tool_calls,

@@ -92,7 +92,7 @@ fn tool_results_merge_into_one_user_message() {
     let request = ModelRequest {
         system: "s".into(),
         messages: vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::user("go"),
             ChatMessage::Assistant {
                 text: String::new(),
                 tool_calls: vec![
@@ -177,7 +177,7 @@ fn loop_request(cache: bool, thinking_budget: Option<u32>) -> ModelRequest {
     ModelRequest {
         system: "rules".into(),
         messages: vec![
-            ChatMessage::User { text: "go".into() },
+            ChatMessage::user("go"),
             assistant("a", "sig-a"),
             result("a"),
             assistant("b", "sig-b"),
@@ -230,7 +230,7 @@ fn cache_breakpoints_mark_tools_system_previous_turn_and_tail() {
 #[test]
 fn one_user_message_gets_one_message_breakpoint_and_an_empty_system_none() {
     let request = ModelRequest {
-        messages: vec![ChatMessage::User { text: "hi".into() }],
+        messages: vec![ChatMessage::user("hi")],
         max_tokens: 10,
         cache: true,
         ..ModelRequest::default()
@@ -365,4 +365,33 @@ fn a_too_long_error_event_is_told_apart() {
         ),
         "{out:?}"
     );
+}
+
+#[test]
+fn an_image_goes_before_the_words_about_it_as_a_base64_block() {
+    let image = crate::llm::ImageData {
+        media_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+        width: 10,
+        height: 10,
+    };
+    let request = ModelRequest {
+        system: "s".into(),
+        messages: vec![ChatMessage::User {
+            text: "what is wrong here?".into(),
+            images: vec![image],
+        }],
+        max_tokens: 100,
+        cache: true,
+        ..ModelRequest::default()
+    };
+    let body = request_body("m", &request);
+    let content = body["messages"][0]["content"].as_array().expect("blocks");
+    assert_eq!(content.len(), 2, "{content:?}");
+    assert_eq!(
+        content[0],
+        serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+    );
+    assert_eq!(content[1]["type"], "text");
+    assert_eq!(content[1]["text"], "what is wrong here?");
 }

@@ -8,6 +8,7 @@ mod http;
 mod model_info;
 mod openai;
 mod pricing;
+mod vision;
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use anthropic::AnthropicProvider;
 pub use http::RetryPolicy;
 pub use openai::OpenAiProvider;
+pub use vision::accepts_images_by_name;
 
 use crate::protocol::ProviderKind;
 use crate::secrets::Secret;
@@ -45,6 +47,9 @@ pub struct ToolCall {
 pub enum ChatMessage {
     User {
         text: String,
+        /// Images the person attached, re-encoded by the host (see `images`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageData>,
     },
     Assistant {
         text: String,
@@ -60,6 +65,51 @@ pub enum ChatMessage {
         content: String,
         is_error: bool,
     },
+}
+
+impl ChatMessage {
+    /// A user-role message of text alone.
+    pub fn user(text: impl Into<String>) -> Self {
+        ChatMessage::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// An image in the conversation, as the host re-encoded it: base64 of its bytes.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageData {
+    /// `image/png` or `image/jpeg`.
+    pub media_type: String,
+    pub data: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl std::fmt::Debug for ImageData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ImageData({} {}×{}, {} base64 bytes)",
+            self.media_type,
+            self.width,
+            self.height,
+            self.data.len()
+        )
+    }
+}
+
+impl ImageData {
+    /// What the image costs in the window, as the providers count it (about one token per
+    /// 750 pixels; never less than a small image's 85).
+    pub fn tokens(&self) -> u64 {
+        (u64::from(self.width) * u64::from(self.height)).div_ceil(750).max(85)
+    }
+
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
 }
 
 /// One block of the model's reasoning, kept as the provider sent it.
@@ -128,6 +178,9 @@ pub struct ModelInfo {
     /// The server is Ollama, which cuts an over-long prompt silently instead of refusing it;
     /// `context_window` is then the window it runs the model with, not the model's maximum.
     pub ollama: bool,
+    /// Whether the model reads images, where the server says (see `vision`).
+    #[serde(default)]
+    pub images: Option<bool>,
 }
 
 /// What a provider stream yields, already normalised across wire formats.

@@ -39,6 +39,7 @@ pub(crate) fn window_from_models_list(list: &Value, model: &str) -> ModelInfo {
         return ModelInfo {
             context_window: Some(window),
             source: "vllm".into(),
+            images: super::vision::from_models_list(entry),
             ..ModelInfo::default()
         };
     }
@@ -49,9 +50,13 @@ pub(crate) fn window_from_models_list(list: &Value, model: &str) -> ModelInfo {
             context_window: Some(window),
             max_output: u64_at(entry, "/top_provider/max_completion_tokens"),
             source: "openrouter".into(),
+            images: super::vision::from_models_list(entry),
             ..ModelInfo::default()
         },
-        None => ModelInfo::default(),
+        None => ModelInfo {
+            images: super::vision::from_models_list(entry),
+            ..ModelInfo::default()
+        },
     }
 }
 
@@ -64,9 +69,13 @@ pub(crate) fn window_from_lmstudio(model: &Value) -> ModelInfo {
         Some(window) => ModelInfo {
             context_window: Some(window),
             source: "lmstudio".into(),
+            images: super::vision::from_lmstudio(model),
             ..ModelInfo::default()
         },
-        None => ModelInfo::default(),
+        None => ModelInfo {
+            images: super::vision::from_lmstudio(model),
+            ..ModelInfo::default()
+        },
     }
 }
 
@@ -133,6 +142,7 @@ pub(crate) fn window_from_ollama(show: &Value, running: Option<u64>) -> ModelInf
         max_output: None,
         source: "ollama".into(),
         ollama: true,
+        images: super::vision::from_ollama_show(show),
     }
 }
 
@@ -151,6 +161,7 @@ pub(crate) fn window_from_anthropic(model: &Value) -> ModelInfo {
             String::new()
         },
         ollama: false,
+        images: None,
     }
 }
 

@@ -18,6 +18,7 @@ fn openrouter_and_vllm_lists_give_the_window_of_the_model_asked_for() {
             max_output: Some(64_000),
             source: "openrouter".into(),
             ollama: false,
+            images: None,
         }
     );
     let vllm = json!({"object": "list", "data": [
@@ -74,6 +75,7 @@ fn ollama_windows_come_from_the_running_model_the_modelfile_or_the_default() {
             max_output: None,
             source: "ollama".into(),
             ollama: true,
+            images: None,
         }
     );
     assert_eq!(
@@ -114,6 +116,7 @@ fn anthropic_model_fields_where_the_api_returns_them() {
             max_output: Some(64_000),
             source: "anthropic".into(),
             ollama: false,
+            images: None,
         }
     );
     assert_eq!(

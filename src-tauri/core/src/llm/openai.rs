@@ -49,7 +49,16 @@ pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
     for message in &request.messages {
         messages.push(match message {
-            ChatMessage::User { text } => json!({"role": "user", "content": text}),
+            ChatMessage::User { text, images } if images.is_empty() => {
+                json!({"role": "user", "content": text})
+            }
+            ChatMessage::User { text, images } => {
+                let mut parts = vec![json!({"type": "text", "text": text})];
+                parts.extend(images.iter().map(|image| {
+                    json!({"type": "image_url", "image_url": {"url": image.data_url(), "detail": "high"}})
+                }));
+                json!({"role": "user", "content": parts})
+            }
             ChatMessage::Assistant { text, tool_calls, .. } => {
                 let mut m = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
                 if !tool_calls.is_empty() {

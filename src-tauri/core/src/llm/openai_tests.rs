@@ -70,7 +70,7 @@ fn malformed_json_and_error_chunks_end_the_stream_with_an_error() {
 fn one_user_message(max_tokens: u32, effort: Option<&str>) -> ModelRequest {
     ModelRequest {
         system: "sys".into(),
-        messages: vec![ChatMessage::User { text: "hi".into() }],
+        messages: vec![ChatMessage::user("hi")],
         max_tokens,
         reasoning_effort: effort.map(str::to_string),
         context_window: Some(32_768),
@@ -216,4 +216,29 @@ fn a_too_long_error_mid_stream_is_told_apart() {
         ),
         "{out:?}"
     );
+}
+
+#[test]
+fn an_image_is_sent_as_a_data_url_part_beside_the_text() {
+    let mut request = one_user_message(100, None);
+    request.messages = vec![ChatMessage::User {
+        text: "look".into(),
+        images: vec![crate::llm::ImageData {
+            media_type: "image/jpeg".into(),
+            data: "/9j/4AAQ".into(),
+            width: 8,
+            height: 8,
+        }],
+    }];
+    let body = request_body("gpt-4.1", &request);
+    assert_eq!(
+        body["messages"][1]["content"],
+        serde_json::json!([
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ", "detail": "high"}}
+        ])
+    );
+    // Without images a user message stays a plain string (what every server accepts).
+    let plain = request_body("gpt-4.1", &one_user_message(100, None));
+    assert_eq!(plain["messages"][1]["content"], "hi");
 }

@@ -51,6 +51,10 @@ pub enum Request {
         #[serde(default)]
         #[ts(optional)]
         mode: Option<String>,
+        /// Ids of images attached with `AttachImage` (or dropped on the window).
+        #[serde(default)]
+        #[ts(as = "Option<Vec<String>>", optional)]
+        images: Vec<String>,
     },
     /// Every mode the workspace offers (built in, global, `.roomodes`, `.claude/agents`).
     ListModes,
@@ -80,6 +84,16 @@ pub enum Request {
     SendMessage {
         task_id: String,
         text: String,
+        /// Ids of images attached with `AttachImage` (or dropped on the window) to send with it.
+        #[serde(default)]
+        #[ts(as = "Option<Vec<String>>", optional)]
+        images: Vec<String>,
+    },
+    /// An image pasted into the message box: its bytes as base64. The host decodes and
+    /// re-encodes it and keeps it until the message is sent.
+    AttachImage {
+        name: String,
+        data_base64: String,
     },
     CancelTask {
         task_id: String,
@@ -255,6 +269,9 @@ pub enum Reply {
     Mentions {
         mentions: Vec<MentionView>,
     },
+    Image {
+        image: ImageView,
+    },
     Instructions {
         view: InstructionsView,
     },
@@ -353,6 +370,12 @@ impl std::error::Error for IpcError {}
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
+    /// Files dropped on the window, read by the host: the images it could attach, and why the
+    /// others could not be.
+    ImagesDropped {
+        images: Vec<ImageView>,
+        errors: Vec<String>,
+    },
     TaskUpdated {
         task: TaskSummary,
     },
@@ -545,6 +568,7 @@ pub fn typescript_declarations() -> String {
         ModeInfo::decl(&cfg),
         CommandInfo::decl(&cfg),
         MentionView::decl(&cfg),
+        ImageView::decl(&cfg),
         InstructionsView::decl(&cfg),
         TodoItem::decl(&cfg),
         TodoStatus::decl(&cfg),

@@ -124,6 +124,10 @@ pub enum UiMessage {
     User {
         id: String,
         text: String,
+        /// Images the person attached (their previews; the model got the images themselves).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[ts(as = "Option<Vec<ImageView>>", optional)]
+        images: Vec<ImageView>,
     },
     Assistant {
         id: String,
@@ -259,6 +263,24 @@ pub struct InstructionsView {
     pub commands: Vec<CommandInfo>,
     /// Files or entries that could not be read, each naming the file.
     pub problems: Vec<String>,
+}
+
+/// An image the person attached, as the host re-encoded it: what the chip and the transcript
+/// show. `preview` is a small JPEG the host made (a `data:` URL); the page never reads files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ImageView {
+    /// SHA-256 of the re-encoded image.
+    pub id: String,
+    /// The file's name, or `pasted image`.
+    pub name: String,
+    pub media_type: String,
+    pub width: u32,
+    pub height: u32,
+    /// Size of the re-encoded image.
+    pub bytes: u64,
+    /// Estimated tokens it adds to the request.
+    pub tokens: u64,
+    pub preview: String,
 }
 
 /// One `@` mention of a message: what it attaches, sized, or why it cannot.

@@ -9,7 +9,8 @@ fn requests_parse_from_tagged_json() {
         req,
         Request::StartTask {
             text: "hi".into(),
-            mode: None
+            mode: None,
+            images: Vec::new(),
         }
     );
     let req: Request = serde_json::from_str(r#"{"type":"get_state"}"#).expect("unit variant");

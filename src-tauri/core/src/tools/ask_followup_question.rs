@@ -75,6 +75,7 @@ impl AgentTool for AskFollowupQuestion {
                 cx.task.push_message(crate::protocol::UiMessage::User {
                     id: uuid::Uuid::new_v4().to_string(),
                     text: answer.clone(),
+                    images: Vec::new(),
                 });
                 ToolOutput::text("answered", format!("<answer>\n{answer}\n</answer>"))
             }
