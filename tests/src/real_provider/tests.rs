@@ -172,6 +172,44 @@ async fn anthropic_refuses_malformed_histories_in_its_words() {
 }
 
 #[tokio::test]
+async fn anthropic_refuses_an_image_that_is_not_what_it_claims() {
+    let p = RealProvider::start(
+        ProviderConfig::new(WireFormat::Anthropic, 100_000),
+        refuse_all,
+    )
+    .await;
+    let image = |media: &str, data: &str| {
+        json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}},
+            {"type": "text", "text": "what is this?"}]}])
+    };
+    // "iVBORw0K" is the start of a PNG; "R0lGOD" of a GIF.
+    let cases = [
+        (
+            image("image/svg+xml", "PHN2Zz4="),
+            "messages.0.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+        ),
+        (
+            image("image/png", "R0lGODlhAQABAAAAACw="),
+            "messages.0.content.0.image.source.base64: Image does not match the provided media type image/png",
+        ),
+        (
+            image("image/png", "not base64!"),
+            "messages.0.content.0.image.source.base64.data: Invalid base64 data",
+        ),
+    ];
+    for (messages, message) in cases {
+        let body = json!({"model": "m", "max_tokens": 10, "messages": messages});
+        let (status, text) = post(&p, WireFormat::Anthropic, &body).await;
+        assert_eq!(status, 400, "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"]["message"], message);
+    }
+    let ok = json!({"model": "m", "max_tokens": 10, "messages": image("image/png", "iVBORw0KGgo=")});
+    assert_eq!(post(&p, WireFormat::Anthropic, &ok).await.0, 200);
+}
+
+#[tokio::test]
 async fn openai_refuses_malformed_histories_in_its_words() {
     let p = RealProvider::start(ProviderConfig::new(WireFormat::OpenAi, 100_000), refuse_all).await;
     let call = |id: &str| {
