@@ -123,7 +123,9 @@ impl Governance {
         let recovered = crate::journal::recover(&root, &ledger);
         Self {
             code_map: Default::default(),
-            code_index: Default::default(),
+            code_index: crate::code::search::SearchIndex::stored_at(
+                crate::code::search::index_path(&dirs.data, &root),
+            ),
             intents: IntentStore::new(&root),
             journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
             confinement: Confinement::detect(),

@@ -6,7 +6,7 @@
 //! leaves out, and the person's protected files, are never indexed.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,10 @@ struct Index {
     live_chunks: usize,
     total_len: u64,
     checked: Option<Instant>,
+    /// The copy on disk was looked for.
+    loaded: bool,
+    /// Changed since it was last saved.
+    dirty: bool,
 }
 
 /// The workspace's search index (one per workspace).
@@ -61,6 +65,15 @@ pub struct SearchIndex {
     index: Mutex<Index>,
     /// Files Mandate wrote since the last check: indexed again before the next search.
     touched: Mutex<Vec<String>>,
+    /// Where the index is kept between runs, in the data directory (None: memory only).
+    store: Option<PathBuf>,
+}
+
+/// Where a workspace's index is kept: in the data directory, named by the workspace's path.
+pub fn index_path(data: &Path, root: &Path) -> PathBuf {
+    use sha2::Digest;
+    let id = hex::encode(sha2::Sha256::digest(root.as_os_str().as_encoded_bytes()));
+    data.join("code-index").join(format!("{}.idx", &id[..16]))
 }
 
 /// The words of `text` as the index keeps them: lowercase identifiers and their parts
@@ -149,6 +162,7 @@ fn ranges(rel: &str, text: &str) -> Vec<(usize, usize)> {
 impl Index {
     fn remove(&mut self, rel: &str) {
         if let Some((_, ids)) = self.files.remove(rel) {
+            self.dirty = true;
             for id in ids {
                 let chunk = &mut self.chunks[id as usize];
                 if chunk.live {
@@ -187,6 +201,7 @@ impl Index {
             ids.push(id);
         }
         self.files.insert(rel.to_string(), (stamp, ids));
+        self.dirty = true;
     }
 
     /// Drops what is dead when it is most of the index.
@@ -196,6 +211,8 @@ impl Index {
         }
         let mut fresh = Index {
             checked: self.checked,
+            loaded: self.loaded,
+            dirty: true,
             ..Index::default()
         };
         let old = std::mem::take(&mut self.chunks);
@@ -226,6 +243,51 @@ impl Index {
 }
 
 impl SearchIndex {
+    /// An index kept at `path` between runs: read from there when first used, saved there
+    /// after a check of the whole workspace found changes.
+    pub fn stored_at(path: PathBuf) -> Self {
+        Self {
+            store: Some(path),
+            ..Self::default()
+        }
+    }
+
+    /// The copy on disk, once, before the first check (a damaged one is ignored).
+    fn load(&self, index: &mut Index) {
+        if index.loaded {
+            return;
+        }
+        index.loaded = true;
+        let Some(path) = &self.store else { return };
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        match store::decode(&bytes) {
+            Some(mut kept) => {
+                kept.loaded = true;
+                *index = kept;
+            }
+            None => tracing::warn!(path = %path.display(), "the search index on disk is damaged; it is built again"),
+        }
+    }
+
+    /// Saves the index in the background (readers see the old copy or the new, never a mix).
+    fn save(&self, index: &mut Index) {
+        let Some(path) = self.store.clone() else {
+            return;
+        };
+        if !index.dirty {
+            return;
+        }
+        index.dirty = false;
+        let bytes = store::encode(index);
+        std::thread::spawn(move || {
+            if let Err(e) = crate::fsutil::write_atomic(&path, &bytes) {
+                tracing::warn!(error = %e, "the search index was not saved");
+            }
+        });
+    }
+
     /// Mandate wrote `rel`: it is indexed again before the next search.
     pub fn touched(&self, rel: &str) {
         self.touched
@@ -237,6 +299,7 @@ impl SearchIndex {
     /// Brings the index up to date: every file when the last check is old, else the touched
     /// ones. `skip` says which files are never indexed.
     fn refresh(&self, root: &Path, index: &mut Index, skip: &dyn Fn(&str) -> bool) {
+        self.load(index);
         let touched = std::mem::take(&mut *self.touched.lock().unwrap_or_else(|p| p.into_inner()));
         let stale = index.checked.is_none_or(|t| t.elapsed() > FRESH_FOR);
         let paths: Vec<String> = if stale {
@@ -291,6 +354,9 @@ impl SearchIndex {
             index.add(&rel, now, &String::from_utf8_lossy(&bytes));
         }
         index.compact();
+        if stale {
+            self.save(index);
+        }
     }
 
     /// The `limit` best chunks for `query`, under `under` (a folder or file, "" for all).
@@ -357,6 +423,14 @@ impl SearchIndex {
             })
             .collect()
     }
+}
+
+#[path = "search_store.rs"]
+mod store;
+
+#[cfg(test)]
+pub(super) fn store_decodes(bytes: &[u8]) -> bool {
+    store::decode(bytes).is_some()
 }
 
 /// The chunk's lines as the file holds them now (at most 30).

@@ -144,3 +144,81 @@ fn a_file_swapped_for_a_link_after_it_was_indexed_is_not_read_through_it() {
         "{hits:?}"
     );
 }
+
+/// Waits for the background save of the index.
+fn saved(path: &std::path::Path) -> Vec<u8> {
+    for _ in 0..200 {
+        if let Ok(bytes) = std::fs::read(path) {
+            return bytes;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the index was not saved at {}", path.display());
+}
+
+#[test]
+fn the_index_is_kept_in_the_data_directory_and_only_what_changed_is_read_again() {
+    let tmp = repo(&[("src/net.rs", NET), ("src/other.rs", "pub fn zebra() {}\n")]);
+    let data = tempfile::tempdir().expect("data");
+    let at = super::search::index_path(data.path(), tmp.path());
+    assert!(at.starts_with(data.path()));
+    let first = SearchIndex::stored_at(at.clone());
+    assert_eq!(first.search(tmp.path(), "backoff", "", 5, &nothing)[0].path, "src/net.rs");
+    saved(&at);
+    // Nothing was written into the workspace.
+    let mut inside: Vec<String> = crate::tools::walk::files_stamped(tmp.path(), 100)
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    inside.sort();
+    assert_eq!(inside, ["src/net.rs", "src/other.rs"]);
+
+    // The file changes behind the index's back, keeping its size and time: an index read
+    // from disk trusts its stamp (it was not read again), a new one reads it.
+    let path = tmp.path().join("src/net.rs");
+    let when = std::fs::metadata(&path).expect("meta").modified().expect("mtime");
+    std::fs::write(&path, NET.replace("exponential backoff", "geometrical waiting")).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(when)
+        .expect("touch");
+    let again = SearchIndex::stored_at(at.clone());
+    assert_eq!(again.search(tmp.path(), "backoff", "", 5, &nothing)[0].path, "src/net.rs");
+    assert!(SearchIndex::default()
+        .search(tmp.path(), "backoff", "", 5, &nothing)
+        .is_empty());
+    // A file that really changed is read again.
+    std::fs::write(tmp.path().join("src/other.rs"), "pub fn giraffe() {}\n").expect("write");
+    let third = SearchIndex::stored_at(at.clone());
+    assert_eq!(third.search(tmp.path(), "giraffe", "", 5, &nothing)[0].path, "src/other.rs");
+    assert!(third.search(tmp.path(), "zebra", "", 5, &nothing).is_empty());
+}
+
+#[test]
+fn a_damaged_index_on_disk_is_ignored_and_built_again() {
+    let tmp = repo(&[("src/net.rs", NET)]);
+    let data = tempfile::tempdir().expect("data");
+    let at = super::search::index_path(data.path(), tmp.path());
+    SearchIndex::stored_at(at.clone()).search(tmp.path(), "backoff", "", 5, &nothing);
+    let good = saved(&at);
+    for damaged in [
+        good[..good.len() / 2].to_vec(),
+        b"MNDIDX01\xff\xff\xff\xff".to_vec(),
+        b"not an index".to_vec(),
+        [good.clone(), b"trailing".to_vec()].concat(),
+    ] {
+        std::fs::write(&at, &damaged).expect("damage");
+        let hits = SearchIndex::stored_at(at.clone()).search(tmp.path(), "backoff", "", 5, &nothing);
+        assert_eq!(hits[0].path, "src/net.rs");
+        // The index built again replaces the damaged copy.
+        for _ in 0..200 {
+            if std::fs::read(&at).is_ok_and(|b| b != damaged) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        assert!(super::search::store_decodes(&std::fs::read(&at).expect("saved")));
+    }
+}
