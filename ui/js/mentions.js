@@ -115,7 +115,7 @@ function showChips(mentions) {
     title: m.error ?? `Attached with the message: about ${m.tokens.toLocaleString()} tokens`,
   },
   h('span', { class: 'mention-name', text: `@${m.mention}` }),
-  h('span', { class: 'mention-size', text: m.error ? ` — ${m.error}` : ` · ${formatTokens(m.tokens)} tokens` }))),
+  h('span', { class: 'mention-size', text: m.error ? ` — ${m.error}` : /^https?:\/\//i.test(m.mention) ? ' · fetched as text when sent' : ` · ${formatTokens(m.tokens)} tokens` }))),
   mentions.length > 1 ? h('span', { class: 'mention-total muted', text: `${formatTokens(total)} tokens in all` }) : '');
   chips.hidden = mentions.length === 0;
 }

@@ -14,6 +14,8 @@ use crate::workspace::{protected_reason, Workspace};
 const MAX_FILE_BYTES: usize = 200 * 1024;
 /// A diff or a commit is cut at this size.
 const MAX_GIT_BYTES: usize = 200 * 1024;
+/// What a web address attaches until the message is sent.
+const NOT_FETCHED_YET: &str = "(fetched when the message is sent)";
 /// A folder lists at most this many entries.
 const MAX_LISTED: usize = 300;
 
@@ -106,6 +108,8 @@ fn attach(
             }
         }),
         "problems" => Ok(problems(root)),
+        // Fetched when the message is sent (`checked`), never while the person types.
+        url if super::fetch_url::is_url(url) => Ok(NOT_FETCHED_YET.into()),
         hash if is_commit(hash) && !root.join(hash).exists() => {
             let show = [
                 "show",
@@ -321,6 +325,10 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
     })
     .await
     .map_err(|e| Refused(format!("the mentions could not be read: {e}")))?;
+    let mut attached = attached;
+    for a in attached.iter_mut().filter(|a| super::fetch_url::is_url(&a.mention)) {
+        a.text = super::fetch_url::fetch_text(&a.mention).await;
+    }
     let refused: Vec<String> = attached
         .iter()
         .filter_map(|a| {

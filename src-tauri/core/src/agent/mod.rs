@@ -11,6 +11,7 @@ mod budget;
 mod code_context;
 mod context_steps;
 mod env;
+mod fetch_url;
 mod governance;
 mod hook_steps;
 mod ledger_check;
