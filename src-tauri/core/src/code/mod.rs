@@ -3,6 +3,9 @@
 //! right after it writes one). Rust, TypeScript/TSX, JavaScript, Python, Go, Java, C and C++;
 //! other files are known by name only.
 
+pub mod check;
+mod check_parse;
+pub mod check_run;
 pub mod map;
 pub mod search;
 
