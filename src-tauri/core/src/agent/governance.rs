@@ -102,6 +102,8 @@ pub struct Governance {
     pub code_map: crate::code::map::RepoMap,
     /// The workspace's search index (`codebase_search`).
     pub code_index: crate::code::search::SearchIndex,
+    /// The project's check: its baseline and last result (`check_steps`).
+    pub project_check: super::ProjectCheck,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -126,6 +128,7 @@ impl Governance {
             code_index: crate::code::search::SearchIndex::stored_at(
                 crate::code::search::index_path(&dirs.data, &root),
             ),
+            project_check: super::ProjectCheck::new(&root),
             intents: IntentStore::new(&root),
             journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
             confinement: Confinement::detect(),

@@ -1,9 +1,9 @@
 //! The person's context in a message: `@path` (a file's text, a folder's listing),
 //! `@git-changes` (the working tree's diff), `@<commit>` (a commit by hash) and `@problems` (the
-//! syntax errors of the files changed in the working tree). What a mention attaches goes to the
-//! model with the message, sized, and counted against the window. A file `.gitignore` or
-//! `.intentignore` leaves out, or one Mandate protects, is refused, as is anything outside the
-//! workspace.
+//! syntax errors of the files changed in the working tree, and what the project's last check
+//! found). What a mention attaches goes to the model with the message, sized, and counted
+//! against the window. A file `.gitignore` or `.intentignore` leaves out, or one Mandate
+//! protects, is refused, as is anything outside the workspace.
 
 use std::path::Path;
 
@@ -71,16 +71,18 @@ pub fn mentions_in(text: &str) -> Vec<String> {
 }
 
 /// Everything the message mentions, attached or refused. An `@word` that names nothing (no
-/// such file, folder or commit) is left as text.
+/// such file, folder or commit) is left as text. `last_check`: what the project's last check
+/// found, in words (`ProjectCheck::last_text`), which `@problems` adds.
 pub fn attach_all(
     workspace: &Workspace,
     ignore: &crate::hooks::ignore_list::IntentIgnore,
+    last_check: Option<&str>,
     text: &str,
 ) -> Vec<Attached> {
     mentions_in(text)
         .into_iter()
         .filter_map(|mention| {
-            let text = attach(workspace, ignore, &mention)?;
+            let text = attach(workspace, ignore, last_check, &mention)?;
             Some(Attached { mention, text })
         })
         .collect()
@@ -89,6 +91,7 @@ pub fn attach_all(
 fn attach(
     workspace: &Workspace,
     ignore: &crate::hooks::ignore_list::IntentIgnore,
+    last_check: Option<&str>,
     mention: &str,
 ) -> Option<Result<String, Refused>> {
     let root = workspace.root();
@@ -107,7 +110,10 @@ fn attach(
                 d
             }
         }),
-        "problems" => Ok(problems(root)),
+        "problems" => Ok(match last_check {
+            Some(checked) => format!("{}\n\n{checked}", problems(root)),
+            None => problems(root),
+        }),
         // Fetched when the message is sent (`checked`), never while the person types.
         url if super::fetch_url::is_url(url) => Ok(NOT_FETCHED_YET.into()),
         hash if is_commit(hash) && !root.join(hash).exists() => {
@@ -321,7 +327,8 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
         let ignore = gov.ignore().unwrap_or_else(|_| {
             std::sync::Arc::new(crate::hooks::ignore_list::IntentIgnore::empty())
         });
-        attach_all(&gov.workspace, &ignore, &owned)
+        let last_check = gov.project_check.last_text();
+        attach_all(&gov.workspace, &ignore, last_check.as_deref(), &owned)
     })
     .await
     .map_err(|e| Refused(format!("the mentions could not be read: {e}")))?;

@@ -47,7 +47,7 @@ fn one(
     ignore: &crate::hooks::ignore_list::IntentIgnore,
     text: &str,
 ) -> Option<Attached> {
-    attach_all(ws, ignore, text).into_iter().next()
+    attach_all(ws, ignore, None, text).into_iter().next()
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn a_file_or_a_folder_is_attached_and_a_word_that_names_nothing_stays_text() {
         "{listing}"
     );
     assert!(one(&ws, &ignore, "thanks @bob").is_none());
-    let context = as_context(&attach_all(&ws, &ignore, "@src/lib.rs")).expect("context");
+    let context = as_context(&attach_all(&ws, &ignore, None, "@src/lib.rs")).expect("context");
     assert!(
         context.starts_with("<mention name=\"@src/lib.rs\">"),
         "{context}"

@@ -8,6 +8,7 @@
 
 mod approval;
 mod budget;
+mod check_steps;
 mod code_context;
 mod context_steps;
 mod env;
@@ -28,6 +29,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::language_of;
+pub use check_steps::{LastCheck, ProjectCheck};
 pub use context_steps::condense_task;
 pub use env::AgentEnv;
 pub use governance::Governance;

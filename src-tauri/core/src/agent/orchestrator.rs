@@ -122,8 +122,12 @@ async fn run_call(
         approval: &approval,
         policy: &env.approval,
     };
+    if !super::check_steps::before_change(env, task, tool.kind(), cancel).await {
+        return card.fail(ToolError::Failed("Not run: the task was stopped.".into()));
+    }
     match tool.run(planned, &run).await {
         Ok(mut output) => {
+            super::check_steps::after_call(env, task, &output);
             post_hooks(env, &output).await;
             hooked.after(env, task, &mut output, cancel).await;
             card.succeed(output)

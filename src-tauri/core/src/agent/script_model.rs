@@ -22,6 +22,8 @@ pub(crate) enum Step {
     Hang,
     /// Waits until `n` tasks have reached a `Meet`, then makes the call.
     Meet(usize, &'static str, Value),
+    /// Answers in words, without a call.
+    Say(&'static str),
 }
 
 /// A model that plays a script per task: the task is known by a marker in its first message,
@@ -82,6 +84,15 @@ impl Provider for Script {
             Some(Step::Call(name, args)) => Ok(answer(vec![(name, args)], step)),
             Some(Step::Calls(calls)) => Ok(answer(calls, step)),
             Some(Step::Hang) => Ok(Box::pin(stream::pending())),
+            Some(Step::Say(text)) => {
+                let events = [
+                    ModelEvent::TextDelta(text.into()),
+                    ModelEvent::Finished {
+                        stop_reason: "end_turn".into(),
+                    },
+                ];
+                Ok(Box::pin(stream::iter(events.map(Ok))))
+            }
             Some(Step::Meet(n, name, args)) => {
                 self.met.fetch_add(1, Ordering::SeqCst);
                 for _ in 0..200 {

@@ -141,6 +141,7 @@ async fn run_task_inner(
     let Some(cancel) = task.begin_run() else {
         return TaskEnd::AlreadyRunning;
     };
+    super::check_steps::at_run_start(&env, &task, &cancel);
     let end = match open_run(&env, &task, user_text, &cancel).await {
         Some(end) => end,
         None => turn_loop(&env, &task, &cancel).await,
@@ -299,6 +300,8 @@ struct Streak {
     repeats: u32,
     mistakes: u32,
     sent_back: u32,
+    /// How many times the project's check sent the agent back (`check_steps`).
+    check_rounds: u32,
 }
 
 /// After this many times in a row that a Stop hook sends the agent back, the next one fails
@@ -337,7 +340,14 @@ async fn turn_loop(env: &Arc<AgentEnv>, task: &TaskHandle, cancel: &Cancellation
         };
         if turn.tool_calls.is_empty() && cut.is_none() {
             if env.interactive {
-                return TaskEnd::Idle;
+                let rounds = &mut streak.check_rounds;
+                let Some(note) = super::check_steps::at_turn_end(env, task, rounds, cancel).await
+                else {
+                    return TaskEnd::Idle;
+                };
+                task.push_conversation(ChatMessage::user(note));
+                task.checkpoint(env.sink.as_ref()).await;
+                continue;
             }
             streak.mistakes += 1;
             task.push_conversation(ChatMessage::user("[You answered without using a tool. If the task is done, call attempt_completion with the result; otherwise continue with the next tool.]"));
@@ -491,6 +501,13 @@ async fn complete(
     streak: &mut Streak,
     cancel: &CancellationToken,
 ) -> Flow {
+    let rounds = &mut streak.check_rounds;
+    if let Some(note) = super::check_steps::at_turn_end(env, task, rounds, cancel).await {
+        skip_calls(task, rest, "the task tried to complete first");
+        task.push_conversation(ChatMessage::user(note));
+        task.checkpoint(env.sink.as_ref()).await;
+        return Flow::Next;
+    }
     let objection = super::hook_steps::stopping(env, task, &done, streak.sent_back > 0, cancel);
     let Some(reason) = objection.await else {
         skip_calls(task, rest, "the task was completed first");

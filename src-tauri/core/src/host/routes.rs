@@ -116,10 +116,16 @@ impl Host {
                     let ignore = gov.ignore().unwrap_or_else(|_| {
                         std::sync::Arc::new(crate::hooks::ignore_list::IntentIgnore::empty())
                     });
-                    crate::agent::attach_mentions(&gov.workspace, &ignore, &text)
-                        .iter()
-                        .map(|a| a.view())
-                        .collect()
+                    let last_check = gov.project_check.last_text();
+                    crate::agent::attach_mentions(
+                        &gov.workspace,
+                        &ignore,
+                        last_check.as_deref(),
+                        &text,
+                    )
+                    .iter()
+                    .map(|a| a.view())
+                    .collect()
                 })
                 .await
                 .unwrap_or_default();
