@@ -83,7 +83,11 @@ budget: Budget,
 /**
  * Condensing and the models' windows as the person set them.
  */
-context: ContextSettings, };
+context: ContextSettings, 
+/**
+ * The embeddings endpoint for code search, if any.
+ */
+code_search: CodeSearchSettings, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
 /**
@@ -97,7 +101,11 @@ budget?: Budget,
 /**
  * Condensing and per-model windows; absent keeps what is set.
  */
-context?: ContextSettings, };
+context?: ContextSettings, 
+/**
+ * The embeddings endpoint for code search; absent keeps what is set.
+ */
+code_search?: CodeSearchSettings, };
 
 export type ConfinementView = { 
 /**
@@ -191,6 +199,12 @@ threshold_percent: number,
  * Per model (`provider/model`, as recorded in the ledger): window, output and thinking.
  */
 models: Array<ModelOverride>, };
+
+export type CodeSearchSettings = { 
+/**
+ * Up to and including `/v1`, e.g. `http://127.0.0.1:11434/v1`.
+ */
+embeddings_base_url: string, embeddings_model: string, };
 
 export type ModelOverride = { 
 /**

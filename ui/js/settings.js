@@ -106,6 +106,8 @@ export function applySettings(s, force = false) {
   input('settings-max-cost').value = s.budget.max_cost_usd === null ? '' : String(s.budget.max_cost_usd);
   input('settings-max-tokens').value = s.budget.max_tokens === null ? '' : String(s.budget.max_tokens);
   fillContext(s.context);
+  input('settings-embeddings-url').value = s.code_search.embeddings_base_url;
+  input('settings-embeddings-model').value = s.code_search.embeddings_model;
 }
 
 /**
@@ -220,6 +222,10 @@ async function save() {
           max_tokens: /** @type {number | null} */ (maxTokens),
         },
         context: context.context,
+        code_search: {
+          embeddings_base_url: input('settings-embeddings-url').value.trim(),
+          embeddings_model: input('settings-embeddings-model').value.trim(),
+        },
       },
     }, 'settings');
     applySettings(settings, true);

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
-use crate::protocol::{ApprovalPolicy, Budget, ContextSettings, ProviderKind, SettingsUpdate};
+use crate::protocol::{
+    ApprovalPolicy, Budget, CodeSearchSettings, ContextSettings, ProviderKind, SettingsUpdate,
+};
 
 /// Where Mandate keeps per-user files. Overridable for tests and portable installs.
 #[derive(Debug, Clone)]
@@ -59,6 +61,8 @@ pub struct Settings {
     pub budget: Budget,
     /// Condensing threshold and per-model windows.
     pub context: ContextSettings,
+    /// Embeddings for code search (off when no endpoint is named).
+    pub code_search: CodeSearchSettings,
 }
 
 /// How many recent workspaces are remembered.
@@ -77,6 +81,7 @@ impl Default for Settings {
             recent_workspaces: Vec::new(),
             budget: Budget::default(),
             context: ContextSettings::default(),
+            code_search: CodeSearchSettings::default(),
         }
     }
 }
@@ -186,9 +191,14 @@ impl Settings {
             Some(context) => check_context(context)?,
             None => self.context.clone(),
         };
+        let code_search = match update.code_search {
+            Some(c) => check_code_search(c)?,
+            None => self.code_search.clone(),
+        };
         Ok(Settings {
             budget,
             context,
+            code_search,
             provider: update.provider,
             preset: update.preset,
             base_url,
@@ -280,6 +290,32 @@ pub fn check_context(mut context: ContextSettings) -> Result<ContextSettings, Se
 }
 
 /// A provider base URL must be http(s) with a host; anything else is refused before any request.
+/// An embeddings endpoint is a web address with a model, or nothing at all.
+pub fn check_code_search(mut c: CodeSearchSettings) -> Result<CodeSearchSettings, SettingsError> {
+    c.embeddings_base_url = c.embeddings_base_url.trim().trim_end_matches('/').to_string();
+    c.embeddings_model = c.embeddings_model.trim().to_string();
+    if c.embeddings_base_url.is_empty() {
+        return Ok(CodeSearchSettings::default());
+    }
+    validate_base_url(&c.embeddings_base_url).map_err(|e| {
+        SettingsError::Invalid(format!("embeddings endpoint: {e}"))
+    })?;
+    if c.embeddings_model.is_empty() {
+        return Err(SettingsError::Invalid(
+            "embeddings endpoint: name the embedding model it serves".into(),
+        ));
+    }
+    Ok(c)
+}
+
+/// The embeddings endpoint the settings name, for the search index.
+pub fn embeddings_endpoint(c: &CodeSearchSettings) -> Option<crate::code::search::embed::Endpoint> {
+    (!c.embeddings_base_url.is_empty()).then(|| crate::code::search::embed::Endpoint {
+        base_url: c.embeddings_base_url.clone(),
+        model: c.embeddings_model.clone(),
+    })
+}
+
 pub fn validate_base_url(url: &str) -> Result<(), SettingsError> {
     let parsed = reqwest::Url::parse(url)
         .map_err(|e| SettingsError::Invalid(format!("the base URL `{url}` is not a URL ({e})")))?;
@@ -336,6 +372,7 @@ mod tests {
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
             context: None,
+            code_search: None,
             budget: None,
         };
         let old = Settings {
@@ -374,6 +411,7 @@ mod tests {
             approval: ApprovalPolicy::default(),
             editor: "auto".into(),
             context: None,
+            code_search: None,
             budget: Some(Budget {
                 max_cost_usd,
                 max_tokens,
@@ -416,5 +454,30 @@ mod tests {
         }
         assert_eq!(s.recent_workspaces.len(), RECENT_WORKSPACES);
         assert_eq!(s.recent_workspaces[0], "/w19");
+    }
+
+    #[test]
+    fn an_embeddings_endpoint_is_a_web_address_with_a_model_or_nothing() {
+        let c = |url: &str, model: &str| CodeSearchSettings {
+            embeddings_base_url: url.into(),
+            embeddings_model: model.into(),
+        };
+        assert_eq!(check_code_search(c("  ", "ignored")).expect("off"), c("", ""));
+        let ok = check_code_search(c(" http://127.0.0.1:11434/v1/ ", " nomic-embed-text "))
+            .expect("valid");
+        assert_eq!(ok, c("http://127.0.0.1:11434/v1", "nomic-embed-text"));
+        assert_eq!(
+            embeddings_endpoint(&ok).map(|e| e.model),
+            Some("nomic-embed-text".to_string())
+        );
+        assert_eq!(embeddings_endpoint(&c("", "")), None);
+        for (url, model, said) in [
+            ("file:///tmp/x", "m", "embeddings endpoint"),
+            ("not a url", "m", "embeddings endpoint"),
+            ("http://127.0.0.1:1/v1", "", "name the embedding model"),
+        ] {
+            let e = check_code_search(c(url, model)).expect_err("refused").to_string();
+            assert!(e.contains(said), "{e}");
+        }
     }
 }

@@ -137,6 +137,8 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
         retry: RetryPolicy::from_env(),
     });
     let (settings, _) = crate::settings::Settings::load(&dirs);
+    gov.code_index
+        .use_embeddings(crate::settings::embeddings_endpoint(&settings.code_search));
     let context = context_config(&args, &settings.context, &provider.model_id(), &dirs);
     let env = agent_env(&args, gov, provider, sink.clone(), store, tools, context);
     let (task, text) = task_to_run(&args, &env, prompt)?;

@@ -67,6 +67,8 @@ pub struct SearchIndex {
     touched: Mutex<Vec<String>>,
     /// Where the index is kept between runs, in the data directory (None: memory only).
     store: Option<PathBuf>,
+    /// The person's embeddings endpoint, when Settings name one.
+    embedder: std::sync::RwLock<Option<std::sync::Arc<embed::Embedder>>>,
 }
 
 /// Where a workspace's index is kept: in the data directory, named by the workspace's path.
@@ -252,6 +254,22 @@ impl SearchIndex {
         }
     }
 
+    /// Ranks by meaning too, with vectors from `endpoint` (None: by words alone). The vectors
+    /// already fetched are kept while the endpoint stays the same.
+    pub fn use_embeddings(&self, endpoint: Option<embed::Endpoint>) {
+        let mut slot = self.embedder.write().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().map(|e| &e.endpoint) != endpoint.as_ref() {
+            *slot = endpoint.map(|e| std::sync::Arc::new(embed::Embedder::new(e)));
+        }
+    }
+
+    pub fn embedder(&self) -> Option<std::sync::Arc<embed::Embedder>> {
+        self.embedder
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// The copy on disk, once, before the first check (a damaged one is ignored).
     fn load(&self, index: &mut Index) {
         if index.loaded {
@@ -427,6 +445,13 @@ impl SearchIndex {
 
 #[path = "search_store.rs"]
 mod store;
+
+#[path = "embed.rs"]
+pub mod embed;
+
+#[cfg(test)]
+#[path = "embed_tests.rs"]
+mod embed_tests;
 
 #[cfg(test)]
 pub(super) fn store_decodes(bytes: &[u8]) -> bool {

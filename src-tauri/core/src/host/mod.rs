@@ -356,6 +356,10 @@ impl Host {
         );
         // The servers start with the task (each within its start-up limit); their tools join
         // Mandate's own for this run.
+        opened
+            .gov
+            .code_index
+            .use_embeddings(crate::settings::embeddings_endpoint(&settings.code_search));
         let mcp = opened.mcp.prepare_run().await;
         for note in mcp.notes {
             self.notice(crate::protocol::NoticeLevel::Warning, note);

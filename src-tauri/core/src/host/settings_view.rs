@@ -52,6 +52,7 @@ impl Host {
             confinement: confinement_view(&self.governance().confinement),
             budget: settings.budget,
             context: settings.context.clone(),
+            code_search: settings.code_search.clone(),
         }
     }
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicProvider;
+pub(crate) use http::client as http_client;
 pub use http::RetryPolicy;
 pub use openai::OpenAiProvider;
 pub use vision::accepts_images_by_name;

@@ -513,6 +513,7 @@ pub fn typescript_declarations() -> String {
         Budget::decl(&cfg),
         ContextView::decl(&cfg),
         ContextSettings::decl(&cfg),
+        CodeSearchSettings::decl(&cfg),
         ModelOverride::decl(&cfg),
         TaskSummary::decl(&cfg),
         UiMessage::decl(&cfg),

@@ -72,6 +72,19 @@ pub struct SettingsView {
     pub budget: Budget,
     /// Condensing and the models' windows as the person set them.
     pub context: ContextSettings,
+    /// The embeddings endpoint for code search, if any.
+    pub code_search: CodeSearchSettings,
+}
+
+/// `codebase_search` by meaning as well as by words: an OpenAI-compatible `/embeddings`
+/// endpoint the person chose (a local embedding model, typically). Optional: an empty
+/// `embeddings_base_url` searches by words alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct CodeSearchSettings {
+    /// Up to and including `/v1`, e.g. `http://127.0.0.1:11434/v1`.
+    pub embeddings_base_url: String,
+    pub embeddings_model: String,
 }
 
 /// When the conversation is condensed, and what the person knows better than any table.
@@ -156,4 +169,8 @@ pub struct SettingsUpdate {
     #[serde(default)]
     #[ts(optional)]
     pub context: Option<ContextSettings>,
+    /// The embeddings endpoint for code search; absent keeps what is set.
+    #[serde(default)]
+    #[ts(optional)]
+    pub code_search: Option<CodeSearchSettings>,
 }

@@ -32,6 +32,8 @@ pub struct Work {
 
 /// Results returned.
 const RESULTS: usize = 10;
+/// Candidates the words pick for the embeddings to rank again.
+const POOL: usize = 50;
 
 #[async_trait]
 impl AgentTool for CodebaseSearch {
@@ -61,7 +63,11 @@ impl AgentTool for CodebaseSearch {
 
     async fn run(&self, _: Action, work: Work, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
         let gov = cx.gov.clone();
-        let hits = blocking("searching the code", move || {
+        let embedder = gov.code_index.embedder();
+        // With embeddings, the words pick a wider pool for the vectors to rank again.
+        let pool = if embedder.is_some() { POOL } else { RESULTS };
+        let query = work.query.clone();
+        let mut hits = blocking("searching the code", move || {
             let ignore = gov.ignore().ok();
             let skip = |rel: &str| {
                 rel.starts_with(".orchestration/")
@@ -70,16 +76,24 @@ impl AgentTool for CodebaseSearch {
             };
             Ok(gov
                 .code_index
-                .search(gov.root(), &work.query, &work.under.rel, RESULTS, &skip))
+                .search(gov.root(), &work.query, &work.under.rel, pool, &skip))
         })
         .await?;
+        let mut note = String::new();
+        if let Some(embedder) = embedder {
+            match crate::code::search::embed::rerank(&embedder, &query, hits.clone()).await {
+                Ok(ranked) => hits = ranked,
+                Err(e) => note = format!("(Ranked by words only: {e}.)\n\n"),
+            }
+            hits.truncate(RESULTS);
+        }
         if hits.is_empty() {
             return Ok(ToolOutput::text(
                 "no match",
                 "Nothing matched. Try other words (names, terms from comments), or search_files with a regex.",
             ));
         }
-        let mut text = String::new();
+        let mut text = note;
         for h in &hits {
             text.push_str(&format!(
                 "{}:{}-{} (score {:.2})\n{}\n\n",
