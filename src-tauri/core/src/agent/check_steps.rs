@@ -37,7 +37,8 @@ pub struct LastCheck {
 
 /// The check's state for one workspace (in [`super::Governance`]).
 pub struct ProjectCheck {
-    /// `<cache>/check/<workspace key>`: the tools' caches and the last result.
+    /// `<cache>/check/<workspace key>`: the tools' caches (in `build/`, the only place the
+    /// check may write) and beside them the last result, which the check cannot forge.
     cache_dir: Mutex<Option<PathBuf>>,
     state: Mutex<State>,
     /// Held while a check runs: one at a time, and a change waits for a baseline.
@@ -119,20 +120,19 @@ impl ProjectCheck {
         self.state().unchecked.extend(ids);
     }
 
-    fn record(&self, checked: &Checked) {
+    async fn record(&self, checked: &Checked) {
         let last = LastCheck {
             problems: checked.problems.clone(),
             lines: checked.lines.clone(),
             at: SystemTime::now(),
         };
-        if let Some(dir) = self.cache_dir() {
-            let kept = serde_json::to_vec(&last)
-                .map_err(std::io::Error::other)
-                .and_then(|bytes| {
-                    std::fs::create_dir_all(&dir)?;
-                    crate::fsutil::write_atomic(&dir.join("last.json"), &bytes)
-                });
-            if let Err(e) = kept {
+        if let (Some(dir), Ok(bytes)) = (self.cache_dir(), serde_json::to_vec(&last)) {
+            // Off the async workers: the write is fsynced.
+            let kept = tokio::task::spawn_blocking(move || {
+                std::fs::create_dir_all(&dir)
+                    .and_then(|()| crate::fsutil::write_atomic(&dir.join("last.json"), &bytes))
+            });
+            if let Ok(Err(e)) = kept.await {
                 tracing::warn!(error = %e, "could not keep the check's result");
             }
         }
@@ -184,7 +184,7 @@ async fn run(
     let policy = gov
         .policy()
         .unwrap_or_else(|_| Arc::new(crate::hooks::command_policy::CommandPolicy::builtin()));
-    let cache = gov.project_check.cache_dir();
+    let cache = gov.project_check.cache_dir().map(|d| d.join("build"));
     let place = CheckPlace {
         root: gov.root(),
         confinement: &gov.confinement,
@@ -194,7 +194,7 @@ async fn run(
     };
     let result = check_run::run(commands, &place, cancel).await;
     if let Ok(checked) = &result {
-        gov.project_check.record(checked);
+        gov.project_check.record(checked).await;
         if !checked.undone.is_empty() {
             notice(
                 env,

@@ -212,7 +212,7 @@ async fn a_type_error_the_edit_brings_is_sent_back_and_fixed_and_an_old_warning_
     );
     // The check wrote nothing into the workspace (its build is in the cache).
     assert!(!s.root().join("target").exists());
-    assert!(s.tmp.path().join("cache/target").is_dir());
+    assert!(s.tmp.path().join("cache/build/target").is_dir());
     // `@problems` attaches what the last check found: the old warning, and no error.
     let last = s.env.gov.project_check.last_text().expect("a last check");
     let ignore = crate::hooks::ignore_list::IntentIgnore::empty();
@@ -393,4 +393,33 @@ async fn in_the_window_an_answer_without_a_call_ends_the_turn_after_the_check() 
     // The last check found nothing: that is the baseline now.
     let last = s.env.gov.project_check.last().expect("last");
     assert!(last.problems.is_empty(), "{last:?}");
+}
+
+#[tokio::test]
+async fn the_check_cannot_forge_what_problems_attaches_later() {
+    if !confined() {
+        return;
+    }
+    // Code the check runs (a build script, a plugin) writing beside its build, where the kept
+    // result is.
+    let line = "mkdir -p \"$CARGO_TARGET_DIR\"; cat src/*.txt; \
+                echo '{}' > \"$CARGO_TARGET_DIR/../../last.json.new\"; true";
+    let check = json!({"command": line, "format": "other"}).to_string();
+    let s = setup(
+        &[(".mandate/check.json", check.as_str()), ("src/b.txt", "")],
+        vec![
+            write("src/a.txt", "src/a.txt:1:1: error: real\n"),
+            complete("done"),
+            complete("done again"),
+        ],
+    );
+    assert_eq!(run(&s).await, TaskEnd::Completed("done again".into()));
+    // Its own build directory it may write: the check did run there; not beside it.
+    let cache = s.tmp.path().join("cache");
+    assert!(cache.join("build/target").is_dir());
+    assert!(!cache.join("last.json.new").exists());
+    let kept = std::fs::read_to_string(cache.join("last.json")).expect("kept");
+    let kept: LastCheck = serde_json::from_str(&kept).expect("json");
+    let messages: Vec<&str> = kept.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(messages, ["real"]);
 }

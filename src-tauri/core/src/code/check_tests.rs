@@ -266,11 +266,16 @@ async fn a_hostile_check_cannot_change_the_workspace() {
             (".mandate/check.json", "{\"command\": \"off\"}\n"),
         ]);
         let before = tree(&root);
-        let cache = tmp.path().canonicalize().expect("canon").join("cache");
+        let cache = tmp
+            .path()
+            .canonicalize()
+            .expect("canon")
+            .join("cache/build");
         // What a configured command (or a build script `cargo check` runs) could try.
         let line = "touch x; echo hacked > src/main.rs; rm -f src/main.rs; touch target/debug/new; \
                     echo '{}' > .mandate/check.json; chmod 777 src/main.rs; mkdir evil; \
-                    mkdir -p \"$CARGO_TARGET_DIR\" && touch \"$CARGO_TARGET_DIR/reached\"; echo 'src/main.rs:1:1: error: ran to the end'; exit 1";
+                    mkdir -p \"$CARGO_TARGET_DIR\" && touch \"$CARGO_TARGET_DIR/reached\"; touch \"$CARGO_TARGET_DIR/../../beside\"; \
+                    echo 'src/main.rs:1:1: error: ran to the end'; exit 1";
         let commands = vec![CheckCommand {
             tool: Tool::Other,
             line: line.into(),
@@ -303,6 +308,8 @@ async fn a_hostile_check_cannot_change_the_workspace() {
         assert_eq!(tree(&root), before, "{}", confinement.summary());
         // Its own cache is where it may write.
         assert!(cache.join("target/reached").exists());
+        // Nothing beside it (where Mandate keeps the last result).
+        assert!(!cache.join("../beside").exists());
         eprintln!("held under {}", confinement.summary());
     }
 }
