@@ -116,8 +116,7 @@ async fn a_model_that_does_not_read_images_is_not_sent_them_and_a_non_image_is_n
     .await;
     assert_eq!(out.code, Some(2), "{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stderr
-            .contains("gpt-3.5-turbo does not accept images"),
+        out.stderr.contains("gpt-3.5-turbo does not accept images"),
         "{}",
         out.stderr
     );

@@ -13,7 +13,11 @@ async fn a_mentioned_address_is_fetched_as_text_and_read_by_the_model() {
     let ws = workspace(None, &[]);
     let dirs = UserDirs::new();
     let server = ScriptedServer::start(vec![openai::turn()
-        .tool_call("d", "attempt_completion", json!({"result": "Three retries."}))
+        .tool_call(
+            "d",
+            "attempt_completion",
+            json!({"result": "Three retries."}),
+        )
         .reply()])
     .await;
     server.on_get(
@@ -39,13 +43,23 @@ async fn a_mentioned_address_is_fetched_as_text_and_read_by_the_model() {
     // The provider's key never goes with the page.
     assert_eq!(fetched.header("authorization"), None);
     assert!(!fetched.headers.iter().any(|(_, v)| v.contains("sk-test")));
-    let model = requests.iter().find(|r| r.method == "POST").expect("the model was asked");
+    let model = requests
+        .iter()
+        .find(|r| r.method == "POST")
+        .expect("the model was asked");
     let first = model.json()["messages"][1]["content"].to_string();
-    assert!(first.contains(&format!("<mention name=\\\"@{address}\\\">")), "{first}");
+    assert!(
+        first.contains(&format!("<mention name=\\\"@{address}\\\">")),
+        "{first}"
+    );
     assert!(first.contains("exponential"), "{first}");
 
     // An address that answers 404 stops the message; the model is not asked.
-    let asked = server.requests().iter().filter(|r| r.method == "POST").count();
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count();
     let out = run_openai_with_env(
         ws.path(),
         &server.base_url(),
@@ -56,9 +70,18 @@ async fn a_mentioned_address_is_fetched_as_text_and_read_by_the_model() {
     )
     .await;
     assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("answered 404") || out.stderr.contains("answered 404"), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("answered 404") || out.stderr.contains("answered 404"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     assert_eq!(
-        server.requests().iter().filter(|r| r.method == "POST").count(),
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
         asked
     );
 }

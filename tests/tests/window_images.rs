@@ -52,9 +52,7 @@ async fn a_pasted_image_shows_as_a_chip_and_then_in_the_transcript_and_reaches_t
         .expect("type");
     // Two images pasted; one is taken off again.
     for name in ["first.png", "second.png"] {
-        app.eval(&PASTE.replace("NAME", name))
-            .await
-            .expect("paste");
+        app.eval(&PASTE.replace("NAME", name)).await.expect("paste");
         if let Err(e) = app.wait_until(&format!(
             "[...document.querySelectorAll('#image-chips .image-chip img')].some(i => i.alt === '{name}' && i.complete && i.naturalWidth > 0)"
         ))

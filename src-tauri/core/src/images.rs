@@ -39,7 +39,9 @@ pub enum ImageError {
     NotAnImage { name: String },
     #[error("{name} could not be read as an image: {reason}")]
     Unreadable { name: String, reason: String },
-    #[error("{name} is {width}×{height} pixels; an image may be at most {MAX_SIDE} pixels along a side")]
+    #[error(
+        "{name} is {width}×{height} pixels; an image may be at most {MAX_SIDE} pixels along a side"
+    )]
     TooManyPixels {
         name: String,
         width: u32,
@@ -102,9 +104,7 @@ pub fn prepare(name: &str, bytes: &[u8]) -> Result<Prepared, ImageError> {
     }
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     reader.limits(limits_for_decode());
-    let (width, height) = reader
-        .into_dimensions()
-        .map_err(|e| unreadable(name, &e))?;
+    let (width, height) = reader.into_dimensions().map_err(|e| unreadable(name, &e))?;
     if width > MAX_SIDE || height > MAX_SIDE || width == 0 || height == 0 {
         return Err(ImageError::TooManyPixels {
             name: name.into(),
@@ -116,8 +116,8 @@ pub fn prepare(name: &str, bytes: &[u8]) -> Result<Prepared, ImageError> {
     reader.limits(limits_for_decode());
     let decoded = reader.decode().map_err(|e| unreadable(name, &e))?;
     let sized = fit(decoded, MODEL_SIDE);
-    let (media_type, encoded) = encode_for_model(&sized, format == ImageFormat::Jpeg)
-        .map_err(|e| unreadable(name, &e))?;
+    let (media_type, encoded) =
+        encode_for_model(&sized, format == ImageFormat::Jpeg).map_err(|e| unreadable(name, &e))?;
     let preview = fit(sized.clone(), PREVIEW_SIDE);
     let preview_jpeg = jpeg(&preview, 80).map_err(|e| unreadable(name, &e))?;
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -160,7 +160,10 @@ pub async fn verdict_for_task(
 ) -> Verdict {
     let current = provider.model_id();
     let model = crate::agent::model_for_task(gov, task, &current);
-    match (model != current).then(|| provider.with_model(&model)).flatten() {
+    match (model != current)
+        .then(|| provider.with_model(&model))
+        .flatten()
+    {
         Some(other) => verdict(other.as_ref()).await,
         None => verdict(provider).await,
     }
@@ -169,7 +172,9 @@ pub async fn verdict_for_task(
 /// Whether `provider`'s model reads images: by its name, else by what its server says.
 pub async fn verdict(provider: &dyn crate::llm::Provider) -> Verdict {
     let model_id = provider.model_id();
-    let model = model_id.split_once('/').map_or(model_id.as_str(), |(_, m)| m);
+    let model = model_id
+        .split_once('/')
+        .map_or(model_id.as_str(), |(_, m)| m);
     let known = match crate::llm::accepts_images_by_name(model) {
         Some(known) => Some(known),
         None => tokio::time::timeout(std::time::Duration::from_secs(5), provider.model_info())

@@ -79,7 +79,10 @@ fn gif_and_webp_are_read_and_sent_as_png_with_their_transparency() {
 fn what_is_not_an_image_is_refused_by_name() {
     for (name, bytes) in [
         ("notes.txt", b"just some text".to_vec()),
-        ("drawing.svg", b"<svg xmlns='http://www.w3.org/2000/svg'/>".to_vec()),
+        (
+            "drawing.svg",
+            b"<svg xmlns='http://www.w3.org/2000/svg'/>".to_vec(),
+        ),
         ("doc.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec()),
         ("empty.png", Vec::new()),
     ] {
@@ -107,8 +110,11 @@ fn an_image_that_claims_too_many_pixels_is_refused_before_it_is_decoded() {
     assert!(png.len() < 10_000);
     assert!(matches!(
         prepare("wide.png", &png),
-        Err(ImageError::TooManyPixels { width: 20_000, height: 1, .. })
-            | Err(ImageError::Unreadable { .. })
+        Err(ImageError::TooManyPixels {
+            width: 20_000,
+            height: 1,
+            ..
+        }) | Err(ImageError::Unreadable { .. })
     ));
 }
 
@@ -122,7 +128,10 @@ fn files_are_sized_before_they_are_read() {
         from_file(&big),
         Err(ImageError::TooLarge { size, .. }) if size == MAX_INPUT_BYTES + 1
     ));
-    assert!(matches!(from_file(dir.path()), Err(ImageError::NotAnImage { .. })));
+    assert!(matches!(
+        from_file(dir.path()),
+        Err(ImageError::NotAnImage { .. })
+    ));
     assert!(matches!(
         from_file(&dir.path().join("gone.png")),
         Err(ImageError::Unreadable { .. })

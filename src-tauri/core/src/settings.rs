@@ -292,14 +292,17 @@ pub fn check_context(mut context: ContextSettings) -> Result<ContextSettings, Se
 /// A provider base URL must be http(s) with a host; anything else is refused before any request.
 /// An embeddings endpoint is a web address with a model, or nothing at all.
 pub fn check_code_search(mut c: CodeSearchSettings) -> Result<CodeSearchSettings, SettingsError> {
-    c.embeddings_base_url = c.embeddings_base_url.trim().trim_end_matches('/').to_string();
+    c.embeddings_base_url = c
+        .embeddings_base_url
+        .trim()
+        .trim_end_matches('/')
+        .to_string();
     c.embeddings_model = c.embeddings_model.trim().to_string();
     if c.embeddings_base_url.is_empty() {
         return Ok(CodeSearchSettings::default());
     }
-    validate_base_url(&c.embeddings_base_url).map_err(|e| {
-        SettingsError::Invalid(format!("embeddings endpoint: {e}"))
-    })?;
+    validate_base_url(&c.embeddings_base_url)
+        .map_err(|e| SettingsError::Invalid(format!("embeddings endpoint: {e}")))?;
     if c.embeddings_model.is_empty() {
         return Err(SettingsError::Invalid(
             "embeddings endpoint: name the embedding model it serves".into(),
@@ -462,7 +465,10 @@ mod tests {
             embeddings_base_url: url.into(),
             embeddings_model: model.into(),
         };
-        assert_eq!(check_code_search(c("  ", "ignored")).expect("off"), c("", ""));
+        assert_eq!(
+            check_code_search(c("  ", "ignored")).expect("off"),
+            c("", "")
+        );
         let ok = check_code_search(c(" http://127.0.0.1:11434/v1/ ", " nomic-embed-text "))
             .expect("valid");
         assert_eq!(ok, c("http://127.0.0.1:11434/v1", "nomic-embed-text"));
@@ -476,7 +482,9 @@ mod tests {
             ("not a url", "m", "embeddings endpoint"),
             ("http://127.0.0.1:1/v1", "", "name the embedding model"),
         ] {
-            let e = check_code_search(c(url, model)).expect_err("refused").to_string();
+            let e = check_code_search(c(url, model))
+                .expect_err("refused")
+                .to_string();
             assert!(e.contains(said), "{e}");
         }
     }

@@ -260,11 +260,16 @@ fn image_refusal(source: &Value) -> Option<String> {
     };
     let data = source["data"].as_str().unwrap_or_default();
     if data.len() > 5 * 1024 * 1024 {
-        return Some(format!(": image exceeds 5 MB maximum: {} bytes > 5242880 bytes", data.len()));
+        return Some(format!(
+            ": image exceeds 5 MB maximum: {} bytes > 5242880 bytes",
+            data.len()
+        ));
     }
     match base64::engine::general_purpose::STANDARD.decode(data) {
         Ok(bytes) if bytes.starts_with(magic) => None,
-        Ok(_) => Some(format!(": Image does not match the provided media type {media}")),
+        Ok(_) => Some(format!(
+            ": Image does not match the provided media type {media}"
+        )),
         Err(_) => Some(".data: Invalid base64 data".into()),
     }
 }

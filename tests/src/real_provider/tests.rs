@@ -205,7 +205,8 @@ async fn anthropic_refuses_an_image_that_is_not_what_it_claims() {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["error"]["message"], message);
     }
-    let ok = json!({"model": "m", "max_tokens": 10, "messages": image("image/png", "iVBORw0KGgo=")});
+    let ok =
+        json!({"model": "m", "max_tokens": 10, "messages": image("image/png", "iVBORw0KGgo=")});
     assert_eq!(post(&p, WireFormat::Anthropic, &ok).await.0, 200);
 }
 

@@ -28,7 +28,10 @@ pub async fn fetch_text(address: &str) -> Result<String, Refused> {
     let url = reqwest::Url::parse(address)
         .map_err(|e| Refused(format!("{address} is not a web address: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(Refused(format!("only http and https addresses are fetched, not {}", url.scheme())));
+        return Err(Refused(format!(
+            "only http and https addresses are fetched, not {}",
+            url.scheme()
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(Refused(
@@ -50,7 +53,10 @@ pub async fn fetch_text(address: &str) -> Result<String, Refused> {
         .map_err(|e| Refused(format!("could not fetch {address}: {e}")))?;
     let response = client
         .get(url)
-        .header(reqwest::header::ACCEPT, "text/html, text/plain, text/markdown, application/json;q=0.9, */*;q=0.1")
+        .header(
+            reqwest::header::ACCEPT,
+            "text/html, text/plain, text/markdown, application/json;q=0.9, */*;q=0.1",
+        )
         .send()
         .await
         .map_err(|e| Refused(format!("could not fetch {address}: {}", without_url(&e))))?;
@@ -79,7 +85,8 @@ pub async fn fetch_text(address: &str) -> Result<String, Refused> {
     let mut stream = response.bytes_stream();
     let mut cut = false;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| Refused(format!("could not fetch {address}: {}", without_url(&e))))?;
+        let chunk = chunk
+            .map_err(|e| Refused(format!("could not fetch {address}: {}", without_url(&e))))?;
         body.extend_from_slice(&chunk);
         if body.len() >= MAX_BYTES {
             body.truncate(MAX_BYTES);
@@ -126,8 +133,14 @@ pub fn html_to_text(html: &str) -> String {
     let re = |cell: &'static OnceLock<regex::Regex>, pattern: &str| {
         cell.get_or_init(|| regex::Regex::new(pattern).expect("a valid pattern"))
     };
-    let hidden = re(&HIDDEN, r"(?is)<!--.*?-->|<(script|style|noscript|svg|template|head)\b.*?</(script|style|noscript|svg|template|head)\s*>");
-    let breaks = re(&BREAKS, r"(?i)<br\s*/?>|</(p|div|section|article|header|footer|h[1-6]|tr|pre|blockquote|table|ul|ol|dd|dt)\s*>");
+    let hidden = re(
+        &HIDDEN,
+        r"(?is)<!--.*?-->|<(script|style|noscript|svg|template|head)\b.*?</(script|style|noscript|svg|template|head)\s*>",
+    );
+    let breaks = re(
+        &BREAKS,
+        r"(?i)<br\s*/?>|</(p|div|section|article|header|footer|h[1-6]|tr|pre|blockquote|table|ul|ol|dd|dt)\s*>",
+    );
     let items = re(&ITEMS, r"(?i)<li\b[^>]*>");
     let tags = re(&TAGS, r"(?s)<[^>]*>");
     let numeric = re(&NUMERIC, r"&#(x[0-9a-fA-F]+|[0-9]+);");
@@ -141,7 +154,9 @@ pub fn html_to_text(html: &str) -> String {
             Some(hex) => u32::from_str_radix(hex, 16).ok(),
             None => n.parse().ok(),
         };
-        code.and_then(char::from_u32).map(String::from).unwrap_or_default()
+        code.and_then(char::from_u32)
+            .map(String::from)
+            .unwrap_or_default()
     });
     let text = text
         .replace("&nbsp;", " ")
@@ -189,7 +204,9 @@ mod tests {
                     .iter()
                     .find(|(p, _)| *p == path)
                     .map(|(_, r)| r.clone())
-                    .unwrap_or_else(|| "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".into());
+                    .unwrap_or_else(|| {
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".into()
+                    });
                 let _ = stream.write_all(reply.as_bytes());
             }
         });
@@ -210,22 +227,47 @@ mod tests {
         let base = serve(vec![
             ("/doc", ok("text/html; charset=utf-8", page)),
             ("/data.json", ok("application/json", "{\"a\": 1}")),
-            ("/moved", "HTTP/1.1 302 Found\r\nLocation: /doc\r\nContent-Length: 0\r\n\r\n".into()),
-            ("/away", "HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n\r\n".into()),
+            (
+                "/moved",
+                "HTTP/1.1 302 Found\r\nLocation: /doc\r\nContent-Length: 0\r\n\r\n".into(),
+            ),
+            (
+                "/away",
+                "HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n\r\n"
+                    .into(),
+            ),
             ("/shot.png", ok("image/png", "\u{89}PNG")),
         ]);
         let text = fetch_text(&format!("{base}/doc")).await.expect("fetched");
-        assert_eq!(text, "Retry policy\nBack off & retry 3 times.\n\n- one\n- two…");
-        assert_eq!(fetch_text(&format!("{base}/moved")).await.expect("followed"), text);
-        assert_eq!(fetch_text(&format!("{base}/data.json")).await.expect("json"), "{\"a\": 1}");
+        assert_eq!(
+            text,
+            "Retry policy\nBack off & retry 3 times.\n\n- one\n- two…"
+        );
+        assert_eq!(
+            fetch_text(&format!("{base}/moved"))
+                .await
+                .expect("followed"),
+            text
+        );
+        assert_eq!(
+            fetch_text(&format!("{base}/data.json"))
+                .await
+                .expect("json"),
+            "{\"a\": 1}"
+        );
         let refused = |r: Result<String, Refused>| r.expect_err("refused").0;
-        assert!(refused(fetch_text(&format!("{base}/shot.png")).await).contains("is image/png, not text"));
+        assert!(refused(fetch_text(&format!("{base}/shot.png")).await)
+            .contains("is image/png, not text"));
         assert!(refused(fetch_text(&format!("{base}/missing")).await).contains("answered 404"));
         // A redirect away from the web is not followed.
         let why = refused(fetch_text(&format!("{base}/away")).await);
-        assert!(why.contains("302") || why.contains("could not fetch"), "{why}");
+        assert!(
+            why.contains("302") || why.contains("could not fetch"),
+            "{why}"
+        );
         let with_user = base.replace("http://", "http://me:secret@");
-        assert!(refused(fetch_text(&format!("{with_user}/doc")).await).contains("user name or password"));
+        assert!(refused(fetch_text(&format!("{with_user}/doc")).await)
+            .contains("user name or password"));
     }
 
     #[tokio::test]

@@ -333,7 +333,10 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
     .await
     .map_err(|e| Refused(format!("the mentions could not be read: {e}")))?;
     let mut attached = attached;
-    for a in attached.iter_mut().filter(|a| super::fetch_url::is_url(&a.mention)) {
+    for a in attached
+        .iter_mut()
+        .filter(|a| super::fetch_url::is_url(&a.mention))
+    {
         a.text = super::fetch_url::fetch_text(&a.mention).await;
     }
     let refused: Vec<String> = attached

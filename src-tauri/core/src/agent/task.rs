@@ -422,7 +422,8 @@ impl TaskHandle {
             Some(context) => format!("{text}\n\n{context}"),
             None => text.clone(),
         };
-        let attached = std::mem::take(&mut *self.attached.lock().unwrap_or_else(|p| p.into_inner()));
+        let attached =
+            std::mem::take(&mut *self.attached.lock().unwrap_or_else(|p| p.into_inner()));
         let (images, views) = attached.into_iter().map(|a| (a.data, a.view)).unzip();
         self.update(|r| {
             r.turns.push(super::store::TurnMark {
@@ -431,7 +432,8 @@ impl TaskHandle {
                 conversation_at: r.conversation.len(),
                 messages_at: r.messages.len(),
             });
-            r.conversation.push(ChatMessage::User { text: sent, images });
+            r.conversation
+                .push(ChatMessage::User { text: sent, images });
         });
         let images = views;
         self.post(sink, UiMessage::User { id, text, images });

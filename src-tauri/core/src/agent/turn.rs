@@ -79,8 +79,14 @@ enum ModeModel {
     /// Nothing, or the model already in use.
     Same,
     /// A Claude alias on a provider that does not name Claude's models.
-    Unnamed { mode: String, wanted: String },
-    Named { mode: String, model: String },
+    Unnamed {
+        mode: String,
+        wanted: String,
+    },
+    Named {
+        mode: String,
+        model: String,
+    },
 }
 
 fn mode_model(gov: &Governance, task: &TaskHandle, current: &str) -> ModeModel {
@@ -554,8 +560,8 @@ async fn ask_to_continue(
     let go_on = ask_person(env, task, reason.to_string(), outcomes, cancel).await;
     if go_on {
         task.push_conversation(ChatMessage::user(format!(
-                "[{reason} The user lets you go on: change your approach instead of repeating it.]"
-            )));
+            "[{reason} The user lets you go on: change your approach instead of repeating it.]"
+        )));
     }
     go_on
 }

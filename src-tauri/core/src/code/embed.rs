@@ -85,7 +85,10 @@ impl Embedder {
     }
 
     async fn request(&self, input: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let url = format!("{}/embeddings", self.endpoint.base_url.trim_end_matches('/'));
+        let url = format!(
+            "{}/embeddings",
+            self.endpoint.base_url.trim_end_matches('/')
+        );
         let connect = |e: reqwest::Error| EmbedError::Connect {
             url: url.clone(),
             message: e.without_url().to_string(),
@@ -186,14 +189,20 @@ fn scaled(scores: &[f64]) -> Vec<f64> {
 
 /// The words' hits ranked again by their words' score and their meaning's, fused. `score`
 /// becomes the fused score (0 to 1).
-pub async fn rerank(embedder: &Embedder, query: &str, hits: Vec<Hit>) -> Result<Vec<Hit>, EmbedError> {
+pub async fn rerank(
+    embedder: &Embedder,
+    query: &str,
+    hits: Vec<Hit>,
+) -> Result<Vec<Hit>, EmbedError> {
     if hits.is_empty() {
         return Ok(hits);
     }
     let mut texts = vec![query.to_string()];
     texts.extend(hits.iter().map(|h| format!("{}\n{}", h.path, h.text)));
     let vectors = embedder.embed(&texts).await?;
-    let (q, rest) = vectors.split_first().ok_or_else(|| EmbedError::Malformed("no vectors".into()))?;
+    let (q, rest) = vectors
+        .split_first()
+        .ok_or_else(|| EmbedError::Malformed("no vectors".into()))?;
     let meaning = scaled(&rest.iter().map(|v| cosine(q, v)).collect::<Vec<_>>());
     let words = scaled(&hits.iter().map(|h| h.score).collect::<Vec<_>>());
     let mut ranked: Vec<Hit> = hits
@@ -205,6 +214,10 @@ pub async fn rerank(embedder: &Embedder, query: &str, hits: Vec<Hit>) -> Result<
         })
         .collect();
     // Stable: equal scores keep the words' order.
-    ranked.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
+    ranked.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     Ok(ranked)
 }

@@ -31,7 +31,11 @@ fn server(answer: Answer) -> (String, std::sync::Arc<std::sync::atomic::AtomicUs
                 if let Some(at) = text.find("\r\n\r\n") {
                     let len: usize = text
                         .lines()
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
                         .unwrap_or(0);
                     if data.len() >= at + 4 + len {
                         break text[at + 4..].to_string();
@@ -98,9 +102,17 @@ async fn the_vectors_lift_what_the_query_means_above_what_shares_its_words() {
     // By words, the user-record helper came first; by meaning, the password check is what
     // "authentication" asks for.
     let words = vec![
-        scored("src/user.rs", "/// Stores the user record.\npub fn save_user() {}", 9.0),
+        scored(
+            "src/user.rs",
+            "/// Stores the user record.\npub fn save_user() {}",
+            9.0,
+        ),
         scored("src/draw.rs", "pub fn render_user_badge() {}", 7.0),
-        scored("src/auth.rs", "/// Checks the password at login.\npub fn check_user() {}", 5.0),
+        scored(
+            "src/auth.rs",
+            "/// Checks the password at login.\npub fn check_user() {}",
+            5.0,
+        ),
     ];
     let ranked = rerank(&embedder, "user authentication", words.clone())
         .await
@@ -112,21 +124,34 @@ async fn the_vectors_lift_what_the_query_means_above_what_shares_its_words() {
     assert!(ranked.iter().all(|h| (0.0..=1.0).contains(&h.score)));
     // Asked again, the vectors come from memory.
     let before = count.load(std::sync::atomic::Ordering::SeqCst);
-    rerank(&embedder, "user authentication", words).await.expect("ranked");
+    rerank(&embedder, "user authentication", words)
+        .await
+        .expect("ranked");
     assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), before);
 }
 
 #[tokio::test]
 async fn a_failing_or_lying_endpoint_is_named_not_trusted() {
     let cases: [(Answer, &str); 5] = [
-        (|_| (500, json!({"error": {"message": "model not loaded"}})), "answered 500: model not loaded"),
+        (
+            |_| (500, json!({"error": {"message": "model not loaded"}})),
+            "answered 500: model not loaded",
+        ),
         (|_| (200, json!({"nothing": []})), "no `data` list"),
-        (|_| (200, json!({"data": [{"index": 7, "embedding": [1.0]}]})), "out of range"),
-        (|_| (200, json!({"data": [{"index": 0, "embedding": ["x"]}]})), "non-number"),
+        (
+            |_| (200, json!({"data": [{"index": 7, "embedding": [1.0]}]})),
+            "out of range",
+        ),
+        (
+            |_| (200, json!({"data": [{"index": 0, "embedding": ["x"]}]})),
+            "non-number",
+        ),
         (
             |r| {
                 let n = r["input"].as_array().map_or(0, Vec::len);
-                let data: Vec<Value> = (0..n).map(|i| json!({"index": i, "embedding": vec![1.0; i + 1]})).collect();
+                let data: Vec<Value> = (0..n)
+                    .map(|i| json!({"index": i, "embedding": vec![1.0; i + 1]}))
+                    .collect();
                 (200, json!({"data": data}))
             },
             "different sizes",

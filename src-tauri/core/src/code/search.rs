@@ -285,7 +285,9 @@ impl SearchIndex {
                 kept.loaded = true;
                 *index = kept;
             }
-            None => tracing::warn!(path = %path.display(), "the search index on disk is damaged; it is built again"),
+            None => {
+                tracing::warn!(path = %path.display(), "the search index on disk is damaged; it is built again")
+            }
         }
     }
 

@@ -163,7 +163,10 @@ fn the_index_is_kept_in_the_data_directory_and_only_what_changed_is_read_again()
     let at = super::search::index_path(data.path(), tmp.path());
     assert!(at.starts_with(data.path()));
     let first = SearchIndex::stored_at(at.clone());
-    assert_eq!(first.search(tmp.path(), "backoff", "", 5, &nothing)[0].path, "src/net.rs");
+    assert_eq!(
+        first.search(tmp.path(), "backoff", "", 5, &nothing)[0].path,
+        "src/net.rs"
+    );
     saved(&at);
     // Nothing was written into the workspace.
     let mut inside: Vec<String> = crate::tools::walk::files_stamped(tmp.path(), 100)
@@ -176,8 +179,15 @@ fn the_index_is_kept_in_the_data_directory_and_only_what_changed_is_read_again()
     // The file changes behind the index's back, keeping its size and time: an index read
     // from disk trusts its stamp (it was not read again), a new one reads it.
     let path = tmp.path().join("src/net.rs");
-    let when = std::fs::metadata(&path).expect("meta").modified().expect("mtime");
-    std::fs::write(&path, NET.replace("exponential backoff", "geometrical waiting")).expect("write");
+    let when = std::fs::metadata(&path)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    std::fs::write(
+        &path,
+        NET.replace("exponential backoff", "geometrical waiting"),
+    )
+    .expect("write");
     std::fs::File::options()
         .write(true)
         .open(&path)
@@ -185,15 +195,23 @@ fn the_index_is_kept_in_the_data_directory_and_only_what_changed_is_read_again()
         .set_modified(when)
         .expect("touch");
     let again = SearchIndex::stored_at(at.clone());
-    assert_eq!(again.search(tmp.path(), "backoff", "", 5, &nothing)[0].path, "src/net.rs");
+    assert_eq!(
+        again.search(tmp.path(), "backoff", "", 5, &nothing)[0].path,
+        "src/net.rs"
+    );
     assert!(SearchIndex::default()
         .search(tmp.path(), "backoff", "", 5, &nothing)
         .is_empty());
     // A file that really changed is read again.
     std::fs::write(tmp.path().join("src/other.rs"), "pub fn giraffe() {}\n").expect("write");
     let third = SearchIndex::stored_at(at.clone());
-    assert_eq!(third.search(tmp.path(), "giraffe", "", 5, &nothing)[0].path, "src/other.rs");
-    assert!(third.search(tmp.path(), "zebra", "", 5, &nothing).is_empty());
+    assert_eq!(
+        third.search(tmp.path(), "giraffe", "", 5, &nothing)[0].path,
+        "src/other.rs"
+    );
+    assert!(third
+        .search(tmp.path(), "zebra", "", 5, &nothing)
+        .is_empty());
 }
 
 #[test]
@@ -210,7 +228,8 @@ fn a_damaged_index_on_disk_is_ignored_and_built_again() {
         [good.clone(), b"trailing".to_vec()].concat(),
     ] {
         std::fs::write(&at, &damaged).expect("damage");
-        let hits = SearchIndex::stored_at(at.clone()).search(tmp.path(), "backoff", "", 5, &nothing);
+        let hits =
+            SearchIndex::stored_at(at.clone()).search(tmp.path(), "backoff", "", 5, &nothing);
         assert_eq!(hits[0].path, "src/net.rs");
         // The index built again replaces the damaged copy.
         for _ in 0..200 {
@@ -219,6 +238,8 @@ fn a_damaged_index_on_disk_is_ignored_and_built_again() {
             }
             std::thread::sleep(std::time::Duration::from_millis(25));
         }
-        assert!(super::search::store_decodes(&std::fs::read(&at).expect("saved")));
+        assert!(super::search::store_decodes(
+            &std::fs::read(&at).expect("saved")
+        ));
     }
 }

@@ -37,7 +37,11 @@ pub fn message(m: &ChatMessage) -> u64 {
     PER_MESSAGE
         + match m {
             ChatMessage::User { text: t, images } => {
-                text(t) + images.iter().map(crate::llm::ImageData::tokens).sum::<u64>()
+                text(t)
+                    + images
+                        .iter()
+                        .map(crate::llm::ImageData::tokens)
+                        .sum::<u64>()
             }
             ChatMessage::Assistant {
                 text: t,

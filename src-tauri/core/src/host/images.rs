@@ -34,12 +34,15 @@ impl Attached {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         ids.iter()
             .map(|id| {
-                kept.iter().find(|k| &k.view.id == id).cloned().ok_or_else(|| {
-                    err(
-                        IpcErrorCode::NotFound,
-                        "an attached image is no longer kept; attach it again",
-                    )
-                })
+                kept.iter()
+                    .find(|k| &k.view.id == id)
+                    .cloned()
+                    .ok_or_else(|| {
+                        err(
+                            IpcErrorCode::NotFound,
+                            "an attached image is no longer kept; attach it again",
+                        )
+                    })
             })
             .collect()
     }

@@ -105,7 +105,9 @@ impl ImageData {
     /// What the image costs in the window, as the providers count it (about one token per
     /// 750 pixels; never less than a small image's 85).
     pub fn tokens(&self) -> u64 {
-        (u64::from(self.width) * u64::from(self.height)).div_ceil(750).max(85)
+        (u64::from(self.width) * u64::from(self.height))
+            .div_ceil(750)
+            .max(85)
     }
 
     pub fn data_url(&self) -> String {

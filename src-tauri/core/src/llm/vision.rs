@@ -69,7 +69,11 @@ const BLIND: &[&str] = &[
 /// What the name says: Some(true) for a family that reads images, Some(false) for one that
 /// does not, None when the name says nothing.
 pub fn accepts_images_by_name(model: &str) -> Option<bool> {
-    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     let starts = |prefix: &&str| name.starts_with(*prefix);
     if BLIND.iter().any(starts) {
         return Some(false);
@@ -149,7 +153,10 @@ mod tests {
         assert_eq!(from_models_list(&json!({"id": "x"})), None);
         let show = json!({"capabilities": ["completion", "vision"]});
         assert_eq!(from_ollama_show(&show), Some(true));
-        assert_eq!(from_ollama_show(&json!({"capabilities": ["completion"]})), Some(false));
+        assert_eq!(
+            from_ollama_show(&json!({"capabilities": ["completion"]})),
+            Some(false)
+        );
         assert_eq!(from_ollama_show(&json!({"details": {}})), None);
         assert_eq!(from_lmstudio(&json!({"type": "vlm"})), Some(true));
         assert_eq!(from_lmstudio(&json!({"type": "llm"})), Some(false));

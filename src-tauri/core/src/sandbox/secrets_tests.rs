@@ -418,7 +418,10 @@ fn the_lists_are_kept_between_commands_but_follow_every_change_of_the_home() {
     };
     let around = mine(secrets::readable_around(&first));
     // The same machine: the same lists, again.
-    assert_eq!(mine(secrets::protected_paths(Some(&h.home), &own)), mine(first.clone()));
+    assert_eq!(
+        mine(secrets::protected_paths(Some(&h.home), &own)),
+        mine(first.clone())
+    );
     assert_eq!(mine(secrets::readable_around(&first)), around);
 
     // A secret appears (its parent's entries change): it is protected at once.
