@@ -1,8 +1,9 @@
 //! Declares the app manifest so that Mandate's own commands are ACL-checked: the window may
 //! call only what `capabilities/main.json` grants. On Linux, also builds the WebKit web process
 //! extension (`webkit-extension/lib.rs`, `no_std`, no crates) with `rustc` alone into
-//! `OUT_DIR`, where the window embeds it (`lean::web_extension_dir`).
-use std::path::PathBuf;
+//! `OUT_DIR`, where the window embeds it (`lean::web_extension_dir`). Release builds also
+//! carry the commit they were built from in `--version`.
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -12,6 +13,7 @@ fn main() {
         eprintln!("tauri-build failed: {error:#}");
         std::process::exit(1);
     }
+    version();
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         web_extension();
         pack_relocations();
@@ -83,4 +85,51 @@ fn web_extension() {
             std::process::exit(1);
         }
     }
+}
+
+/// `MANDATE_VERSION` for `--version`: the package's version, and in release builds the commit
+/// and its date (`0.1.0 (32c48f6 2026-11-28)`), or `MANDATE_COMMIT` when the source is not a
+/// git checkout (a tarball). Debug builds leave git out: a commit would rebuild the shell
+/// every time HEAD moves. Same source, same string: the build stays reproducible.
+fn version() {
+    let version = std::env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
+    println!("cargo:rerun-if-env-changed=MANDATE_COMMIT");
+    let commit = match std::env::var("MANDATE_COMMIT") {
+        Ok(commit) if !commit.trim().is_empty() => Some(commit.trim().to_string()),
+        _ if std::env::var("PROFILE").as_deref() == Ok("release") => git_commit(),
+        _ => None,
+    };
+    match commit {
+        Some(commit) => println!("cargo:rustc-env=MANDATE_VERSION={version} ({commit})"),
+        None => println!("cargo:rustc-env=MANDATE_VERSION={version}"),
+    }
+}
+
+/// `HASH DATE` of HEAD, watching the files that move with it; None outside a checkout.
+fn git_commit() -> Option<String> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")?;
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&manifest)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["log", "-1", "--format=%h %cs"]).filter(|c| !c.is_empty())?;
+    let git_dir = PathBuf::from(git(&["rev-parse", "--absolute-git-dir"])?);
+    let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .map(PathBuf::from)
+        .unwrap_or_else(|| git_dir.clone());
+    let mut watched = vec![git_dir.join("HEAD"), common.join("packed-refs")];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(common.join(branch));
+    }
+    // A path that does not exist would rerun this script at every build.
+    for path in watched.iter().filter(|p| Path::exists(p)) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    Some(commit)
 }

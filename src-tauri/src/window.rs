@@ -18,6 +18,11 @@ use mandate_core::settings::AppDirs;
 use tauri::{Manager, WebviewUrl, WebviewWindowBuilder};
 
 fn main() {
+    // Before GTK or anything else: an installed copy can be asked what it is.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--version") {
+        println!("mandate-window {}", env!("MANDATE_VERSION"));
+        return;
+    }
     // Before any thread: see `mandate`'s main.
     mandate_core::secrets::take_from_environment(&[mandate_core::secrets::API_KEY_ENV]);
     lean::environment();

@@ -49,6 +49,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Open the window on DIR, or without one on the workspace opened last (else the current
+    /// directory): what the desktop entry runs.
+    Open { dir: Option<PathBuf> },
     /// Run one task headless, for scripts and CI.
     Run(RunArgs),
     /// Inspect and validate the intents file.
@@ -361,7 +364,7 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
     // Any process that opens the workspace first finishes what an interrupted writer left.
     if !matches!(
         command,
-        Command::Run(_) | Command::Undo(_) | Command::Mcp { .. }
+        Command::Run(_) | Command::Undo(_) | Command::Mcp { .. } | Command::Open { .. }
     ) {
         let ledger = crate::orchestration::ledger::Ledger::new(&root);
         for done in crate::journal::recover(&root, &ledger) {
@@ -369,6 +372,10 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         }
     }
     match command {
+        Command::Open { .. } => {
+            eprintln!("mandate: `open` starts the window, through the `mandate` binary");
+            EXIT_USAGE
+        }
         Command::Init { no_hook, json } => init::init(&root, !no_hook, json),
         Command::Run(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()

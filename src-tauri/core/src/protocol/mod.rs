@@ -39,12 +39,30 @@ pub enum Request {
     SetApiKey {
         provider: ProviderKind,
         api_key: String,
+        /// The profile the key is for (absent: the default one).
+        #[serde(default)]
+        #[ts(optional)]
+        profile: Option<String>,
     },
     ClearApiKey {
         provider: ProviderKind,
+        #[serde(default)]
+        #[ts(optional)]
+        profile: Option<String>,
     },
-    /// Models offered by the configured provider, where it lists them.
-    ListModels,
+    /// The person lets a profile's key go to the origin the profile points at now.
+    MoveProfileKey {
+        profile: String,
+    },
+    DeleteProfile {
+        profile: String,
+    },
+    /// Models offered by a profile's provider (absent: the default one), where it lists them.
+    ListModels {
+        #[serde(default)]
+        #[ts(optional)]
+        profile: Option<String>,
+    },
     StartTask {
         text: String,
         /// The mode the task starts in (its slug); none: Code.
@@ -55,6 +73,10 @@ pub enum Request {
         #[serde(default)]
         #[ts(as = "Option<Vec<String>>", optional)]
         images: Vec<String>,
+        /// The provider profile the task runs on (absent: the default one).
+        #[serde(default)]
+        #[ts(optional)]
+        profile: Option<String>,
     },
     /// Every mode the workspace offers (built in, global, `.roomodes`, `.claude/agents`).
     ListModes,
@@ -513,6 +535,8 @@ pub fn typescript_declarations() -> String {
         Budget::decl(&cfg),
         ContextView::decl(&cfg),
         ContextSettings::decl(&cfg),
+        ProviderProfile::decl(&cfg),
+        ProfileView::decl(&cfg),
         CodeSearchSettings::decl(&cfg),
         ModelOverride::decl(&cfg),
         TaskSummary::decl(&cfg),
