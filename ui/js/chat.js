@@ -3,6 +3,7 @@
 import { initSlash } from './slash.js';
 import { initMentions } from './mentions.js';
 import { attachedIds, clearAttached, initImages } from './images.js';
+import { newTaskProfile, renderProfilePicker } from './profiles.js';
 import { initModePicker, newTaskMode, renderModePicker, setModeTarget } from './modes.js';
 import { ask, request } from './ipc.js';
 import { byId, closest, errorText, setMessage } from './dom.js';
@@ -411,6 +412,9 @@ function blockedReason(task) {
 function updateComposer() {
   const task = state.active ? store.tasks.get(state.active) : undefined;
   setModeTarget(state.active);
+  // A task keeps the profile it started on (its header says which); the picker is for new ones.
+  byId('profile-picker').hidden = Boolean(task) || (store.settings?.profiles.length ?? 0) < 2;
+  renderProfilePicker();
   byId('composer-target').textContent = task ? `To: ${task.title}` : 'Starts a new task';
   const why = blockedReason(task);
   const input = byId('composer-input');
@@ -467,7 +471,7 @@ async function send() {
       // The task starts running at once: its events may come in before this reply.
       const mark = taskEventMark();
       try {
-        task = (await ask({ type: 'start_task', text, mode: newTaskMode(), images }, 'task')).task;
+        task = (await ask({ type: 'start_task', text, mode: newTaskMode(), images, profile: newTaskProfile() }, 'task')).task;
         clearAttached();
       } finally {
         starting -= 1;

@@ -26,6 +26,7 @@ export class TaskPanel {
     this.status = h('span', { class: 'task-status' });
     this.intent = h('span', { class: 'task-intent' });
     this.mode = h('span', { class: 'task-mode', title: 'The mode: which kinds of action the agent may take (change it beside the message box)' });
+    this.profile = h('span', { class: 'task-profile', title: 'The provider profile the task runs on' });
     this.select = h('select', { class: 'task-intent-select', 'aria-label': 'Intent for this task' });
     this.usage = h('span', { class: 'task-usage' });
     this.gauge = new ContextGauge();
@@ -51,6 +52,7 @@ export class TaskPanel {
         this.title,
         this.status,
         this.mode,
+        this.profile,
         h('span', { class: 'spacer' }),
         this.undo,
         this.stop,
@@ -140,6 +142,11 @@ export class TaskPanel {
     this.status.textContent = statusLabel(task.status);
     this.status.dataset.status = task.status;
     this.mode.textContent = modeName(task.mode);
+    const profiles = store.settings?.profiles ?? [];
+    const profile = profiles.find((p) => p.profile.id === (task.profile ?? store.settings?.default_profile));
+    this.profile.textContent = profile ? profile.profile.name : (task.profile ?? '');
+    this.profile.title = profile ? `Runs on the ${profile.profile.name} profile: ${task.model}` : `Runs on ${task.model}`;
+    this.profile.hidden = profiles.length < 2 && !task.profile;
     this.mode.dataset.mode = task.mode ?? '';
     this.todos.update(task.todos ?? [], task.todos_edited ?? false);
     showUsage(this.usage, task);

@@ -6,6 +6,7 @@ import { byId, errorText, h, setMessage } from './dom.js';
 import { emit, store } from './store.js';
 import { initMcpSettings } from './mcp.js';
 import { controlForRefusal, fillContext, initContextSettings, readContext } from './contextsettings.js';
+import { fillProfiles, initProfiles, keyProfile, profileFields } from './profiles.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -67,6 +68,10 @@ export function initSettings() {
     dirty = true;
     setMessage(byId('settings-saved'), null);
   });
+  initProfiles(() => {
+    if (store.settings) fillProfiles(store.settings, fillCard);
+    dirty = true;
+  }, (s) => applySettings(s, true));
   byId('settings-save-key').addEventListener('click', saveKey);
   byId('settings-clear-key').addEventListener('click', clearKey);
   input('settings-api-key').addEventListener('keydown', (ev) => {
@@ -86,18 +91,11 @@ export function initSettings() {
 export function applySettings(s, force = false) {
   store.settings = s;
   emit('settings');
-  byId('settings-key-status').textContent = keyStatus(s);
-  byId('settings-key-status').dataset.set = String(s.api_key_set);
   setMessage(byId('settings-keyring-error'), s.keyring_error ? `The system keyring cannot be used: ${s.keyring_error}` : null);
   showConfinement(s.confinement);
   if (dirty && !force) return;
   dirty = false;
-  const preset = select('settings-preset');
-  preset.value = s.preset;
-  if (preset.value !== s.preset) preset.value = 'custom';
-  select('settings-provider').value = s.provider;
-  input('settings-base-url').value = s.base_url;
-  input('settings-model').value = s.model;
+  fillProfiles(s, fillCard);
   fillEditors(s);
   input('settings-ask-writes').checked = s.approval.ask_before_writes;
   input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
@@ -108,6 +106,21 @@ export function applySettings(s, force = false) {
   fillContext(s.context);
   input('settings-embeddings-url').value = s.code_search.embeddings_base_url;
   input('settings-embeddings-model').value = s.code_search.embeddings_model;
+}
+
+/**
+ * The provider card shows a profile (null: a new one, from the default's wire format).
+ * @param {import('./protocol').ProviderProfile | null} p
+ */
+function fillCard(p) {
+  const preset = select('settings-preset');
+  const value = p?.preset ?? 'custom';
+  preset.value = value;
+  if (preset.value !== value) preset.value = 'custom';
+  select('settings-provider').value = p?.provider ?? 'openai';
+  input('settings-base-url').value = p?.base_url ?? '';
+  input('settings-model').value = p?.model ?? '';
+  byId('settings-models').replaceChildren();
 }
 
 /**
@@ -154,14 +167,6 @@ function fillEditors(s) {
   const editor = select('settings-editor');
   editor.replaceChildren(...options);
   editor.value = s.editor;
-}
-
-/** @param {SettingsView} s */
-function keyStatus(s) {
-  if (!s.api_key_set) return 'No key';
-  if (s.api_key_source === 'keyring') return 'Key set (system keyring)';
-  if (s.api_key_source.startsWith('env:')) return `Key from environment (${s.api_key_source.slice(4)})`;
-  return 'Key set';
 }
 
 /**
@@ -222,6 +227,7 @@ async function save() {
           max_tokens: /** @type {number | null} */ (maxTokens),
         },
         context: context.context,
+        ...profileFields(),
         code_search: {
           embeddings_base_url: input('settings-embeddings-url').value.trim(),
           embeddings_model: input('settings-embeddings-model').value.trim(),
@@ -246,7 +252,7 @@ async function fetchModels() {
   button.disabled = true;
   status.textContent = 'Asking the provider…';
   try {
-    const { models } = await ask({ type: 'list_models' }, 'models');
+    const { models } = await ask({ type: 'list_models', profile: keyProfile() }, 'models');
     byId('settings-models').replaceChildren(...models.map((m) => h('option', { value: m })));
     status.textContent = models.length
       ? `${models.length} model${models.length === 1 ? '' : 's'} available: pick one in the Model field.${dirty ? ' (Listed with the saved settings.)' : ''}`
@@ -273,7 +279,7 @@ async function saveKey() {
   field.value = '';
   button.disabled = true;
   try {
-    const { settings } = await ask({ type: 'set_api_key', provider, api_key: apiKey }, 'settings');
+    const { settings } = await ask({ type: 'set_api_key', provider, api_key: apiKey, profile: keyProfile() }, 'settings');
     // The key status line above now says where the key comes from.
     applySettings(settings);
   } catch (e) {
@@ -289,7 +295,7 @@ async function clearKey() {
   button.disabled = true;
   try {
     const provider = /** @type {ProviderKind} */ (select('settings-provider').value);
-    const { settings } = await ask({ type: 'clear_api_key', provider }, 'settings');
+    const { settings } = await ask({ type: 'clear_api_key', provider, profile: keyProfile() }, 'settings');
     applySettings(settings);
   } catch (e) {
     showError(button, `The key was not removed: ${errorText(e)}`);

@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod modes;
 pub mod mutation;
 pub mod orchestration;
+pub mod profiles;
 pub mod prompt;
 pub mod protocol;
 pub mod redact;

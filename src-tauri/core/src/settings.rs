@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsutil::write_atomic;
 use crate::protocol::{
-    ApprovalPolicy, Budget, CodeSearchSettings, ContextSettings, ProviderKind, SettingsUpdate,
+    ApprovalPolicy, Budget, CodeSearchSettings, ContextSettings, ProviderKind, ProviderProfile,
+    SettingsUpdate,
 };
 
 /// Where Mandate keeps per-user files. Overridable for tests and portable installs.
@@ -63,6 +64,10 @@ pub struct Settings {
     pub context: ContextSettings,
     /// Embeddings for code search (off when no endpoint is named).
     pub code_search: CodeSearchSettings,
+    /// Provider profiles side by side (see `profiles`); `provider`, `preset`, `base_url` and
+    /// `model` above mirror the default one.
+    pub profiles: Vec<ProviderProfile>,
+    pub default_profile: String,
 }
 
 /// How many recent workspaces are remembered.
@@ -82,6 +87,8 @@ impl Default for Settings {
             budget: Budget::default(),
             context: ContextSettings::default(),
             code_search: CodeSearchSettings::default(),
+            profiles: Vec::new(),
+            default_profile: crate::profiles::DEFAULT_ID.into(),
         }
     }
 }
@@ -111,6 +118,12 @@ impl Settings {
     /// Loads the settings file. A file that does not parse is set aside (never silently
     /// overwritten) and defaults are used; the returned warning says so.
     pub fn load(dirs: &AppDirs) -> (Settings, Option<String>) {
+        let (mut settings, warning) = Self::read(dirs);
+        crate::profiles::normalize(&mut settings);
+        (settings, warning)
+    }
+
+    fn read(dirs: &AppDirs) -> (Settings, Option<String>) {
         let path = dirs.settings_file();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -195,19 +208,77 @@ impl Settings {
             Some(c) => check_code_search(c)?,
             None => self.code_search.clone(),
         };
-        Ok(Settings {
+        let mut base = self.clone();
+        crate::profiles::normalize(&mut base);
+        let mut profiles = base.profiles.clone();
+        let edited = update
+            .profile
+            .clone()
+            .unwrap_or_else(|| base.default_profile.clone());
+        if !crate::profiles::valid_id(&edited) {
+            return Err(SettingsError::Invalid(format!(
+                "a profile id is 1 to 40 of a-z, 0-9 and -, not `{edited}`"
+            )));
+        }
+        let name = update.profile_name.as_deref().map(str::trim);
+        if name.is_some_and(|n| n.is_empty() || n.len() > 60 || n.chars().any(char::is_control)) {
+            return Err(SettingsError::Invalid(
+                "a profile's name is 1 to 60 printable characters".into(),
+            ));
+        }
+        let profile = match profiles.iter_mut().find(|p| p.id == edited) {
+            Some(p) => p,
+            None => {
+                let name = name
+                    .ok_or_else(|| SettingsError::Invalid("a new profile needs a name".into()))?;
+                profiles.push(ProviderProfile {
+                    id: edited.clone(),
+                    name: name.to_string(),
+                    provider: update.provider,
+                    preset: update.preset.clone(),
+                    base_url: base_url.clone(),
+                    model: model.clone(),
+                    key_origin: None,
+                });
+                profiles.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(name) = name {
+            profile.name = name.to_string();
+        }
+        profile.provider = update.provider;
+        profile.preset = update.preset;
+        profile.base_url = base_url;
+        profile.model = model;
+        let mut names: Vec<String> = profiles.iter().map(|p| p.name.to_lowercase()).collect();
+        names.sort();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return Err(SettingsError::Invalid(
+                "two profiles cannot have the same name".into(),
+            ));
+        }
+        let default_profile = update
+            .default_profile
+            .unwrap_or_else(|| base.default_profile.clone());
+        if !profiles.iter().any(|p| p.id == default_profile) {
+            return Err(SettingsError::Invalid(format!(
+                "there is no profile `{default_profile}` to make the default"
+            )));
+        }
+        let mut settings = Settings {
             budget,
             context,
             code_search,
-            provider: update.provider,
-            preset: update.preset,
-            base_url,
-            model,
             custom_instructions: update.custom_instructions,
             approval: update.approval,
             editor: update.editor,
             recent_workspaces: self.recent_workspaces.clone(),
-        })
+            profiles,
+            default_profile,
+            ..base
+        };
+        crate::profiles::normalize(&mut settings);
+        Ok(settings)
     }
 
     /// Puts `root` first in the recent workspaces; false when it was first already.
@@ -350,16 +421,19 @@ mod tests {
     fn round_trip_and_bad_file_is_kept_aside() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let d = dirs(tmp.path());
-        let s = Settings {
+        let mut s = Settings {
             model: "m".into(),
             ..Settings::default()
         };
+        crate::profiles::normalize(&mut s);
         s.save(&d).expect("save");
         assert_eq!(Settings::load(&d), (s, None));
 
         std::fs::write(d.settings_file(), "{ not json").expect("write");
         let (loaded, warning) = Settings::load(&d);
-        assert_eq!(loaded, Settings::default());
+        let mut defaults = Settings::default();
+        crate::profiles::normalize(&mut defaults);
+        assert_eq!(loaded, defaults);
         assert!(warning.expect("warning").contains("not valid"));
         assert!(d.config.join("settings.json.unreadable").exists());
     }
@@ -376,6 +450,9 @@ mod tests {
             editor: "auto".into(),
             context: None,
             code_search: None,
+            profile: None,
+            profile_name: None,
+            default_profile: None,
             budget: None,
         };
         let old = Settings {
@@ -415,6 +492,9 @@ mod tests {
             editor: "auto".into(),
             context: None,
             code_search: None,
+            profile: None,
+            profile_name: None,
+            default_profile: None,
             budget: Some(Budget {
                 max_cost_usd,
                 max_tokens,

@@ -190,6 +190,7 @@ impl TaskHandle {
                 todos: Vec::new(),
                 todos_edited: false,
                 parent_id: None,
+                profile: None,
             },
             conversation: Vec::new(),
             messages: Vec::new(),
@@ -357,6 +358,11 @@ impl TaskHandle {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
+    }
+
+    /// The provider profile the task runs on (see `profiles`).
+    pub fn set_profile(&self, id: Option<String>) {
+        self.update(|r| r.summary.profile = id);
     }
 
     /// Images that go with the person's next message (`begin_turn` takes them).

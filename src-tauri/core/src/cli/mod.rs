@@ -6,6 +6,7 @@ mod inspect;
 mod mcp;
 mod run;
 mod run_log;
+mod run_provider;
 mod trace;
 mod undo;
 
@@ -103,16 +104,20 @@ pub enum ApproveArg {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// A provider profile of Settings (its id or name): its server, model and key. Without
+    /// it, name the server with --provider, --base-url and --model.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Provider wire format.
     #[arg(long, value_enum)]
-    pub provider: ProviderArg,
+    pub provider: Option<ProviderArg>,
     /// Base URL as the provider documents it (OpenAI-compatible: up to and including /v1;
     /// Anthropic: the host root).
     #[arg(long)]
-    pub base_url: String,
-    /// Model name.
+    pub base_url: Option<String>,
+    /// Model name (with --profile: instead of the profile's).
     #[arg(long)]
-    pub model: String,
+    pub model: Option<String>,
     /// Environment variable holding the API key (default: the keyring, then MANDATE_API_KEY).
     #[arg(long)]
     pub api_key_env: Option<String>,

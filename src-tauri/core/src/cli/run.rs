@@ -8,15 +8,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ApproveArg, GrantArg, ProviderArg, RunArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{ApproveArg, GrantArg, RunArgs, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::agent::{
     run_task, AgentEnv, EventSink, Governance, Interaction, TaskEnd, TaskHandle, TaskStore,
 };
 use crate::llm::{provider_for, ProviderConfig, RetryPolicy};
 use crate::protocol::{
-    ApprovalDecision, ApprovalDetail, ApprovalPolicy, ApprovalRequest, Budget, Event, ProviderKind,
+    ApprovalDecision, ApprovalDetail, ApprovalPolicy, ApprovalRequest, Budget, Event,
 };
-use crate::secrets::{api_key_name, KeyringStore, Secret, SecretStore, API_KEY_ENV};
+use crate::secrets::KeyringStore;
 use crate::settings::AppDirs;
 use crate::workspace::Workspace;
 
@@ -87,7 +87,7 @@ impl Interaction for FlagInteraction {
     }
 }
 
-fn usage(message: &str) -> i32 {
+pub(super) fn usage(message: &str) -> i32 {
     eprintln!("mandate run: {message}");
     EXIT_USAGE
 }
@@ -101,17 +101,15 @@ pub async fn run_headless(root: &Path, args: RunArgs) -> i32 {
 /// The run itself; `Err` is the exit code of a usage error, already printed.
 async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     let prompt = checked_prompt(&args)?;
-    let kind = match args.provider {
-        ProviderArg::Openai => ProviderKind::Openai,
-        ProviderArg::Anthropic => ProviderKind::Anthropic,
-    };
+    let dirs = AppDirs::from_env();
+    let (settings, _) = crate::settings::Settings::load(&dirs);
+    let target = super::run_provider::target(&args, &settings)?;
     let workspace =
         Workspace::new(root).map_err(|e| usage(&format!("cannot open {}: {e}", root.display())))?;
-    let api_key = api_key(&args, kind).await?;
+    let api_key = super::run_provider::api_key(&args, &target, &settings).await?;
     if let Some(key) = &api_key {
         crate::secrets::remember(key);
     }
-    let dirs = AppDirs::from_env();
     let gov = Arc::new(Governance::new(workspace, &dirs));
     for done in &gov.recovered {
         eprintln!("mandate: recovered: {done}.");
@@ -130,18 +128,20 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     );
     let tools = mcp_tools(&mcp, &args.trust_mcp, sink.as_ref()).await;
     let provider = provider_for(ProviderConfig {
-        kind,
-        base_url: args.base_url.trim().trim_end_matches('/').to_string(),
-        model: args.model.clone(),
+        kind: target.kind,
+        base_url: target.base_url.clone(),
+        model: target.model.clone(),
         api_key,
         retry: RetryPolicy::from_env(),
     });
-    let (settings, _) = crate::settings::Settings::load(&dirs);
     gov.code_index
         .use_embeddings(crate::settings::embeddings_endpoint(&settings.code_search));
     let context = context_config(&args, &settings.context, &provider.model_id(), &dirs);
     let env = agent_env(&args, gov, provider, sink.clone(), store, tools, context);
     let (task, text) = task_to_run(&args, &env, prompt)?;
+    if let (Some(profile), None) = (&target.profile, task.summary().profile) {
+        task.set_profile(Some(profile.id.clone()));
+    }
     attach_images(&args, &env, &task, text.is_some()).await?;
     sink.emit(Event::TaskUpdated {
         task: task.summary(),
@@ -195,9 +195,6 @@ async fn attach_images(
 
 /// The request, after the arguments that can be wrong without opening anything are checked.
 fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
-    if let Err(e) = crate::settings::validate_base_url(args.base_url.trim()) {
-        return Err(usage(&e.to_string()));
-    }
     if let Err(e) = context_config_check(args) {
         return Err(usage(&e.to_string()));
     }
@@ -222,19 +219,6 @@ fn checked_prompt(args: &RunArgs) -> Result<String, i32> {
         ));
     }
     Ok(prompt)
-}
-
-/// The key named by `--api-key-env`, else the one in the keyring or the usual variable.
-async fn api_key(args: &RunArgs, kind: ProviderKind) -> Result<Option<Secret>, i32> {
-    match &args.api_key_env {
-        Some(var) => match crate::secrets::from_environment(var) {
-            Some(key) => Ok(Some(key)),
-            None => Err(usage(&format!(
-                "--api-key-env {var}: that environment variable is not set"
-            ))),
-        },
-        None => Ok(key_from_keyring_or_env(kind).await),
-    }
 }
 
 /// `--trust-hooks`: the workspace's hooks as they are now are confirmed for this run.
@@ -443,13 +427,4 @@ async fn mcp_tools(
     let mut tools = crate::tools::registry();
     tools.extend(run.tools);
     tools
-}
-
-async fn key_from_keyring_or_env(kind: ProviderKind) -> Option<Secret> {
-    let from_keyring = tokio::task::spawn_blocking(move || KeyringStore.get(&api_key_name(kind)))
-        .await
-        .ok()
-        .and_then(|r| r.ok())
-        .flatten();
-    from_keyring.or_else(|| crate::secrets::from_environment(API_KEY_ENV))
 }

@@ -160,8 +160,10 @@ impl Host {
         }
         // The key is never written above; redacting catches it wherever else it might be.
         let redactor = crate::redact::Redactor::new();
-        if let (Some(key), _, _) = self.api_key(self.settings().provider).await {
-            redactor.add(key.expose());
+        for profile in self.settings().profiles {
+            if let Some(key) = self.profile_key(&profile).await.key {
+                redactor.add(key.expose());
+            }
         }
         let text = crate::redact::Redactor::global().redact(&out).into_owned();
         redactor.redact(&text).into_owned()

@@ -130,7 +130,8 @@ impl Host {
             ));
         }
         let images = self.images.get(ids)?;
-        let provider = crate::llm::provider_for(self.provider_config().await?);
+        let profile = task.summary().profile;
+        let provider = crate::llm::provider_for(self.provider_config(profile.as_deref()).await?);
         let gov = self.governance();
         match crate::images::verdict_for_task(provider.as_ref(), &gov, task).await {
             Verdict::Accepted => {}

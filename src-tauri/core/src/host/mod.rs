@@ -9,6 +9,7 @@ mod health;
 mod images;
 mod intents;
 mod interaction;
+mod profiles;
 mod routes;
 mod settings_view;
 mod undo;
@@ -281,7 +282,9 @@ impl Host {
             | Request::SaveSettings { .. }
             | Request::SetApiKey { .. }
             | Request::ClearApiKey { .. }
-            | Request::ListModels
+            | Request::ListModels { .. }
+            | Request::MoveProfileKey { .. }
+            | Request::DeleteProfile { .. }
             | Request::DiscoverLocalServers
             | Request::Diagnostics) => self.handle_settings(r).await,
             r @ (Request::StartTask { .. }
@@ -345,9 +348,9 @@ impl Host {
         }
     }
 
-    async fn env(&self, opened: &Opened) -> Result<Arc<AgentEnv>, IpcError> {
+    async fn env(&self, opened: &Opened, profile: Option<&str>) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
-        let config = self.provider_config().await?;
+        let config = self.provider_config(profile).await?;
         let provider = provider_for(config);
         let context = crate::context::ContextConfig::from_settings(
             &settings.context,
@@ -392,6 +395,7 @@ impl Host {
         text: String,
         mode: Option<String>,
         images: Vec<String>,
+        profile: Option<String>,
     ) -> Result<Reply, IpcError> {
         let text = non_empty(text)?;
         let command = self.command_mode(&text);
@@ -408,7 +412,7 @@ impl Host {
         // Held until the run ends, so the workspace cannot change under it.
         let run = self.runs.clone().read_owned().await;
         let opened = self.opened();
-        let env = self.env(&opened).await?;
+        let env = self.env(&opened, profile.as_deref()).await?;
         let task = TaskHandle::create(
             opened.store.clone(),
             &opened.gov.root().display().to_string(),
@@ -416,6 +420,7 @@ impl Host {
             &env.provider.model_id(),
         );
         task.set_mode(&mode);
+        task.set_profile(Some(self.profile(profile.as_deref())?.id));
         // A model that cannot read the images refuses the task before it exists.
         self.give_images(&task, &images).await?;
         opened.tasks.insert(task.clone());
@@ -442,7 +447,8 @@ impl Host {
             ));
         }
         let run = self.runs.clone().read_owned().await;
-        let env = self.env(&self.opened()).await?;
+        let profile = task.summary().profile;
+        let env = self.env(&self.opened(), profile.as_deref()).await?;
         self.runtime.spawn(async move {
             let _run = run;
             run_task(env, task, text).await
@@ -459,7 +465,8 @@ impl Host {
             ));
         }
         let run = self.runs.clone().read_owned().await;
-        let env = self.env(&self.opened()).await?;
+        let profile = task.summary().profile;
+        let env = self.env(&self.opened(), profile.as_deref()).await?;
         self.runtime.spawn(async move {
             let _run = run;
             crate::agent::condense_task(env, task).await

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use super::{discovery, err, intents, non_empty, Host};
 use crate::llm::provider_for;
-use crate::protocol::{Event, IpcError, IpcErrorCode, ProviderKind, Reply, Request};
-use crate::secrets::{api_key_name, Secret};
+use crate::protocol::{Event, IpcError, IpcErrorCode, Reply, Request};
 
 /// A request sent to an area whose list does not name it: a routing mistake in this module.
 fn misrouted(area: &str) -> IpcError {
@@ -33,17 +32,24 @@ impl Host {
                 *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = new;
                 self.settings_changed().await
             }
-            Request::SetApiKey { provider, api_key } => self.set_api_key(provider, api_key).await,
-            Request::ClearApiKey { provider } => {
+            Request::SetApiKey {
+                api_key, profile, ..
+            } => self.set_api_key(profile.as_deref(), api_key).await,
+            Request::ClearApiKey { profile, .. } => {
+                let profile = self.profile(profile.as_deref())?;
                 let secrets = self.secrets.clone();
-                tokio::task::spawn_blocking(move || secrets.delete(&api_key_name(provider)))
-                    .await
-                    .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-                    .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+                tokio::task::spawn_blocking(move || {
+                    crate::profiles::clear_keys(secrets.as_ref(), &profile)
+                })
+                .await
+                .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+                .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
                 self.settings_changed().await
             }
-            Request::ListModels => {
-                let provider = provider_for(self.provider_config().await?);
+            Request::MoveProfileKey { profile } => self.move_profile_key(&profile).await,
+            Request::DeleteProfile { profile } => self.delete_profile(&profile).await,
+            Request::ListModels { profile } => {
+                let provider = provider_for(self.provider_config(profile.as_deref()).await?);
                 let models = provider
                     .list_models()
                     .await
@@ -60,32 +66,15 @@ impl Host {
         }
     }
 
-    async fn set_api_key(
-        &self,
-        provider: ProviderKind,
-        api_key: String,
-    ) -> Result<Reply, IpcError> {
-        let key = api_key.trim().to_string();
-        if key.is_empty() || key.len() > 1000 || key.chars().any(char::is_control) {
-            return Err(err(
-                IpcErrorCode::InvalidInput,
-                "an API key is 1 to 1000 printable characters",
-            ));
-        }
-        let secrets = self.secrets.clone();
-        tokio::task::spawn_blocking(move || {
-            secrets.set(&api_key_name(provider), &Secret::new(key))
-        })
-        .await
-        .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
-        .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
-        self.settings_changed().await
-    }
-
     /// Tasks: starting, talking to, stopping and deleting them, and the person's answers.
     pub(super) async fn handle_task(self: &Arc<Self>, request: Request) -> Result<Reply, IpcError> {
         match request {
-            Request::StartTask { text, mode, images } => self.start_task(text, mode, images).await,
+            Request::StartTask {
+                text,
+                mode,
+                images,
+                profile,
+            } => self.start_task(text, mode, images, profile).await,
             Request::ListCommands => {
                 let gov = self.governance();
                 let mut ignored = Vec::new();

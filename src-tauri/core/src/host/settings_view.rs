@@ -6,9 +6,10 @@ use std::path::Path;
 use super::{discovery, editor, err, Host};
 use crate::llm::{ProviderConfig, RetryPolicy};
 use crate::protocol::{
-    ConfinementView, Event, IpcError, IpcErrorCode, ProviderKind, Reply, SettingsView,
+    ConfinementView, Event, IpcError, IpcErrorCode, ProfileView, ProviderKind, ProviderProfile,
+    Reply, SettingsView,
 };
-use crate::secrets::{api_key_name, Secret, API_KEY_ENV};
+use crate::secrets::{Secret, API_KEY_ENV};
 
 impl Host {
     pub(super) async fn settings_changed(&self) -> Result<Reply, IpcError> {
@@ -22,7 +23,10 @@ impl Host {
     /// The settings view, with where the key comes from (never the key).
     pub async fn settings_view(&self) -> SettingsView {
         let settings = self.settings();
-        let (key, source, keyring_error) = self.api_key(settings.provider).await;
+        let default = crate::profiles::default_profile(&settings);
+        let found = self.profile_key(&default).await;
+        let (key, source, keyring_error) = (found.key, found.source, found.error);
+        let profiles = self.profile_views().await;
         let recent = settings.recent_workspaces.clone();
         // Both look at the disk (PATH directories, folders): off the async workers.
         let (editors, recent_workspaces) = tokio::task::spawn_blocking(move || {
@@ -53,54 +57,116 @@ impl Host {
             budget: settings.budget,
             context: settings.context.clone(),
             code_search: settings.code_search.clone(),
+            profiles,
+            default_profile: settings.default_profile.clone(),
         }
     }
 
-    /// The key from the keyring, else from `MANDATE_API_KEY`; with its source and any keyring error.
-    pub(super) async fn api_key(
-        &self,
-        provider: ProviderKind,
-    ) -> (Option<Secret>, String, Option<String>) {
+    /// A profile's key for where it points now (the keyring, else `MANDATE_API_KEY` for the
+    /// default profile), its source, any keyring error, and the origin a key was given for
+    /// when it is not this one.
+    pub(super) async fn profile_key(&self, profile: &ProviderProfile) -> ProfileKey {
         let secrets = self.secrets.clone();
-        let from_keyring =
-            tokio::task::spawn_blocking(move || secrets.get(&api_key_name(provider)))
-                .await
-                .unwrap_or_else(|e| Err(crate::secrets::SecretError::Unavailable(e.to_string())));
-        let (key, error) = match from_keyring {
-            Ok(Some(k)) => {
-                crate::secrets::remember(&k);
-                return (Some(k), "keyring".into(), None);
-            }
-            Ok(None) => (None, None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        match crate::secrets::from_environment(API_KEY_ENV) {
+        let owned = profile.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            crate::profiles::lookup_key(secrets.as_ref(), &owned)
+        })
+        .await
+        .unwrap_or_default();
+        if let Some(k) = found.key {
+            crate::secrets::remember(&k);
+            return ProfileKey {
+                key: Some(k),
+                source: "keyring".into(),
+                error: None,
+                elsewhere: None,
+            };
+        }
+        let env = (profile.id == self.settings().default_profile && found.elsewhere.is_none())
+            .then(|| crate::secrets::from_environment(API_KEY_ENV))
+            .flatten();
+        match env {
             Some(k) => {
                 crate::secrets::remember(&k);
-                (Some(k), format!("env:{API_KEY_ENV}"), error)
+                ProfileKey {
+                    key: Some(k),
+                    source: format!("env:{API_KEY_ENV}"),
+                    error: found.error,
+                    elsewhere: None,
+                }
             }
-            None => (key, "none".into(), error),
+            None => ProfileKey {
+                key: None,
+                source: "none".into(),
+                error: found.error,
+                elsewhere: found.elsewhere,
+            },
         }
     }
 
-    pub(super) async fn provider_config(&self) -> Result<ProviderConfig, IpcError> {
-        let settings = self.settings();
-        let (key, _, keyring_error) = self.api_key(settings.provider).await;
-        if key.is_none() && settings.provider == ProviderKind::Anthropic {
-            let mut message = "No API key is set for Anthropic. Add one in Settings.".to_string();
-            if let Some(e) = keyring_error {
+    /// The profile `id` names (None: the default one), or why there is none.
+    pub(super) fn profile(&self, id: Option<&str>) -> Result<ProviderProfile, IpcError> {
+        crate::profiles::find(&self.settings(), id).ok_or_else(|| {
+            err(
+                IpcErrorCode::NotFound,
+                format!("there is no provider profile `{}`", id.unwrap_or_default()),
+            )
+        })
+    }
+
+    /// How to reach a profile's model: its key goes only to the origin it was given for.
+    pub(super) async fn provider_config(
+        &self,
+        id: Option<&str>,
+    ) -> Result<ProviderConfig, IpcError> {
+        let profile = self.profile(id)?;
+        let found = self.profile_key(&profile).await;
+        if let Some(there) = &found.elsewhere {
+            return Err(err(
+                IpcErrorCode::Keyring,
+                crate::profiles::held_back(&profile, there),
+            ));
+        }
+        if found.key.is_none() && profile.provider == ProviderKind::Anthropic {
+            let mut message = format!(
+                "No API key is set for the {} profile. Add one in Settings.",
+                profile.name
+            );
+            if let Some(e) = found.error {
                 message = format!("{message} ({e})");
             }
             return Err(err(IpcErrorCode::Keyring, message));
         }
         Ok(ProviderConfig {
-            kind: settings.provider,
-            base_url: settings.base_url,
-            model: settings.model,
-            api_key: key,
+            kind: profile.provider,
+            base_url: profile.base_url,
+            model: profile.model,
+            api_key: found.key,
             retry: RetryPolicy::from_env(),
         })
     }
+
+    /// Every profile, with whether its key is set where it points.
+    async fn profile_views(&self) -> Vec<ProfileView> {
+        let mut out = Vec::new();
+        for profile in self.settings().profiles {
+            let found = self.profile_key(&profile).await;
+            out.push(ProfileView {
+                api_key_set: found.key.is_some(),
+                key_elsewhere: found.elsewhere,
+                profile,
+            });
+        }
+        out
+    }
+}
+
+/// A profile's key as the host found it.
+pub(super) struct ProfileKey {
+    pub key: Option<Secret>,
+    pub source: String,
+    pub error: Option<String>,
+    pub elsewhere: Option<String>,
 }
 
 fn confinement_view(c: &crate::sandbox::Confinement) -> ConfinementView {

@@ -23,6 +23,32 @@ impl ProviderKind {
     }
 }
 
+/// A named provider set-up: a wire format, a server and a model. Its key lives in the
+/// keyring, bound to the origin of `base_url` (see `crate::profiles`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProviderProfile {
+    /// Stable: lower-case letters, digits and `-` (the keyring entry is named by it).
+    pub id: String,
+    pub name: String,
+    pub provider: ProviderKind,
+    pub preset: String,
+    pub base_url: String,
+    pub model: String,
+    /// The origin the key was given for (Mandate sets it; a key goes nowhere else).
+    #[serde(default)]
+    #[ts(optional)]
+    pub key_origin: Option<String>,
+}
+
+/// A profile as Settings shows it: whether its key is set for where it points now, or was
+/// given for another origin (and waits for the person to let it go there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProfileView {
+    pub profile: ProviderProfile,
+    pub api_key_set: bool,
+    pub key_elsewhere: Option<String>,
+}
+
 /// Which actions wait for a human. Destructive commands always ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +100,9 @@ pub struct SettingsView {
     pub context: ContextSettings,
     /// The embeddings endpoint for code search, if any.
     pub code_search: CodeSearchSettings,
+    /// Every provider profile; the fields above describe the default one.
+    pub profiles: Vec<ProfileView>,
+    pub default_profile: String,
 }
 
 /// `codebase_search` by meaning as well as by words: an OpenAI-compatible `/embeddings`
@@ -173,4 +202,17 @@ pub struct SettingsUpdate {
     #[serde(default)]
     #[ts(optional)]
     pub code_search: Option<CodeSearchSettings>,
+    /// The profile the provider fields above are for (absent: the default one); an id not
+    /// known yet makes a new profile.
+    #[serde(default)]
+    #[ts(optional)]
+    pub profile: Option<String>,
+    /// Its name (a new profile needs one).
+    #[serde(default)]
+    #[ts(optional)]
+    pub profile_name: Option<String>,
+    /// Makes this profile the default one for new tasks.
+    #[serde(default)]
+    #[ts(optional)]
+    pub default_profile: Option<String>,
 }

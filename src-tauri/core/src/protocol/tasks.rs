@@ -89,6 +89,9 @@ pub struct TaskSummary {
     /// The task that started this one with `new_task` (None: the person started it).
     #[serde(default)]
     pub parent_id: Option<String>,
+    /// The provider profile it runs on (None: a task from before profiles: the default one).
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 /// One item of a task's todo list.

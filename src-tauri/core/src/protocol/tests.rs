@@ -11,6 +11,7 @@ fn requests_parse_from_tagged_json() {
             text: "hi".into(),
             mode: None,
             images: Vec::new(),
+            profile: None,
         }
     );
     let req: Request = serde_json::from_str(r#"{"type":"get_state"}"#).expect("unit variant");

@@ -1,0 +1,127 @@
+//! Which provider a `mandate run` talks to and with which key: a profile (`--profile`), or the
+//! server named on the command line. A key goes only to the origin it was given for: a
+//! profile's key only where the profile pointed when the key was set, and without a profile,
+//! only the key of a profile of the same wire format and origin (or the person's
+//! `--api-key-env` / `MANDATE_API_KEY`, given for this run).
+
+use super::run::usage;
+use super::{ProviderArg, RunArgs};
+use crate::profiles::{find, held_back, lookup_key, origin};
+use crate::protocol::{ProviderKind, ProviderProfile};
+use crate::secrets::{KeyringStore, Secret, API_KEY_ENV};
+use crate::settings::Settings;
+
+/// Where the run's requests go.
+pub(super) struct Target {
+    pub kind: ProviderKind,
+    pub base_url: String,
+    pub model: String,
+    pub profile: Option<ProviderProfile>,
+}
+
+/// The profile `--profile` names (by id or name), or the server the flags name.
+pub(super) fn target(args: &RunArgs, settings: &Settings) -> Result<Target, i32> {
+    if let Some(wanted) = args.profile.as_deref() {
+        if args.provider.is_some() || args.base_url.is_some() {
+            return Err(usage(
+                "--profile names the provider and its server; leave out --provider and --base-url (--model may change the model)",
+            ));
+        }
+        let profile = find(settings, Some(wanted))
+            .or_else(|| {
+                settings
+                    .profiles
+                    .iter()
+                    .find(|p| p.name.eq_ignore_ascii_case(wanted))
+                    .cloned()
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = settings.profiles.iter().map(|p| p.name.as_str()).collect();
+                usage(&format!(
+                    "there is no profile `{wanted}` (profiles: {})",
+                    names.join(", ")
+                ))
+            })?;
+        return Ok(Target {
+            kind: profile.provider,
+            base_url: profile.base_url.clone(),
+            model: args.model.clone().unwrap_or_else(|| profile.model.clone()),
+            profile: Some(profile),
+        });
+    }
+    let (Some(provider), Some(base_url), Some(model)) = (
+        args.provider,
+        args.base_url.as_deref(),
+        args.model.as_deref(),
+    ) else {
+        return Err(usage(
+            "name a profile (--profile NAME) or the server (--provider, --base-url and --model)",
+        ));
+    };
+    if let Err(e) = crate::settings::validate_base_url(base_url.trim()) {
+        return Err(usage(&e.to_string()));
+    }
+    Ok(Target {
+        kind: match provider {
+            ProviderArg::Openai => ProviderKind::Openai,
+            ProviderArg::Anthropic => ProviderKind::Anthropic,
+        },
+        base_url: base_url.trim().trim_end_matches('/').to_string(),
+        model: model.to_string(),
+        profile: None,
+    })
+}
+
+/// The key for the run: `--api-key-env`, else the keyring's for this origin, else
+/// `MANDATE_API_KEY`. A profile whose key was given for another origin stops the run.
+pub(super) async fn api_key(
+    args: &RunArgs,
+    target: &Target,
+    settings: &Settings,
+) -> Result<Option<Secret>, i32> {
+    if let Some(var) = &args.api_key_env {
+        return match crate::secrets::from_environment(var) {
+            Some(key) => Ok(Some(key)),
+            None => Err(usage(&format!(
+                "--api-key-env {var}: that environment variable is not set"
+            ))),
+        };
+    }
+    if let Some(profile) = target.profile.clone() {
+        let found = tokio::task::spawn_blocking(move || {
+            let found = lookup_key(&KeyringStore, &profile);
+            (profile, found)
+        })
+        .await
+        .ok();
+        if let Some((profile, found)) = found {
+            if let Some(key) = found.key {
+                return Ok(Some(key));
+            }
+            if let Some(there) = found.elsewhere {
+                return Err(usage(&held_back(&profile, &there)));
+            }
+        }
+        return Ok(crate::secrets::from_environment(API_KEY_ENV));
+    }
+    // No profile named: the key of a profile of this wire format given for this very origin.
+    let here = origin(&target.base_url);
+    let candidates: Vec<ProviderProfile> = settings
+        .profiles
+        .iter()
+        .filter(|p| p.provider == target.kind && origin(&p.base_url) == here)
+        .cloned()
+        .collect();
+    let found = tokio::task::spawn_blocking(move || {
+        candidates
+            .iter()
+            .find_map(|p| lookup_key(&KeyringStore, p).key)
+    })
+    .await
+    .ok()
+    .flatten();
+    if found.is_some() {
+        return Ok(found);
+    }
+    Ok(crate::secrets::from_environment(API_KEY_ENV))
+}

@@ -1,0 +1,88 @@
+//! Provider profiles from the window: a key set for a profile is kept for the origin the
+//! profile points at; moving it to another origin is the person's act; a profile goes with
+//! its keys.
+
+use super::{err, Host};
+use crate::protocol::{IpcError, IpcErrorCode, Reply};
+use crate::secrets::Secret;
+use crate::settings::Settings;
+
+impl Host {
+    /// Changes the settings and saves them; nothing changes if they cannot be saved.
+    fn change_settings(&self, change: impl FnOnce(&mut Settings)) -> Result<(), IpcError> {
+        let mut new = self.settings();
+        change(&mut new);
+        crate::profiles::normalize(&mut new);
+        new.save(&self.dirs)
+            .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
+        *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        Ok(())
+    }
+
+    pub(super) async fn set_api_key(
+        &self,
+        profile: Option<&str>,
+        api_key: String,
+    ) -> Result<Reply, IpcError> {
+        let key = api_key.trim().to_string();
+        if key.is_empty() || key.len() > 1000 || key.chars().any(char::is_control) {
+            return Err(err(
+                IpcErrorCode::InvalidInput,
+                "an API key is 1 to 1000 printable characters",
+            ));
+        }
+        let profile = self.profile(profile)?;
+        let secrets = self.secrets.clone();
+        let owned = profile.clone();
+        let origin = tokio::task::spawn_blocking(move || {
+            crate::profiles::set_key(secrets.as_ref(), &owned, &Secret::new(key))
+        })
+        .await
+        .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+        .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+        self.change_settings(|s| {
+            if let Some(p) = s.profiles.iter_mut().find(|p| p.id == profile.id) {
+                p.key_origin = Some(origin);
+            }
+        })?;
+        self.settings_changed().await
+    }
+
+    /// The person lets the profile's key go where the profile points now.
+    pub(super) async fn move_profile_key(&self, id: &str) -> Result<Reply, IpcError> {
+        let profile = self.profile(Some(id))?;
+        let secrets = self.secrets.clone();
+        let owned = profile.clone();
+        let origin = tokio::task::spawn_blocking(move || {
+            crate::profiles::move_key(secrets.as_ref(), &owned)
+        })
+        .await
+        .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+        .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+        self.change_settings(|s| {
+            if let Some(p) = s.profiles.iter_mut().find(|p| p.id == profile.id) {
+                p.key_origin = Some(origin);
+            }
+        })?;
+        self.settings_changed().await
+    }
+
+    /// Removes a profile and its keys; the last one stays.
+    pub(super) async fn delete_profile(&self, id: &str) -> Result<Reply, IpcError> {
+        let profile = self.profile(Some(id))?;
+        if self.settings().profiles.len() < 2 {
+            return Err(err(
+                IpcErrorCode::Conflict,
+                "the last profile cannot be deleted; change it instead",
+            ));
+        }
+        let secrets = self.secrets.clone();
+        let owned = profile.clone();
+        tokio::task::spawn_blocking(move || crate::profiles::clear_keys(secrets.as_ref(), &owned))
+            .await
+            .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
+            .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+        self.change_settings(|s| s.profiles.retain(|p| p.id != profile.id))?;
+        self.settings_changed().await
+    }
+}
