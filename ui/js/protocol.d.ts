@@ -1,6 +1,10 @@
 // Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.
 
-export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, } | { "type": "clear_api_key", provider: ProviderKind, } | { "type": "list_models" } | { "type": "start_task", text: string, 
+export type Request = { "type": "get_state" } | { "type": "save_settings", settings: SettingsUpdate, } | { "type": "set_api_key", provider: ProviderKind, api_key: string, 
+/**
+ * The profile the key is for (absent: the default one).
+ */
+profile?: string, } | { "type": "clear_api_key", provider: ProviderKind, profile?: string, } | { "type": "move_profile_key", profile: string, } | { "type": "delete_profile", profile: string, } | { "type": "list_models", profile?: string, } | { "type": "start_task", text: string, 
 /**
  * The mode the task starts in (its slug); none: Code.
  */
@@ -8,17 +12,21 @@ mode?: string,
 /**
  * Ids of images attached with `AttachImage` (or dropped on the window).
  */
-images?: Array<string>, } | { "type": "list_modes" } | { "type": "list_commands" } | { "type": "list_mentionables", query: string, } | { "type": "preview_mentions", text: string, } | { "type": "list_instructions" } | { "type": "set_task_mode", task_id: string, mode: string, } | { "type": "set_todos", task_id: string, todos: Array<TodoItem>, } | { "type": "send_message", task_id: string, text: string, 
+images?: Array<string>, 
+/**
+ * The provider profile the task runs on (absent: the default one).
+ */
+profile?: string, } | { "type": "list_modes" } | { "type": "list_commands" } | { "type": "list_mentionables", query: string, } | { "type": "preview_mentions", text: string, } | { "type": "list_instructions" } | { "type": "set_task_mode", task_id: string, mode: string, } | { "type": "set_todos", task_id: string, todos: Array<TodoItem>, } | { "type": "send_message", task_id: string, text: string, 
 /**
  * Ids of images attached with `AttachImage` (or dropped on the window) to send with it.
  */
-images?: Array<string>, } | { "type": "attach_image", name: string, data_base64: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
+images?: Array<string>, } | { "type": "attach_image", name: string, data_base64: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "search_history", query: HistoryQuery, } | { "type": "export_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
 
 export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "commands", commands: Array<CommandInfo>, } | { "type": "mentionables", items: Array<string>, } | { "type": "mentions", mentions: Array<MentionView>, } | { "type": "image", image: ImageView, } | { "type": "instructions", view: InstructionsView, } | { "type": "modes", modes: Array<ModeInfo>, 
 /**
  * Mode files or entries that could not be read, each naming the file.
  */
-problems: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
+problems: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "history", results: HistoryResults, } | { "type": "task_export", export: TaskExport, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
@@ -87,7 +95,11 @@ context: ContextSettings,
 /**
  * The embeddings endpoint for code search, if any.
  */
-code_search: CodeSearchSettings, };
+code_search: CodeSearchSettings, 
+/**
+ * Every provider profile; the fields above describe the default one.
+ */
+profiles: Array<ProfileView>, default_profile: string, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
 /**
@@ -105,7 +117,20 @@ context?: ContextSettings,
 /**
  * The embeddings endpoint for code search; absent keeps what is set.
  */
-code_search?: CodeSearchSettings, };
+code_search?: CodeSearchSettings, 
+/**
+ * The profile the provider fields above are for (absent: the default one); an id not
+ * known yet makes a new profile.
+ */
+profile?: string, 
+/**
+ * Its name (a new profile needs one).
+ */
+profile_name?: string, 
+/**
+ * Makes this profile the default one for new tasks.
+ */
+default_profile?: string, };
 
 export type ConfinementView = { 
 /**
@@ -200,6 +225,18 @@ threshold_percent: number,
  */
 models: Array<ModelOverride>, };
 
+export type ProviderProfile = { 
+/**
+ * Stable: lower-case letters, digits and `-` (the keyring entry is named by it).
+ */
+id: string, name: string, provider: ProviderKind, preset: string, base_url: string, model: string, 
+/**
+ * The origin the key was given for (Mandate sets it; a key goes nowhere else).
+ */
+key_origin?: string, };
+
+export type ProfileView = { profile: ProviderProfile, api_key_set: boolean, key_elsewhere: string | null, };
+
 export type CodeSearchSettings = { 
 /**
  * Up to and including `/v1`, e.g. `http://127.0.0.1:11434/v1`.
@@ -240,7 +277,74 @@ todos_edited: boolean,
 /**
  * The task that started this one with `new_task` (None: the person started it).
  */
-parent_id: string | null, };
+parent_id: string | null, 
+/**
+ * The provider profile it runs on (None: a task from before profiles: the default one).
+ */
+profile: string | null, };
+
+export type HistoryQuery = { 
+/**
+ * Words that must all appear, in any case, in the task's title, the person's messages,
+ * the agent's answers, the tools' targets (paths, commands) or its intent's id and name.
+ * Taken literally (no patterns); empty: any task.
+ */
+text: string, 
+/**
+ * An intent's id, or words of its name.
+ */
+intent: string | null, 
+/**
+ * Tasks still active at or after this moment: RFC 3339, or a day `YYYY-MM-DD` (its
+ * start, UTC).
+ */
+since: string | null, 
+/**
+ * Tasks started at or before this moment: RFC 3339, or a day (its end, UTC).
+ */
+until: string | null, 
+/**
+ * Tasks that cost at least this (US dollars); a task of unknown cost does not.
+ */
+min_cost_usd: number | null, 
+/**
+ * Tasks that cost at most this; a task of unknown cost does not.
+ */
+max_cost_usd: number | null, };
+
+export type HistoryField = "title" | "person" | "agent" | "tool" | "intent";
+
+export type HistorySnippet = { field: HistoryField, before: string, matched: string, after: string, };
+
+export type HistoryHit = { task: TaskSummary, 
+/**
+ * The intent's name in the intents file now, when it is still there.
+ */
+intent_name: string | null, 
+/**
+ * Where the first word was found; None when no words were asked for.
+ */
+snippet: HistorySnippet | null, };
+
+export type HistoryResults = { 
+/**
+ * Newest first, at most a few hundred.
+ */
+hits: Array<HistoryHit>, 
+/**
+ * How many tasks matched (more than `hits` when the list was cut).
+ */
+total: number, 
+/**
+ * How many tasks were searched.
+ */
+searched: number, };
+
+export type TaskExport = { markdown: string, 
+/**
+ * The file the host wrote it to (in Mandate's data directory, out of the agent's reach).
+ */
+path: string, };
 
 export type UiMessage = { "kind": "user", id: string, text: string, 
 /**

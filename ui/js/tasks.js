@@ -2,6 +2,7 @@
 
 import { byId, closest, h, timeEl } from './dom.js';
 import { intentById, statusLabel, store } from './store.js';
+import { exportButton, exportTask, initHistory } from './history.js';
 
 /** @typedef {import('./protocol').TaskSummary} TaskSummary */
 
@@ -42,8 +43,10 @@ export function initTaskList(cb) {
     const id = item?.dataset.taskId;
     if (!id) return;
     if (del) cb.remove(id);
+    else if (closest(ev.target, '[data-action="export-task"]')) exportTask(id);
     else cb.open(id);
   });
+  initHistory(cb.open);
 
   const tabs = byId('task-tabs');
   tabs.addEventListener('click', (ev) => {
@@ -169,6 +172,7 @@ function fillItem(li, task, state) {
 
   const hadFocus = li.contains(document.activeElement);
   const focusedDelete = hadFocus && closest(document.activeElement, '[data-action="delete-task"]') !== null;
+  const focusedExport = hadFocus && closest(document.activeElement, '[data-action="export-task"]') !== null;
   const open = h('button', { type: 'button', class: 'task-open', title: task.title },
     h('span', { class: 'task-item-top' },
       task.parent_id ? h('span', { class: 'subtask-mark', title: 'A subtask of the task above', text: '↳' }) : null,
@@ -187,8 +191,9 @@ function fillItem(li, task, state) {
     title: 'Delete task',
     text: '✕',
   });
-  li.replaceChildren(open, del);
-  if (hadFocus) (focusedDelete ? del : open).focus({ preventScroll: true });
+  const exp = exportButton(task.title);
+  li.replaceChildren(open, exp, del);
+  if (hadFocus) (focusedDelete ? del : focusedExport ? exp : open).focus({ preventScroll: true });
 }
 
 /**

@@ -9,6 +9,7 @@ pub mod context;
 pub mod diff;
 pub mod fsutil;
 pub mod git_config;
+pub mod history;
 pub mod hooks;
 pub mod host;
 pub mod images;

@@ -194,6 +194,22 @@ impl TaskStore {
         tasks
     }
 
+    /// Each stored task's id and file, in no order (the history search keeps its own copy of
+    /// what it read, by the files' stamps).
+    pub fn files(&self) -> Vec<(String, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json").filter(|id| valid_id(id))?;
+                Some((id.to_string(), e.path()))
+            })
+            .collect()
+    }
+
     /// The directory of a task's kept outputs (whole outputs of results cut for the window).
     fn outputs(&self, id: &str) -> Result<PathBuf, StoreError> {
         self.file(id)?;

@@ -1,6 +1,7 @@
 //! The `mandate` command line: no subcommand opens the window (handled by the shell);
 //! `init`, `run`, `intents` and `trace` work headless with the same host code as the GUI.
 
+mod history;
 mod init;
 mod inspect;
 mod mcp;
@@ -65,6 +66,11 @@ pub enum Command {
     },
     /// Take back an agent's changes: one tool call, a turn and after, a task, or an intent's.
     Undo(UndoArgs),
+    /// Search the task history, or export a task as Markdown.
+    History {
+        #[command(subcommand)]
+        action: history::HistoryAction,
+    },
     /// MCP servers: list them with their tools, agree to run a workspace's server, store a
     /// secret a server references (in the keyring).
     Mcp {
@@ -416,6 +422,7 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
             }
         },
         Command::Intents { action, json } => inspect::intents(&root, action, json),
+        Command::History { action } => history::history(&root, action),
         Command::Trace { action, json } => trace::trace(&root, action, json),
     }
 }

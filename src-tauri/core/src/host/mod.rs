@@ -6,6 +6,7 @@ mod diagnostics;
 mod discovery;
 pub mod editor;
 mod health;
+mod history;
 mod images;
 mod intents;
 mod interaction;
@@ -48,6 +49,8 @@ struct Opened {
     gov: Arc<Governance>,
     store: Arc<TaskStore>,
     tasks: Arc<crate::agent::LiveTasks>,
+    /// What the history search read of the task files, kept by their stamps.
+    history: Arc<crate::history::HistoryIndex>,
     /// The MCP servers of the workspace; stopped when it is closed (the hub is dropped).
     mcp: crate::mcp::McpHub,
 }
@@ -78,6 +81,7 @@ impl Opened {
             ),
             gov: Arc::new(Governance::new(workspace, dirs)),
             tasks: Arc::default(),
+            history: Arc::default(),
         })
     }
 }
@@ -319,6 +323,9 @@ impl Host {
             | Request::ChangeDiff { .. }
             | Request::PreviewUndo { .. }
             | Request::ApplyUndo { .. }) => self.handle_trace(r).await,
+            r @ (Request::SearchHistory { .. } | Request::ExportTask { .. }) => {
+                self.handle_history(r).await
+            }
             r @ (Request::OpenInEditor { .. }
             | Request::OpenWorkspace { .. }
             | Request::OpenExternal { .. }) => self.handle_desktop(r).await,

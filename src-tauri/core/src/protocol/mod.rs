@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 mod approvals;
+mod history;
 mod intents;
 mod mcp;
 mod settings;
@@ -18,6 +19,7 @@ mod undo;
 mod values;
 
 pub use approvals::*;
+pub use history::*;
 pub use intents::*;
 pub use mcp::*;
 pub use settings::*;
@@ -143,6 +145,14 @@ pub enum Request {
         task_id: String,
     },
     DeleteTask {
+        task_id: String,
+    },
+    /// The tasks of the history that match: words of the conversation, intent, dates, cost.
+    SearchHistory {
+        query: HistoryQuery,
+    },
+    /// Writes a task out as Markdown, in Mandate's data directory, and returns it.
+    ExportTask {
         task_id: String,
     },
     SelectIntent {
@@ -311,6 +321,12 @@ pub enum Reply {
     TaskDetail {
         task: TaskSummary,
         messages: Vec<UiMessage>,
+    },
+    History {
+        results: HistoryResults,
+    },
+    TaskExport {
+        export: TaskExport,
     },
     Intents {
         intents: IntentsView,
@@ -540,6 +556,12 @@ pub fn typescript_declarations() -> String {
         CodeSearchSettings::decl(&cfg),
         ModelOverride::decl(&cfg),
         TaskSummary::decl(&cfg),
+        HistoryQuery::decl(&cfg),
+        HistoryField::decl(&cfg),
+        HistorySnippet::decl(&cfg),
+        HistoryHit::decl(&cfg),
+        HistoryResults::decl(&cfg),
+        TaskExport::decl(&cfg),
         UiMessage::decl(&cfg),
         ToolKind::decl(&cfg),
         ToolCallStatus::decl(&cfg),
