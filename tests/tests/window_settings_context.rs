@@ -89,6 +89,13 @@ async fn the_context_window_section_saves_shows_again_and_says_what_the_host_ref
     app.type_into(&format!("{ROW} input[data-field=\"max_output\"]"), "2048")
         .await
         .expect("max output");
+    // The person's prices for the model (the cache prices left to the table or the input's).
+    app.type_into(&format!("{ROW} input[data-price=\"input\"]"), "1.5")
+        .await
+        .expect("input price");
+    app.type_into(&format!("{ROW} input[data-price=\"output\"]"), "6")
+        .await
+        .expect("output price");
     // A second, empty row is added and removed again.
     app.click("#context-add-model").await.expect("add a model");
     assert_eq!(row_count(&app).await, json!(2));
@@ -116,6 +123,7 @@ async fn the_context_window_section_saves_shows_again_and_says_what_the_host_ref
                 "context_window": 16384,
                 "max_output": 2048,
                 "thinking_budget": null,
+                "prices": {"input": 1.5, "output": 6.0, "cache_read": null, "cache_write": null},
             }],
         })
     );

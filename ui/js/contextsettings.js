@@ -14,6 +14,14 @@ const FIGURES = /** @type {const} */ ([
   ['thinking_budget', 'Thinking budget'],
 ]);
 
+/** A row's prices, in US dollars per million tokens: the ModelPrices key and its name. */
+const PRICES = /** @type {const} */ ([
+  ['input', 'Input price'],
+  ['output', 'Output price'],
+  ['cache_read', 'Cache read price'],
+  ['cache_write', 'Cache write price'],
+]);
+
 /** No figure the host accepts is larger: every one is at most the largest window. */
 const MAX_TOKENS = 10_000_000;
 
@@ -111,6 +119,14 @@ function addRow(m) {
       value: value === null || value === undefined ? '' : String(value),
     })));
   }
+  for (const [key] of PRICES) {
+    const value = m.prices ? m.prices[key] : null;
+    cells.push(h('td', null, h('input', {
+      type: 'number', class: 'context-price', 'data-price': key, min: 0, step: 0.01, inputmode: 'decimal',
+      autocomplete: 'off', placeholder: 'table',
+      value: value === null || value === undefined ? '' : String(value),
+    })));
+  }
   cells.push(h('td', null, h('button', { type: 'button', class: 'icon-button', 'data-action': 'remove', text: '✕' })));
   const row = h('tr', { class: 'context-model-row' }, ...cells);
   rowsBody().append(row);
@@ -129,6 +145,9 @@ function nameRow(row) {
   modelInput(row).setAttribute('aria-label', `Model, row ${index} (provider/model)`);
   for (const [key, label] of FIGURES) {
     figureInput(row, key).setAttribute('aria-label', `${label} of ${name} (tokens)`);
+  }
+  for (const [key, label] of PRICES) {
+    priceInput(row, key).setAttribute('aria-label', `${label} of ${name} (US$ per million tokens)`);
   }
   const remove = row.querySelector('[data-action="remove"]');
   if (remove) {
@@ -164,6 +183,39 @@ function figureInput(row, key) {
 }
 
 /**
+ * @param {Element} row
+ * @param {string} key
+ */
+function priceInput(row, key) {
+  return /** @type {HTMLInputElement} */ (row.querySelector(`input[data-price="${key}"]`));
+}
+
+/**
+ * A row's prices: none, both main prices (cache ones optional), or what is wrong.
+ * @param {Element} row
+ * @param {string} model
+ * @returns {{ prices: import('./protocol').ModelPrices | null } | { error: string, control: HTMLInputElement }}
+ */
+function readPrices(row, model) {
+  /** @type {Record<string, number | null>} */
+  const got = {};
+  for (const [key, label] of PRICES) {
+    const field = priceInput(row, key);
+    const raw = field.value.trim();
+    const value = Number(raw);
+    if (field.validity.badInput || (raw !== '' && (!Number.isFinite(value) || value < 0 || value > 10_000))) {
+      return invalid(field, `${label} of ${model || 'a model'}: US dollars per million tokens (0 to 10,000), or empty.`);
+    }
+    got[key] = raw === '' ? null : value;
+  }
+  if (Object.values(got).every((v) => v === null)) return { prices: null };
+  if (got.input === null || got.output === null) {
+    return invalid(priceInput(row, got.input === null ? 'input' : 'output'), `Prices of ${model || 'a model'}: give both the input and the output price (the cache prices may stay empty).`);
+  }
+  return { prices: { input: got.input, output: got.output, cache_read: got.cache_read, cache_write: got.cache_write } };
+}
+
+/**
  * What the section says, as the host takes it; or what is wrong and where.
  * Only the shape is checked here (whole numbers); the host checks the ranges and says why.
  * @returns {{ context: ContextSettings } | { error: string, control: HTMLInputElement }}
@@ -193,6 +245,12 @@ export function readContext() {
         return invalid(field, `${label} of ${model || 'a model'}: a whole number of tokens up to 10,000,000, or empty.`);
       }
       m[key] = value;
+      any = true;
+    }
+    const priced = readPrices(row, model);
+    if ('error' in priced) return priced;
+    if (priced.prices) {
+      m.prices = priced.prices;
       any = true;
     }
     if (!model) {

@@ -117,9 +117,11 @@ pub const PRESETS: &[&str] = &[
 impl Settings {
     /// Loads the settings file. A file that does not parse is set aside (never silently
     /// overwritten) and defaults are used; the returned warning says so.
+    /// The person's prices (Settings → Context window) take effect for every cost estimate.
     pub fn load(dirs: &AppDirs) -> (Settings, Option<String>) {
         let (mut settings, warning) = Self::read(dirs);
         crate::profiles::normalize(&mut settings);
+        crate::llm::set_price_overrides(&settings.context.models);
         (settings, warning)
     }
 
@@ -156,7 +158,9 @@ impl Settings {
         }
     }
 
+    /// Saves the settings; the prices they name take effect at once.
     pub fn save(&self, dirs: &AppDirs) -> Result<(), SettingsError> {
+        crate::llm::set_price_overrides(&self.context.models);
         let path = dirs.settings_file();
         let mut text = serde_json::to_string_pretty(self).map_err(|e| SettingsError::Io {
             path: path.display().to_string(),
@@ -356,11 +360,23 @@ pub fn check_context(mut context: ContextSettings) -> Result<ContextSettings, Se
                 )));
             }
         }
+        if let Some(p) = &m.prices {
+            let all = [Some(p.input), Some(p.output), p.cache_read, p.cache_write];
+            if all
+                .iter()
+                .flatten()
+                .any(|d| !d.is_finite() || *d < 0.0 || *d > 10_000.0)
+            {
+                return Err(SettingsError::Invalid(format!(
+                    "{}: a price is 0 to 10,000 US dollars per million tokens",
+                    m.model
+                )));
+            }
+        }
     }
     Ok(context)
 }
 
-/// A provider base URL must be http(s) with a host; anything else is refused before any request.
 /// An embeddings endpoint is a web address with a model, or nothing at all.
 pub fn check_code_search(mut c: CodeSearchSettings) -> Result<CodeSearchSettings, SettingsError> {
     c.embeddings_base_url = c
@@ -390,6 +406,7 @@ pub fn embeddings_endpoint(c: &CodeSearchSettings) -> Option<crate::code::search
     })
 }
 
+/// A provider base URL must be http(s) with a host; anything else is refused before any request.
 pub fn validate_base_url(url: &str) -> Result<(), SettingsError> {
     let parsed = reqwest::Url::parse(url)
         .map_err(|e| SettingsError::Invalid(format!("the base URL `{url}` is not a URL ({e})")))?;

@@ -293,6 +293,7 @@ fn context_config_check(args: &RunArgs) -> Result<(), crate::settings::SettingsE
             context_window: args.context_window,
             max_output: args.max_output,
             thinking_budget: args.thinking_budget,
+            prices: None,
         }],
     };
     crate::settings::check_context(probe).map(|_| ())

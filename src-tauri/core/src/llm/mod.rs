@@ -476,7 +476,7 @@ pub fn estimate_cost(model: &str, usage: &TokenUsage) -> Option<f64> {
     pricing::estimate(model, usage)
 }
 
-pub use pricing::{cache_savings, model_facts, ModelFacts};
+pub use pricing::{cache_savings, model_facts, set_overrides as set_price_overrides, ModelFacts};
 
 /// Default delay before retry `attempt` (0-based): exponential, capped.
 pub(crate) fn backoff(policy: &RetryPolicy, attempt: u32) -> Duration {

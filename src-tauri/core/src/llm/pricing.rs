@@ -4,6 +4,8 @@
 //! any `vendor/` part, as OpenRouter names models). An unknown model has no facts: its cost is
 //! unknown, never a wrong number, and its window comes from the provider or its errors.
 
+use crate::protocol::ModelPrices;
+
 /// One model family's figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelFacts {
@@ -153,20 +155,64 @@ pub fn model_facts(model: &str) -> Option<&'static ModelFacts> {
         .max_by_key(|f| f.prefix.len())
 }
 
-/// The cost of one request's tokens at the table's prices, if the model is known.
+/// The prices the person set in Settings, by `provider/model` (see `set_overrides`).
+static OVERRIDES: std::sync::RwLock<Vec<(String, ModelPrices)>> = std::sync::RwLock::new(Vec::new());
+
+/// The person's prices: each Settings row that names prices, for its model.
+pub fn set_overrides(models: &[crate::protocol::ModelOverride]) {
+    let rows = models
+        .iter()
+        .filter_map(|m| m.prices.map(|p| (m.model.clone(), p)))
+        .collect();
+    *OVERRIDES.write().unwrap_or_else(|p| p.into_inner()) = rows;
+}
+
+/// Input, output, cache read and cache write, per million tokens: the person's for the model
+/// (its row names it as `provider/model`; `model` may come with or without the provider),
+/// else the table's; None for a model neither knows.
+pub fn prices(model: &str) -> Option<(f64, f64, f64, f64)> {
+    prices_in(&OVERRIDES.read().unwrap_or_else(|p| p.into_inner()), model)
+}
+
+fn prices_in(rows: &[(String, ModelPrices)], model: &str) -> Option<(f64, f64, f64, f64)> {
+    let bare = model.split_once('/').map_or(model, |(_, m)| m);
+    let table = model_facts(model);
+    let own = rows.iter().find(|(name, _)| {
+        name == model || name.split_once('/').map(|(_, m)| m) == Some(bare)
+    });
+    match (own, table) {
+        (Some((_, p)), t) => Some((
+            p.input,
+            p.output,
+            p.cache_read.or(t.map(|f| f.cache_read)).unwrap_or(p.input),
+            p.cache_write.or(t.map(|f| f.cache_write)).unwrap_or(p.input),
+        )),
+        (None, Some(f)) => Some((f.input, f.output, f.cache_read, f.cache_write)),
+        (None, None) => None,
+    }
+}
+
+/// The cost of one request's tokens at the person's or the table's prices, if either knows
+/// the model.
 pub fn estimate(model: &str, usage: &super::TokenUsage) -> Option<f64> {
-    let f = model_facts(model)?;
-    let dollars = usage.input_tokens as f64 * f.input
-        + usage.output_tokens as f64 * f.output
-        + usage.cache_read_tokens as f64 * f.cache_read
-        + usage.cache_write_tokens as f64 * f.cache_write;
+    cost_at(prices(model)?, usage)
+}
+
+fn cost_at(
+    (input, output, cache_read, cache_write): (f64, f64, f64, f64),
+    usage: &super::TokenUsage,
+) -> Option<f64> {
+    let dollars = usage.input_tokens as f64 * input
+        + usage.output_tokens as f64 * output
+        + usage.cache_read_tokens as f64 * cache_read
+        + usage.cache_write_tokens as f64 * cache_write;
     Some(dollars / 1_000_000.0)
 }
 
 /// What the cache reads saved against paying the full input price for them.
 pub fn cache_savings(model: &str, usage: &super::TokenUsage) -> Option<f64> {
-    let f = model_facts(model)?;
-    Some(usage.cache_read_tokens as f64 * (f.input - f.cache_read) / 1_000_000.0)
+    let (input, _, cache_read, _) = prices(model)?;
+    Some(usage.cache_read_tokens as f64 * (input - cache_read) / 1_000_000.0)
 }
 
 #[cfg(test)]
@@ -218,5 +264,40 @@ mod tests {
         assert!((cost - (0.3 + 3.75)).abs() < 1e-9);
         let saved = super::cache_savings("claude-sonnet-4-5", &usage).expect("known");
         assert!((saved - 2.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_persons_prices_come_before_the_tables_and_price_an_unknown_model() {
+        use crate::protocol::{ModelOverride, ModelPrices};
+        let usage = TokenUsage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_read_tokens: 1_000_000,
+            cache_write_tokens: 0,
+            cost_usd: None,
+        };
+        let unknown = "my-local-finetune-7f3a";
+        assert_eq!(super::estimate(unknown, &usage), None, "unknown: no number");
+        let own = ModelPrices {
+            input: 1.0,
+            output: 2.0,
+            cache_read: None,
+            cache_write: None,
+        };
+        let rows = vec![(format!("openai/{unknown}"), own)];
+        let cost = |model: &str| super::cost_at(super::prices_in(&rows, model)?, &usage);
+        // No cache price given and none in the table: a read costs the input price.
+        assert!((cost(unknown).expect("priced") - 4.0).abs() < 1e-9);
+        assert!((cost(&format!("openai/{unknown}")).expect("priced") - 4.0).abs() < 1e-9);
+        // A known model's own prices win; its cache price comes from the table.
+        let rows = vec![("openai/gpt-4.1".to_string(), own)];
+        let priced = super::prices_in(&rows, "gpt-4.1").expect("priced");
+        assert_eq!(priced, (1.0, 2.0, 0.5, 0.0));
+        // The setter keeps only rows that name prices.
+        super::set_overrides(&[ModelOverride {
+            model: "openai/no-prices-here".into(),
+            ..ModelOverride::default()
+        }]);
+        assert_eq!(super::estimate("no-prices-here", &usage), None);
     }
 }

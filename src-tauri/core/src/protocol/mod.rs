@@ -551,6 +551,7 @@ pub fn typescript_declarations() -> String {
         Budget::decl(&cfg),
         ContextView::decl(&cfg),
         ContextSettings::decl(&cfg),
+        ModelPrices::decl(&cfg),
         ProviderProfile::decl(&cfg),
         ProfileView::decl(&cfg),
         CodeSearchSettings::decl(&cfg),

@@ -137,7 +137,7 @@ impl Default for ContextSettings {
 }
 
 /// What the person says of one model; None leaves it to the provider and the table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
 #[serde(default)]
 pub struct ModelOverride {
     /// `provider/model`, e.g. `anthropic/claude-sonnet-4-5` or `openai/llama3.2`.
@@ -146,6 +146,21 @@ pub struct ModelOverride {
     pub max_output: Option<u32>,
     /// Anthropic extended thinking budget in tokens (0 or None: off).
     pub thinking_budget: Option<u32>,
+    /// Its prices, instead of the table's (or where the table knows none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub prices: Option<ModelPrices>,
+}
+
+/// US dollars per million tokens. A cache price left out is the table's for the model, else
+/// the input price (no discount assumed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct ModelPrices {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: Option<f64>,
+    pub cache_write: Option<f64>,
 }
 
 /// The confinement commands run under, as Settings shows it.
