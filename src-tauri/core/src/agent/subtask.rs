@@ -122,6 +122,8 @@ async fn run_child(
         .clone()
         .or_else(|| parent.governance().selected_intent);
     child.set_mode(&spec.mode);
+    // Its runs go where the parent's do, whoever resumes it (the window, after a restart).
+    child.set_profile(parent.summary().profile);
     child.set_parent(parent, &call.id, intent.clone());
     if !spec.todos.is_empty() {
         child.set_todos(spec.todos.clone(), false);
