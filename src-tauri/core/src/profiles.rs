@@ -84,7 +84,8 @@ pub fn normalize(settings: &mut Settings) {
     settings.model = p.model;
 }
 
-/// The profile the settings from before profiles describe.
+/// The profile the settings from before profiles describe. The key kept for their wire format
+/// is bound to the server they pointed at then, whatever the profile is pointed at later.
 fn from_legacy(settings: &Settings) -> ProviderProfile {
     ProviderProfile {
         id: DEFAULT_ID.into(),
@@ -93,7 +94,7 @@ fn from_legacy(settings: &Settings) -> ProviderProfile {
         preset: settings.preset.clone(),
         base_url: settings.base_url.clone(),
         model: settings.model.clone(),
-        key_origin: None,
+        key_origin: origin(&settings.base_url),
     }
 }
 
@@ -143,12 +144,15 @@ pub fn lookup_key(store: &dyn SecretStore, profile: &ProviderProfile) -> KeyLook
             return out;
         }
     }
-    if profile.id == DEFAULT_ID && profile.key_origin.is_none() {
+    // The key from before profiles moves, once, to the origin the settings named then.
+    if let (DEFAULT_ID, Some(then)) = (profile.id.as_str(), profile.key_origin.as_deref()) {
         if let Ok(Some(legacy)) = store.get(&api_key_name(profile.provider)) {
-            if store.set(&key_name(&profile.id, &here), &legacy).is_ok() {
+            if store.set(&key_name(&profile.id, then), &legacy).is_ok() {
                 let _ = store.delete(&api_key_name(profile.provider));
-                out.key = Some(legacy);
-                return out;
+                if then == here {
+                    out.key = Some(legacy);
+                    return out;
+                }
             }
         }
     }

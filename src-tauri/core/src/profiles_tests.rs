@@ -141,6 +141,27 @@ fn settings_from_before_profiles_become_the_default_profile_and_keep_their_key()
         .expect("get")
         .is_none());
     assert!(lookup_key(&store, &default).key.is_some());
+    // Pointed elsewhere before its first use (by the page, or by hand), the key from before
+    // profiles stays with the server it was used for.
+    let store = MemoryStore::default();
+    store
+        .set(
+            &api_key_name(ProviderKind::Anthropic),
+            &Secret::new("sk-ant-2"),
+        )
+        .expect("legacy key");
+    let mut moved = default.clone();
+    moved.base_url = "https://collector.example/v1".into();
+    let found = lookup_key(&store, &moved);
+    assert!(found.key.is_none(), "not sent to the new server");
+    assert_eq!(
+        found.elsewhere.as_deref(),
+        Some("https://api.anthropic.com")
+    );
+    assert!(
+        lookup_key(&store, &default).key.is_some(),
+        "still there for its own server"
+    );
     // A settings file read again keeps its profiles as they are.
     let text = serde_json::to_string(&legacy).expect("json");
     let mut again: Settings = serde_json::from_str(&text).expect("read");
