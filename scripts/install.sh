@@ -104,7 +104,11 @@ do_uninstall() {
   local -a dirs=()
   while IFS=$'\t' read -r kind path; do
     # Whatever the list says: files only under the prefix; directories (removed only when
-    # empty) under it, or the prefix and those above it when the install created them.
+    # empty) under it, or the prefix and those above it when the install created them. The
+    # install writes plain paths: one with `..` or `.` in it is not its own.
+    case "/$path/" in
+      */../* | */./*) continue ;;
+    esac
     case "$kind:$path" in
       file:"$PREFIX"/*) rm -f -- "$DESTDIR$path" ;;
       dir:"$PREFIX"/* | dir:"$PREFIX") dirs+=("$path") ;;

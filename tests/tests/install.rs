@@ -160,8 +160,26 @@ fn make_install_gives_a_working_mandate_and_uninstall_takes_back_exactly_what_it
         assert_eq!(png_size(&icon), (size, size), "{}", icon.display());
     }
 
+    // A list of installed files that names something outside the prefix (edited by hand, or
+    // by anything else) does not make the uninstall remove it.
+    let outside = scratch.path().join("precious.txt");
+    std::fs::write(&outside, "keep me").expect("outside file");
+    let manifest = prefix.join("lib/mandate/installed");
+    let mut listed = std::fs::read_to_string(&manifest).expect("the list of what was installed");
+    listed.push_str(&format!(
+        "file\t{}\nfile\t{}/../precious.txt\ndir\t{}\n",
+        outside.display(),
+        prefix.display(),
+        scratch.path().display()
+    ));
+    std::fs::write(&manifest, listed).expect("edit the list");
+
     make(&["uninstall".into(), prefix_arg.clone()]);
     assert_eq!(tree(&prefix), before, "only what was there before is left");
+    assert!(
+        outside.is_file(),
+        "a file outside the prefix is never removed"
+    );
     // Nothing installed: uninstalling again says so and changes nothing.
     make(&["uninstall".into(), prefix_arg]);
     assert_eq!(tree(&prefix), before);

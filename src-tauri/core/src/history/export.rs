@@ -55,10 +55,7 @@ fn header(out: &mut String, task: &TaskSummary, intent_name: Option<&str>) {
         );
     }
     let _ = write!(tokens, ", {} out", usage.output_tokens);
-    let status = serde_json::to_value(task.status)
-        .ok()
-        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-        .unwrap_or_default();
+    let status = in_words(task.status);
     let rows = [
         ("Task", code(&task.id)),
         ("Mode", task.mode.clone().unwrap_or_else(|| "code".into())),
@@ -149,10 +146,7 @@ fn conversation(out: &mut String, record: &TaskRecord) {
 
 /// `read_file` on `src/lib.rs`: succeeded — 120 lines
 fn tool_line(view: &ToolCallView) -> String {
-    let status = serde_json::to_value(view.status)
-        .ok()
-        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-        .unwrap_or_default();
+    let status = in_words(view.status);
     let mut line = code(&view.tool);
     if !view.target.trim().is_empty() {
         let _ = write!(
@@ -167,6 +161,14 @@ fn tool_line(view: &ToolCallView) -> String {
         let _ = write!(line, " — {}", crate::text::ellipsize(&summary, 200));
     }
     line
+}
+
+/// A status as the protocol spells it, in words: `waiting_for_approval` → `waiting for approval`.
+fn in_words(status: impl serde::Serialize) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+        .unwrap_or_default()
 }
 
 fn one_line(text: &str) -> String {
