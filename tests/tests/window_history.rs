@@ -130,6 +130,11 @@ async fn the_history_is_searched_above_the_task_list_and_a_task_exported_as_mark
         .await
         .expect("mark");
     assert_eq!(marked, json!("nested"));
+    let marks = app
+        .eval("return [...document.querySelectorAll('#history-results .history-hit[data-task-id=\"task-lexer\"] mark')].map(m => m.textContent)")
+        .await
+        .expect("marks");
+    assert_eq!(marks, json!(["nested", "brackets"]), "every word is marked");
     assert!(
         app.eval("return getComputedStyle(document.getElementById('task-list')).display")
             .await

@@ -155,18 +155,49 @@ function render(results) {
   if (results.total === 0) status.textContent = `No task matches (${results.searched} searched).`;
   else if (results.total > results.hits.length) status.textContent = `The newest ${results.hits.length} of ${results.total} matching tasks.`;
   else status.textContent = `${results.total} of ${results.searched} tasks match.`;
-  byId('history-results').replaceChildren(...results.hits.map(hitItem));
+  const words = wordsPattern(byId('history-text', HTMLInputElement).value);
+  byId('history-results').replaceChildren(...results.hits.map((hit) => hitItem(hit, words)));
 }
 
-/** @param {HistoryHit} hit */
-function hitItem(hit) {
+/**
+ * `text` with the other words of the search marked too, as text nodes and `<mark>`s.
+ * @param {string} text
+ * @param {RegExp | null} words
+ * @returns {(string | HTMLElement)[]}
+ */
+function marked(text, words) {
+  if (!words) return [text];
+  /** @type {(string | HTMLElement)[]} */
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(words)) {
+    const start = m.index ?? 0;
+    if (m[0] === '') break;
+    out.push(text.slice(at, start), h('mark', { text: m[0] }));
+    at = start + m[0].length;
+  }
+  out.push(text.slice(at));
+  return out;
+}
+
+/** The search's words as one literal, case-blind pattern (null: none). @param {string} text */
+function wordsPattern(text) {
+  const words = text.split(/\s+/).filter(Boolean).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return words.length ? new RegExp(words.join('|'), 'giu') : null;
+}
+
+/**
+ * @param {HistoryHit} hit
+ * @param {RegExp | null} words
+ */
+function hitItem(hit, words) {
   const task = hit.task;
   const title = task.title || 'Untitled task';
   const s = hit.snippet;
   const snippet = s
     ? h('span', { class: 'history-snippet' },
       h('span', { class: 'history-field', text: `${FIELD_LABELS[s.field] ?? s.field}:` }), ' ',
-      s.before, h('mark', { text: s.matched }), s.after)
+      ...marked(s.before, words), h('mark', { text: s.matched }), ...marked(s.after, words))
     : null;
   return h('li', { class: 'task-item history-hit', 'data-task-id': task.id },
     h('button', { type: 'button', class: 'task-open', title },
