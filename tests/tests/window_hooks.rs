@@ -16,7 +16,7 @@ const INTENTS: &str = r#"active_intents:
 
 const SETTINGS: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [
     {"type": "command", "command": "python3 .claude/hooks/review.py", "name": "reviewer", "timeout": 30}
-]}], "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#;
+]}], "SubagentStop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#;
 
 const REVIEW: &str = r#"import json, sys
 sys.path.insert(0, "scripts")
@@ -68,7 +68,7 @@ async fn new_hooks_are_confirmed_on_a_card_and_a_hooks_ask_opens_an_approval() {
         "Write|Edit",
         "python3 .claude/hooks/review.py",
         "From .claude/settings.json",
-        "`Notification` hooks",
+        "`SubagentStop` hooks",
         "With the code they run, which no intent may change: .claude/hooks/review.py, scripts/review_rules.py",
         "Run them",
     ] {

@@ -4,6 +4,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::orchestrator::Card;
+use super::Interaction as _;
 use crate::hooks::command_policy::{CommandClass, CommandNeeds};
 use crate::hooks::{Action, AskReason, Denial, DenialCode, IntentChange, TaskGovernance};
 use crate::orchestration::intents::IntentsSnapshot;
@@ -150,7 +151,8 @@ pub(super) async fn ask(
     card.view.status = ToolCallStatus::WaitingForApproval;
     card.emit();
     task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
-    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    let asking = super::attention::Asking { env, task };
+    let decision = asking.approve(&task.id, request, cancel).await;
     task.set_status(env.sink.as_ref(), TaskStatus::Running);
     card.view.status = ToolCallStatus::Running;
     let by = env.interaction.approver();

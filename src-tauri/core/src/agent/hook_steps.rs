@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentEnv, TaskHandle};
+use super::{AgentEnv, EventSink, Governance, PersonNeeded, TaskHandle};
 use crate::hooks::{Action, Denial, DenialCode};
 use crate::llm::ToolCall;
 use crate::protocol::{
@@ -118,7 +118,8 @@ async fn confirm(env: &AgentEnv, task: &TaskHandle, cancel: &CancellationToken) 
     };
     let approval_id = request.approval_id.clone();
     task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
-    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    let asking = super::attention::Asking { env, task };
+    let decision = super::Interaction::approve(&asking, &task.id, request, cancel).await;
     task.set_status(env.sink.as_ref(), TaskStatus::Running);
     if cancel.is_cancelled() {
         return Ready::Refuse(None, "The task was stopped.".into());
@@ -183,14 +184,25 @@ async fn run(
     input: &Value,
     cancel: &CancellationToken,
 ) -> EventReport {
-    let policy = env
-        .gov
+    run_in(&env.gov, env.sink.as_ref(), event, hooks, input, cancel).await
+}
+
+/// [`run`] with only what it uses (for hooks that outlive the step that started them).
+async fn run_in(
+    gov: &Governance,
+    sink: &dyn EventSink,
+    event: HookEvent,
+    hooks: &[&uh::HookSpec],
+    input: &Value,
+    cancel: &CancellationToken,
+) -> EventReport {
+    let policy = gov
         .policy()
         .unwrap_or_else(|_| Arc::new(crate::hooks::command_policy::CommandPolicy::builtin()));
     let place = HookPlace {
-        root: env.gov.root(),
-        confinement: &env.gov.confinement,
-        app_dirs: &env.gov.app_dirs,
+        root: gov.root(),
+        confinement: &gov.confinement,
+        app_dirs: &gov.app_dirs,
         settings: policy.confinement(),
         redactor: crate::redact::Redactor::global(),
     };
@@ -199,7 +211,7 @@ async fn run(
         tracing::info!(event = event.name(), hook = %answer.name, said = ?answer.said, failed = answer.failure.is_some(), "user hook");
     }
     for message in report.messages() {
-        env.sink.emit(Event::Notice {
+        sink.emit(Event::Notice {
             level: NoticeLevel::Info,
             message,
         });
@@ -482,6 +494,49 @@ pub(super) async fn session_started(
     let report = run(env, HookEvent::SessionStart, &matched, &input, cancel).await;
     report_failures(env, &report, false, "the task goes on");
     report.context(HookEvent::SessionStart)
+}
+
+/// The Notification hooks when the person is needed (advisory: nothing waits on what they
+/// say). Only hooks the person confirmed run, and this never asks: the card that waits may be
+/// the confirmation itself. In the window they run in the background, so the card or question
+/// is not held up; headless they are awaited, so that they end before the run does.
+pub(super) async fn notification(env: &AgentEnv, task: &TaskHandle, need: &PersonNeeded) {
+    let Ok(HooksState::Ready {
+        hooks,
+        trust: Trust::Confirmed,
+        ..
+    }) = state(env).await
+    else {
+        return;
+    };
+    let names = [need.waiting.notification_type(), need.waiting.name()];
+    if hooks.matching(HookEvent::Notification, &names).is_empty() {
+        return;
+    }
+    let fields = json!({
+        "message": need.message(),
+        "notification_type": need.waiting.notification_type(),
+        "mandate_waiting": need.waiting.name(),
+        "mandate_task_title": need.title,
+    });
+    let input = input(env, task, HookEvent::Notification, fields);
+    let (gov, sink) = (env.gov.clone(), env.sink.clone());
+    let work = async move {
+        let matched = hooks.matching(HookEvent::Notification, &names);
+        let event = HookEvent::Notification;
+        let cancel = CancellationToken::new();
+        let report = run_in(&gov, sink.as_ref(), event, &matched, &input, &cancel).await;
+        for line in report.failures(false).1 {
+            sink.emit(Event::Notice {
+                level: NoticeLevel::Warning,
+                message: format!("{}; it is only a notification.", upper_first(&line)),
+            });
+        }
+    };
+    match env.interactive {
+        true => drop(tokio::spawn(work)),
+        false => work.await,
+    }
 }
 
 /// `content` with the hooks' context after it (inside a JSON error, as `hook_context`).

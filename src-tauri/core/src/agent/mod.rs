@@ -4,9 +4,11 @@
 //!
 //! Files, from the bottom up: `governance` (what the tasks of a workspace share), `store` and
 //! `task` (a task's record and the named changes to it), `env` (a run's dependency bundle),
-//! `approval` and `orchestrator` (one tool call), `turn` (the loop).
+//! `approval` and `orchestrator` (one tool call), `attention` (every wait for the person),
+//! `turn` (the loop).
 
 mod approval;
+pub mod attention;
 mod budget;
 mod check_steps;
 mod code_context;
@@ -29,6 +31,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::language_of;
+pub use attention::{PersonNeeded, Waiting};
 pub use check_steps::{LastCheck, ProjectCheck};
 pub use context_steps::condense_task;
 pub use env::AgentEnv;
@@ -70,6 +73,13 @@ pub trait Interaction: Send + Sync {
 
     /// Who approves, as recorded in the ledger: a person in the window, or headless.
     fn approver(&self) -> crate::protocol::Approver;
+
+    /// A task waits for the person ([`attention`]): the window tells them if they are
+    /// elsewhere. Headless, nobody is there to tell.
+    fn person_needed(&self, _need: &PersonNeeded) {}
+
+    /// What the task waited for is over (decided, answered, or the task runs again).
+    fn person_not_needed(&self, _task_id: &str) {}
 }
 
 #[cfg(test)]
@@ -83,6 +93,10 @@ mod context_tests;
 #[cfg(test)]
 #[path = "mode_tests.rs"]
 mod mode_tests;
+
+#[cfg(test)]
+#[path = "attention_tests.rs"]
+mod attention_tests;
 
 #[cfg(test)]
 pub(crate) mod test_support;

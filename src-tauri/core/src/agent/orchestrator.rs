@@ -110,11 +110,13 @@ async fn run_call(
         pre: user,
     };
     let model_id = env.provider.model_id();
+    // A tool's questions are waits for the person like the approvals above.
+    let asking = super::attention::Asking { env, task };
     let run = RunCx {
         gov: &env.gov,
         task,
         events: env.sink.as_ref(),
-        interaction: env.interaction.as_ref(),
+        interaction: &asking,
         model_id: &model_id,
         call_id: &call.id,
         tool: tool.name(),

@@ -163,6 +163,9 @@ async fn run_task_inner(
     task.set_outcome(status, error);
     task.checkpoint(env.sink.as_ref()).await;
     task.emit_summary(env.sink.as_ref());
+    if let TaskEnd::Paused(why) = &end {
+        super::attention::needed(&env, &task, super::Waiting::Paused, why).await;
+    }
     task.end_run();
     task.publish_end(&end);
     let gov = env.gov.clone();
@@ -188,6 +191,8 @@ async fn open_run(
     cancel: &CancellationToken,
 ) -> Option<TaskEnd> {
     let first_run = task.record().conversation.is_empty();
+    // Whatever it waited for (a pause) is over: it runs again.
+    env.interaction.person_not_needed(&task.id);
     task.mark_running(env.provider.model_id());
     task.emit_summary(env.sink.as_ref());
     say_what_is_broken(env);
@@ -588,7 +593,8 @@ pub(super) async fn ask_person(
     };
     let approval_id = request.approval_id.clone();
     task.set_status(env.sink.as_ref(), TaskStatus::WaitingForApproval);
-    let decision = env.interaction.approve(&task.id, request, cancel).await;
+    let asking = super::attention::Asking { env, task };
+    let decision = super::Interaction::approve(&asking, &task.id, request, cancel).await;
     task.set_status(env.sink.as_ref(), TaskStatus::Running);
     let yes_said = !matches!(decision, ApprovalDecision::Reject { .. }) && !cancel.is_cancelled();
     env.sink.emit(Event::ApprovalResolved {

@@ -5,8 +5,8 @@
 //!
 //! Everything is checked here, once, so that a bad file fails when it is read and not in the
 //! middle of a turn: wrong types, a matcher that does not compile, a file or a list that is too
-//! big are errors naming the file and the place. Events Mandate does not run (`Notification`,
-//! `PreCompact`, …) are listed, not errors: the same settings serve Claude Code.
+//! big are errors naming the file and the place. Events Mandate does not run (`PreCompact`,
+//! `SubagentStop`, …) are listed, not errors: the same settings serve Claude Code.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -40,15 +40,18 @@ pub enum HookEvent {
     UserPromptSubmit,
     Stop,
     SessionStart,
+    /// Mandate waits for the person (an approval, a question, a paused task): advisory.
+    Notification,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 5] = [
+    pub const ALL: [HookEvent; 6] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::UserPromptSubmit,
         HookEvent::Stop,
         HookEvent::SessionStart,
+        HookEvent::Notification,
     ];
 
     /// The name in the settings and in `hook_event_name`.
@@ -59,6 +62,7 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::Stop => "Stop",
             HookEvent::SessionStart => "SessionStart",
+            HookEvent::Notification => "Notification",
         }
     }
 
@@ -67,12 +71,21 @@ impl HookEvent {
     }
 
     /// Whether the matcher applies (as in the contract: tool events match the tool name,
-    /// SessionStart its source; the others run every hook).
+    /// SessionStart its source, Notification its type; the others run every hook).
     pub fn uses_matcher(self) -> bool {
         matches!(
             self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::SessionStart
+            HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::SessionStart
+                | HookEvent::Notification
         )
+    }
+
+    /// Whether a hook of this event can block or deny (SessionStart and Notification only
+    /// inform: what they say is shown to the person).
+    pub fn can_block(self) -> bool {
+        !matches!(self, HookEvent::SessionStart | HookEvent::Notification)
     }
 }
 
@@ -292,7 +305,7 @@ pub fn parse(file: &'static str, text: &str, config: &mut HookConfig) -> Result<
     for (name, groups) in &events {
         let Some(event) = HookEvent::parse(name) else {
             config.ignored.push(format!(
-                "`{name}` hooks in {file} (Mandate runs PreToolUse, PostToolUse, UserPromptSubmit, Stop and SessionStart)"
+                "`{name}` hooks in {file} (Mandate runs PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart and Notification)"
             ));
             continue;
         };

@@ -61,13 +61,35 @@ fn settings_without_hooks_have_none_and_mandates_file_may_list_events_at_the_top
 fn events_mandate_does_not_run_are_listed_not_errors() {
     let config = parsed(
         CLAUDE_SETTINGS,
-        r#"{"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+        r#"{"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
                       "PreCompact": []}}"#,
     )
     .expect("loads");
     assert!(config.is_empty());
     assert_eq!(config.ignored.len(), 2);
-    assert!(config.ignored[0].contains("`Notification` hooks in .claude/settings.json"));
+    assert!(config.ignored[1].contains("`SubagentStop` hooks in .claude/settings.json"));
+}
+
+#[test]
+fn notification_hooks_run_matched_on_their_type_and_are_confirmed_again() {
+    let text = r#"{"hooks": {"Notification": [{"matcher": "permission_prompt",
+        "hooks": [{"type": "command", "command": "notify-send hi"}]}]}}"#;
+    let config = parsed(CLAUDE_SETTINGS, text).expect("loads");
+    assert!(config.ignored.is_empty(), "{:?}", config.ignored);
+    let hooks = config.matching(HookEvent::Notification, &["permission_prompt", "approval"]);
+    assert_eq!(hooks.len(), 1);
+    assert!(config
+        .matching(HookEvent::Notification, &["idle_prompt", "paused"])
+        .is_empty());
+    // The same section once listed them without running them: what the person confirmed
+    // then does not cover running them now.
+    let mut once = config.clone();
+    once.hooks.clear();
+    let root = std::path::Path::new("/nonexistent");
+    assert_ne!(
+        crate::user_hooks::trust::fingerprint(root, &config),
+        crate::user_hooks::trust::fingerprint(root, &once)
+    );
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! Read from `.mandate/hooks.json` and the `hooks` section of `.claude/settings.json` and
 //! `.claude/settings.local.json` ([`config`]). Events: `PreToolUse` and `PostToolUse` (matched
 //! on the tool's name, Mandate's or the familiar alias, see [`names`]), `UserPromptSubmit`,
-//! `Stop`, `SessionStart`. Each hook gets the event as JSON on stdin ([`event_input`]) and runs
-//! confined ([`process`]); what it said is read by the contract ([`output`]).
+//! `Stop`, `SessionStart`, and `Notification` when Mandate waits for the person (advisory,
+//! matched on its type: `permission_prompt`, `elicitation_dialog`, `idle_prompt`, or Mandate's
+//! `approval`, `question`, `paused`). Each hook gets the event as JSON on stdin
+//! ([`event_input`]) and runs confined ([`process`]); what it said is read by the contract
+//! ([`output`]).
 //!
 //! The rules Mandate adds to the contract:
 //! - **Under the gate.** PreToolUse hooks run after Mandate's own pre-hooks, only when those

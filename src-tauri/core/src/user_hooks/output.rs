@@ -6,7 +6,7 @@
 //!   that starts with `{` but is not a JSON object is a failure (the hook meant to say
 //!   something and it cannot be read).
 //! - exit 2: PreToolUse denies, PostToolUse / UserPromptSubmit / Stop block; stderr is the
-//!   reason. SessionStart cannot block: stderr is shown to the person.
+//!   reason. SessionStart and Notification cannot block: stderr is shown to the person.
 //! - any other exit, a signal, a timeout, too much output: a failure (what a failure does is
 //!   decided by the caller: it denies a mutating tool unless the hook is advisory).
 //!
@@ -80,7 +80,7 @@ pub fn interpret(event: HookEvent, spec: &HookSpec, run: HookRun) -> HookAnswer 
                 answer.failure = Some(problem);
             }
         }
-        Some(2) if event == HookEvent::SessionStart => {
+        Some(2) if !event.can_block() => {
             answer.message = (!stderr.is_empty()).then(|| capped(stderr));
         }
         Some(2) => {
@@ -188,7 +188,7 @@ fn read_fields(
         Some(Value::Bool(false)) => {
             let stop = string(out, "stopReason")?
                 .unwrap_or_else(|| "(it asked to stop and gave no reason)".into());
-            if event == HookEvent::SessionStart {
+            if !event.can_block() {
                 answer.message = Some(stop);
             } else {
                 said = Said::Block;
@@ -197,7 +197,7 @@ fn read_fields(
         }
         Some(_) => return Err("`continue` in its output is not true or false".into()),
     }
-    if event == HookEvent::SessionStart {
+    if !event.can_block() {
         said = Said::Nothing;
     }
     answer.said = said;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::code::HookCode;
-use super::config::HookConfig;
+use super::config::{HookConfig, HookEvent};
 
 /// Confirmed fingerprints kept per workspace (the newest last): switching between branches
 /// does not ask each time.
@@ -45,6 +45,15 @@ pub fn fingerprint(root: &Path, config: &HookConfig) -> String {
 /// [`fingerprint`] with the code already traced.
 pub fn fingerprint_of(root: &Path, config: &HookConfig, code: &HookCode) -> String {
     let mut hasher = Sha256::new();
+    // Notification hooks were once listed and not run: a configuration confirmed then is
+    // confirmed again before they run.
+    if config
+        .hooks
+        .iter()
+        .any(|h| h.event == HookEvent::Notification)
+    {
+        hasher.update("runs Notification\n");
+    }
     for (file, section) in &config.sections {
         hasher.update(format!("file {file} {}\n", section.len()));
         hasher.update(section.as_bytes());
