@@ -1,14 +1,47 @@
 //! The desktop around the host: the folder picker (GTK's own file chooser, run by the shell on
-//! the main thread, so the page needs no dialog permission) and the window title.
+//! the main thread, so the page needs no dialog permission), the window title, its focus and
+//! taskbar entry, and desktop notifications (sent by the shell, never by the page).
 
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use mandate_core::host::Desktop;
+use mandate_core::agent::EventSink as _;
+use mandate_core::host::{Desktop, DesktopNote};
+use mandate_core::protocol::Event;
 use tauri::{AppHandle, Manager};
 
+#[cfg(target_os = "linux")]
+use crate::notifications::Notifier;
+
 pub struct WindowDesktop {
-    pub app: AppHandle,
+    app: AppHandle,
+    #[cfg(target_os = "linux")]
+    notifier: Notifier,
+}
+
+impl WindowDesktop {
+    pub fn new(app: AppHandle) -> WindowDesktop {
+        #[cfg(target_os = "linux")]
+        let shown = app.clone();
+        WindowDesktop {
+            #[cfg(target_os = "linux")]
+            notifier: Notifier::new(Box::new(move |task_id| show_task(&shown, task_id))),
+            app,
+        }
+    }
+}
+
+/// A notification was clicked: the window comes up (as the desktop allows) on the task.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn show_task(app: &AppHandle, task_id: String) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+    if let Some(shell) = app.try_state::<crate::ipc::Shell>() {
+        shell.sink.emit(Event::ShowTask { task_id });
+    }
 }
 
 pub fn title(root: &Path) -> String {
@@ -40,6 +73,39 @@ impl Desktop for WindowDesktop {
             let _ = window.set_title(&title(root));
         }
     }
+
+    fn is_focused(&self) -> bool {
+        // No window (not yet, or closing): nobody is looking at it.
+        self.app
+            .get_webview_window("main")
+            .and_then(|w| w.is_focused().ok())
+            .unwrap_or(false)
+    }
+
+    fn ask_attention(&self, asking: bool) {
+        if let Some(window) = self.app.get_webview_window("main") {
+            let kind = asking.then_some(tauri::UserAttentionType::Informational);
+            let _ = window.request_user_attention(kind);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn notify(&self, note: &DesktopNote) -> Option<u32> {
+        self.notifier.notify(note)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn withdraw(&self, id: u32) {
+        self.notifier.close(id);
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn notify(&self, _note: &DesktopNote) -> Option<u32> {
+        None
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn withdraw(&self, _id: u32) {}
 }
 
 #[cfg(target_os = "linux")]

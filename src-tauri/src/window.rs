@@ -4,6 +4,8 @@
 mod desktop;
 mod ipc;
 mod lean;
+#[cfg(target_os = "linux")]
+mod notifications;
 mod pageout;
 #[cfg(target_os = "linux")]
 mod web_sandbox;
@@ -84,9 +86,7 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             let focus_trace = trace.clone();
             let tauri::async_runtime::RuntimeHandle::Tokio(runtime) =
                 tauri::async_runtime::handle();
-            let desktop = Arc::new(desktop::WindowDesktop {
-                app: app.handle().clone(),
-            });
+            let desktop = Arc::new(desktop::WindowDesktop::new(app.handle().clone()));
             let dirs = AppDirs::from_env();
             let web_extension = lean::web_extension_dir(&dirs.data);
             // WebKit's own caches and data, in a directory of their own: WebKit's sandbox lets

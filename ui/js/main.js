@@ -121,6 +121,7 @@ function dispatch(ev) {
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
       case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
       case 'images_dropped': onImagesDropped(ev.images, ev.errors); break;
+      case 'show_task': showView('chat'); openTask(ev.task_id); break;
       default: handleTaskEvent(ev);
     }
   } catch (e) {

@@ -36,7 +36,7 @@ export type Event = { "type": "images_dropped", images: Array<ImageView>, errors
 /**
  * The window the provider's error named, where it named one.
  */
-limit_tokens: number | null, message: string, } | { "type": "output_cut", task_id: string, max_tokens: number, };
+limit_tokens: number | null, message: string, } | { "type": "output_cut", task_id: string, max_tokens: number, } | { "type": "show_task", task_id: string, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 

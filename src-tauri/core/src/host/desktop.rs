@@ -1,6 +1,7 @@
-//! What the host asks of the desktop around it: a folder picker and the window's title (the
-//! shell provides them; the core has no window), and the requests that use them: opening a file
-//! in the person's editor and switching the workspace without a restart.
+//! What the host asks of the desktop around it: a folder picker, the window's title, its focus
+//! and taskbar entry, desktop notifications (the shell provides them; the core has no window),
+//! and the requests that use them: opening a file in the person's editor and switching the
+//! workspace without a restart.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,9 +18,31 @@ pub trait Desktop: Send + Sync {
     async fn pick_folder(&self, near: &Path) -> Option<PathBuf>;
     /// Shows which workspace is open (the window title).
     fn workspace_opened(&self, root: &Path);
+    /// Whether the person is looking at the window now (may block briefly).
+    fn is_focused(&self) -> bool;
+    /// The window's taskbar entry asks for the person's attention (`false`: no longer).
+    fn ask_attention(&self, asking: bool);
+    /// Shows a desktop notification (in place of `note.replaces`, when not 0); its id, or None
+    /// when the desktop shows none. Clicking it brings the window up on the task.
+    fn notify(&self, note: &DesktopNote) -> Option<u32>;
+    /// Takes down a notification shown before.
+    fn withdraw(&self, id: u32);
 }
 
-/// No desktop (tests of the host alone): nothing is picked, nothing is shown.
+/// A desktop notification about one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesktopNote {
+    pub task_id: String,
+    /// One line.
+    pub summary: String,
+    /// Plain text (the shell escapes it for servers that read markup).
+    pub body: String,
+    /// The notification it replaces (0: none).
+    pub replaces: u32,
+}
+
+/// No desktop (tests of the host alone): nothing is picked, nothing is shown, and the person
+/// is taken to be looking.
 pub struct NoDesktop;
 
 #[async_trait]
@@ -28,6 +51,14 @@ impl Desktop for NoDesktop {
         None
     }
     fn workspace_opened(&self, _root: &Path) {}
+    fn is_focused(&self) -> bool {
+        true
+    }
+    fn ask_attention(&self, _asking: bool) {}
+    fn notify(&self, _note: &DesktopNote) -> Option<u32> {
+        None
+    }
+    fn withdraw(&self, _id: u32) {}
 }
 
 impl Host {

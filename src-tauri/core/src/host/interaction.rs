@@ -1,6 +1,6 @@
 //! Approvals and questions answered by a person in the window: the task emits a request event
 //! and waits on a one-shot channel that the matching `decide_approval` / `answer_question`
-//! request completes.
+//! request completes. A person who is elsewhere is told ([`super::attention`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +42,8 @@ impl Pending {
 pub struct GuiInteraction {
     pub pending: Arc<Pending>,
     pub sink: Arc<dyn EventSink>,
+    /// Tells a person who is elsewhere that a task waits for them.
+    pub attention: Arc<super::attention::Attention>,
 }
 
 #[async_trait]
@@ -112,5 +114,13 @@ impl Interaction for GuiInteraction {
 
     fn approver(&self) -> crate::protocol::Approver {
         crate::protocol::Approver::User
+    }
+
+    fn person_needed(&self, need: &crate::agent::PersonNeeded) {
+        self.attention.needed(need);
+    }
+
+    fn person_not_needed(&self, task_id: &str) {
+        self.attention.not_needed(task_id);
     }
 }

@@ -1,6 +1,7 @@
 //! The extension host as the window sees it: one entry point that takes a [`Request`] (as raw
 //! JSON from the untrusted UI), validates it, and answers with a [`Reply`] or an [`IpcError`].
 
+mod attention;
 mod desktop;
 mod diagnostics;
 mod discovery;
@@ -19,7 +20,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub use desktop::{Desktop, NoDesktop};
+pub use desktop::{Desktop, DesktopNote, NoDesktop};
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};
@@ -97,6 +98,7 @@ pub struct Host {
     desktop: Arc<dyn Desktop>,
     settings: Mutex<Settings>,
     pending: Arc<Pending>,
+    attention: Arc<attention::Attention>,
     editors: editor::Launcher,
     runtime: tokio::runtime::Handle,
     watching: std::sync::atomic::AtomicBool,
@@ -123,6 +125,7 @@ impl Host {
             Opened::open(workspace_root, &dirs, &secrets, &sink)?
         };
         let (settings, warning) = Settings::load(&dirs);
+        let attention = attention::Attention::start(desktop.clone(), &runtime);
         let host = Arc::new(Host {
             opened: RwLock::new(Arc::new(opened)),
             runs: Arc::default(),
@@ -132,6 +135,7 @@ impl Host {
             desktop,
             settings: Mutex::new(settings),
             pending: Arc::default(),
+            attention,
             editors: editor::Launcher::default(),
             runtime,
             watching: Default::default(),
@@ -383,6 +387,7 @@ impl Host {
             interaction: Arc::new(GuiInteraction {
                 pending: self.pending.clone(),
                 sink: self.sink.clone(),
+                attention: self.attention.clone(),
             }),
             store: opened.store.clone(),
             tasks: opened.tasks.clone(),

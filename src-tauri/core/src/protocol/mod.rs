@@ -506,6 +506,10 @@ pub enum Event {
         task_id: String,
         max_tokens: u32,
     },
+    /// The person clicked Mandate's desktop notification about this task: the window shows it.
+    ShowTask {
+        task_id: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
