@@ -125,8 +125,21 @@ impl Redactor {
         }
     }
 
-    fn longest(&self) -> usize {
-        self.inner.read().map(|i| i.longest).unwrap_or(0)
+    /// How many bytes at the end of `text` could be the start of a secret in one of its forms:
+    /// what a stream holds back until the next chunk says whether it is one. Only those: a
+    /// dev server's short "ready" line must show when it is printed, not with the next one.
+    fn partial_at_end(&self, text: &[u8]) -> usize {
+        let Ok(inner) = self.inner.read() else {
+            return 0;
+        };
+        let max = inner.longest.saturating_sub(1).min(text.len());
+        (1..=max)
+            .rev()
+            .find(|&k| {
+                let tail = &text[text.len() - k..];
+                inner.patterns.iter().any(|p| p.starts_with(tail))
+            })
+            .unwrap_or(0)
     }
 }
 
@@ -162,6 +175,23 @@ fn encodings(secret: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// How many bytes at the end of `bytes` are a UTF-8 character not complete yet.
+fn incomplete_char_at_end(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(4) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0xC0 != 0x80 {
+            let len = match byte {
+                0xF0.. => 4,
+                0xE0.. => 3,
+                0xC0.. => 2,
+                _ => 1,
+            };
+            return if len > back { back } else { 0 };
+        }
+    }
+    0
+}
+
 /// Redacts output that arrives in chunks: holds back the end of each chunk that could be the
 /// start of a secret completed by the next one. Call [`StreamRedactor::finish`] at the end.
 pub struct StreamRedactor<'r> {
@@ -173,7 +203,10 @@ impl StreamRedactor<'_> {
     /// Takes the next chunk of raw output; returns the text that can be passed on now.
     pub fn push(&mut self, chunk: &[u8]) -> String {
         self.carry.extend_from_slice(chunk);
-        let keep = self.redactor.longest().saturating_sub(1);
+        let keep = self
+            .redactor
+            .partial_at_end(&self.carry)
+            .max(incomplete_char_at_end(&self.carry));
         let mut cut = self.carry.len().saturating_sub(keep);
         // Never cut inside a UTF-8 character.
         while cut > 0 && cut < self.carry.len() && (self.carry[cut] & 0xC0) == 0x80 {

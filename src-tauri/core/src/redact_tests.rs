@@ -60,6 +60,22 @@ fn around_multibyte_text_the_result_stays_valid() {
 }
 
 #[test]
+fn a_stream_holds_back_only_what_could_start_a_key() {
+    let r = redactor();
+    let mut stream = r.stream();
+    // A line that cannot begin a key shows at once (a server's "ready"), however long keys are.
+    assert_eq!(stream.push(b"listening on :3000\n"), "listening on :3000\n");
+    // The start of a key waits for what follows it.
+    let (head, tail) = KEY.split_at(5);
+    assert_eq!(stream.push(format!("key={head}").as_bytes()), "key=");
+    assert_eq!(
+        stream.push(format!("{tail} ok\n").as_bytes()),
+        format!("{REDACTED} ok\n")
+    );
+    assert_eq!(stream.finish(), "");
+}
+
+#[test]
 fn a_key_split_across_chunks_is_still_replaced() {
     let r = redactor();
     let text = format!("line one\nkey: {KEY}\nlast line ünïcode\n{}", KEY);
