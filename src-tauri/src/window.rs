@@ -145,14 +145,18 @@ fn run(workspace: Option<PathBuf>) -> anyhow::Result<()> {
             Ok(())
         })
         .build(tauri::generate_context!())?
-        .run(|_, event| {
+        .run(|app, event| {
+            // Background processes end with Mandate, their last changes looked at first.
+            if let tauri::RunEvent::Exit = event {
+                if let Some(shell) = app.try_state::<ipc::Shell>() {
+                    shell.host.end_processes();
+                }
+            }
             // A window closed before its first paint did not fail in WebKit's sandbox.
             #[cfg(target_os = "linux")]
             if let tauri::RunEvent::Exit = event {
                 web_sandbox::started(&AppDirs::from_env().data);
             }
-            #[cfg(not(target_os = "linux"))]
-            let _ = event;
         });
     Ok(())
 }

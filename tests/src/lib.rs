@@ -8,6 +8,7 @@ pub mod llm_server;
 pub mod long_task;
 pub mod mcp;
 pub mod notifications;
+pub mod processes;
 pub mod real_provider;
 pub mod script;
 pub mod sse;

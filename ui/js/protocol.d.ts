@@ -20,13 +20,13 @@ profile?: string, } | { "type": "list_modes" } | { "type": "list_commands" } | {
 /**
  * Ids of images attached with `AttachImage` (or dropped on the window) to send with it.
  */
-images?: Array<string>, } | { "type": "attach_image", name: string, data_base64: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "search_history", query: HistoryQuery, } | { "type": "export_task", task_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
+images?: Array<string>, } | { "type": "attach_image", name: string, data_base64: string, } | { "type": "cancel_task", task_id: string, } | { "type": "retry_task", task_id: string, } | { "type": "condense_task", task_id: string, } | { "type": "answer_question", task_id: string, call_id: string, answer: string, } | { "type": "decide_approval", task_id: string, approval_id: string, decision: ApprovalDecision, } | { "type": "list_tasks" } | { "type": "open_task", task_id: string, } | { "type": "delete_task", task_id: string, } | { "type": "search_history", query: HistoryQuery, } | { "type": "export_task", task_id: string, } | { "type": "list_processes", task_id: string, } | { "type": "stop_process", process_id: string, } | { "type": "select_intent", task_id: string, intent_id: string | null, } | { "type": "list_intents" } | { "type": "save_intent", original_id: string | null, intent: IntentDraft, } | { "type": "delete_intent", id: string, } | { "type": "reorder_intents", ids: Array<string>, } | { "type": "set_intent_status", id: string, status: IntentStatus, } | { "type": "preview_scope", globs: Array<string>, } | { "type": "intent_trace", intent_id: string, } | { "type": "blame", path: string, } | { "type": "verify_trace" } | { "type": "change_diff", record_id: string, path: string, } | { "type": "open_external", url: string, } | { "type": "check_command", command: string, } | { "type": "preview_undo", scope: UndoScope, } | { "type": "apply_undo", preview_id: string, files: Array<UndoFileChoice>, } | { "type": "open_in_editor", path: string, line: number | null, } | { "type": "open_workspace", path: string | null, } | { "type": "discover_local_servers" } | { "type": "list_mcp_servers" } | { "type": "save_mcp_server", name: string, server: McpServerInput, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_secret", server: string, name: string, value: string, } | { "type": "clear_mcp_secret", server: string, name: string, } | { "type": "grant_mcp_consent", name: string, definition_hash: string, } | { "type": "revoke_mcp_consent", name: string, } | { "type": "set_mcp_trust", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "set_mcp_workspace_write", name: string, definition_hash: string, allowed: boolean, } | { "type": "set_mcp_unconfined", name: string, definition_hash: string, allowed: boolean, } | { "type": "diagnostics" };
 
 export type Reply = { "type": "ok" } | { "type": "state", state: AppState, } | { "type": "settings", settings: SettingsView, } | { "type": "models", models: Array<string>, } | { "type": "commands", commands: Array<CommandInfo>, } | { "type": "mentionables", items: Array<string>, } | { "type": "mentions", mentions: Array<MentionView>, } | { "type": "image", image: ImageView, } | { "type": "instructions", view: InstructionsView, } | { "type": "modes", modes: Array<ModeInfo>, 
 /**
  * Mode files or entries that could not be read, each naming the file.
  */
-problems: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "history", results: HistoryResults, } | { "type": "task_export", export: TaskExport, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
+problems: Array<string>, } | { "type": "task", task: TaskSummary, } | { "type": "tasks", tasks: Array<TaskSummary>, } | { "type": "processes", processes: Array<ProcessView>, } | { "type": "task_detail", task: TaskSummary, messages: Array<UiMessage>, } | { "type": "history", results: HistoryResults, } | { "type": "task_export", export: TaskExport, } | { "type": "intents", intents: IntentsView, } | { "type": "scope_preview", globs: Array<GlobPreview>, } | { "type": "intent_trace", changes: Array<TraceChange>, } | { "type": "blame", blame: FileBlame, } | { "type": "verify", report: VerifyReport, } | { "type": "diff", diff: ChangeDiffView, } | { "type": "command_check", check: CommandCheck, } | { "type": "undo_preview", preview: UndoPreview, } | { "type": "undo_applied", result: UndoResult, } | { "type": "local_servers", servers: Array<LocalServer>, } | { "type": "mcp_servers", overview: McpOverview, } | { "type": "diagnostics", text: string, };
 
 export type IpcError = { code: IpcErrorCode, message: string, };
 
@@ -36,7 +36,7 @@ export type Event = { "type": "images_dropped", images: Array<ImageView>, errors
 /**
  * The window the provider's error named, where it named one.
  */
-limit_tokens: number | null, message: string, } | { "type": "output_cut", task_id: string, max_tokens: number, } | { "type": "show_task", task_id: string, };
+limit_tokens: number | null, message: string, } | { "type": "output_cut", task_id: string, max_tokens: number, } | { "type": "process_changed", process: ProcessView, } | { "type": "process_output", task_id: string, process_id: string, chunk: string, } | { "type": "show_task", task_id: string, };
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -413,7 +413,12 @@ needs: CommandGrants,
 /**
  * Whether it will run confined by the kernel (false: nothing stops it but this card).
  */
-confined: boolean, } | { "kind": "continue", reason: string, } | { "kind": "scope_expansion", intent_id: string, owned_scope: Array<string>, globs: Array<string>, reason: string, 
+confined: boolean, 
+/**
+ * It keeps running in the background (a dev server, a watcher) until it is stopped,
+ * its task ends, or Mandate closes.
+ */
+background: boolean, } | { "kind": "continue", reason: string, } | { "kind": "scope_expansion", intent_id: string, owned_scope: Array<string>, globs: Array<string>, reason: string, 
 /**
  * Which workspace files each requested glob matches now.
  */
@@ -795,4 +800,30 @@ problems: Array<string>, };
 export type TodoItem = { text: string, status: TodoStatus, };
 
 export type TodoStatus = "pending" | "in_progress" | "completed";
+
+export type ProcessStopper = "person" | "model" | "task" | "mandate" | "timeout" | "governance";
+
+export type ProcessStatus = { "state": "running" } | { "state": "stopping", by: ProcessStopper, } | { "state": "exited", code: number | null, } | { "state": "stopped", by: ProcessStopper, };
+
+export type ProcessView = { 
+/**
+ * Short and stable within the workspace (`p1`, `p2`, …): what the model names.
+ */
+process_id: string, task_id: string, 
+/**
+ * The command line, secrets redacted.
+ */
+command: string, 
+/**
+ * Its working directory, relative to the workspace.
+ */
+cwd: string, started_at: string, status: ProcessStatus, 
+/**
+ * The end of its output (stdout and stderr interleaved, secrets redacted).
+ */
+output_tail: string, 
+/**
+ * Everything it printed so far, in bytes (the tail is the last part of it).
+ */
+output_bytes: number, };
 

@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod modes;
 pub mod mutation;
 pub mod orchestration;
+pub mod processes;
 pub mod profiles;
 pub mod prompt;
 pub mod protocol;

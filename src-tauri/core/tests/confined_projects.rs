@@ -106,6 +106,7 @@ impl Project {
             cwd: ws.resolve(".").expect("root"),
             timeout: Duration::from_secs(600),
             granted: Default::default(),
+            background: false,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -158,6 +158,7 @@ fn prehook(root: &Path) -> Vec<Row> {
                         cwd: root_path.clone(),
                         timeout: Duration::from_secs(1),
                         granted: Default::default(),
+                        background: false,
                     }),
                 )
             } else {

@@ -108,6 +108,7 @@ fn detail(
                 write_git: class.needs.write_git,
             },
             confined,
+            background: cmd.background,
         },
         _ => return None,
     })

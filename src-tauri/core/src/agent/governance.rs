@@ -104,6 +104,8 @@ pub struct Governance {
     pub code_index: crate::code::search::SearchIndex,
     /// The project's check: its baseline and last result (`check_steps`).
     pub project_check: super::ProjectCheck,
+    /// What commands left running in the background (`crate::processes`).
+    pub processes: crate::processes::ProcessTable,
 }
 
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
@@ -129,6 +131,7 @@ impl Governance {
                 crate::code::search::index_path(&dirs.data, &root),
             ),
             project_check: super::ProjectCheck::new(&root),
+            processes: Default::default(),
             intents: IntentStore::new(&root),
             journal: Journal::new(&root, Arc::new(CheckpointStore::new(&dirs.data, &root))),
             confinement: Confinement::detect(),

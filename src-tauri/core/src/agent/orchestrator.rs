@@ -116,6 +116,7 @@ async fn run_call(
         gov: &env.gov,
         task,
         events: env.sink.as_ref(),
+        sink: &env.sink,
         interaction: &asking,
         model_id: &model_id,
         call_id: &call.id,
@@ -127,8 +128,29 @@ async fn run_call(
     if !super::check_steps::before_change(env, task, tool.kind(), cancel).await {
         return card.fail(ToolError::Failed("Not run: the task was stopped.".into()));
     }
-    match tool.run(planned, &run).await {
+    // What background processes change is theirs before the call and after it, not the call's.
+    let written = match &planned.action {
+        Action::Write(w) => Some(w.path.rel.clone()),
+        _ => None,
+    };
+    let hold = match tool.kind() {
+        ToolKind::Read => None,
+        _ => Some(env.gov.processes.before_call(&env.gov).await),
+    };
+    let ran = tool.run(planned, &run).await;
+    if let Some(hold) = hold {
+        let consequences = ran.as_ref().map(|o| &o.consequences[..]).unwrap_or(&[]);
+        let accounted = crate::processes::accounted_for(written.as_deref(), consequences);
+        env.gov
+            .processes
+            .after_call(&env.gov, hold, &accounted)
+            .await;
+    }
+    match ran {
         Ok(mut output) => {
+            for note in env.gov.processes.unread_notes(&task.id) {
+                output.content.push_str(&format!("\n[Mandate] {note}"));
+            }
             super::check_steps::after_call(env, task, &output);
             post_hooks(env, &output).await;
             hooked.after(env, task, &mut output, cancel).await;

@@ -153,6 +153,15 @@ async fn run_task_inner(
         None => turn_loop(&env, &task, &cancel).await,
     };
 
+    // A task that ends takes its background processes with it; one waiting for the person
+    // (its turn handed back, paused at its budget) keeps them.
+    if matches!(
+        end,
+        TaskEnd::Completed(_) | TaskEnd::Failed(_) | TaskEnd::Cancelled
+    ) {
+        let by = crate::protocol::ProcessStopper::Task;
+        env.gov.processes.end_task(&task.id, by).await;
+    }
     let (status, error) = match &end {
         TaskEnd::Completed(_) => (TaskStatus::Completed, None),
         TaskEnd::Idle | TaskEnd::AlreadyRunning => (TaskStatus::Idle, None),

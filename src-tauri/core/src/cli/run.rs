@@ -152,7 +152,12 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
             cancel_task.cancel();
         }
     });
+    let gov = env.gov.clone();
     let end = run_task(env, task.clone(), text).await;
+    // Nothing the run started outlives it (a paused run keeps none either).
+    gov.processes
+        .end_all(crate::protocol::ProcessStopper::Mandate)
+        .await;
     interrupted.abort();
     mcp.shutdown();
     if !args.json {

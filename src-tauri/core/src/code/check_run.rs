@@ -146,6 +146,7 @@ async fn run_all(
             },
             timeout: command.timeout,
             granted: Default::default(),
+            background: false,
         };
         let span = tracing::info_span!("project_check", line = %command.line);
         let run = run_confined(

@@ -68,6 +68,7 @@ fn command(f: &Fixture, cmd: &str) -> Action {
         cwd: f.ws.resolve(".").expect("root"),
         timeout: Duration::from_secs(5),
         granted: Default::default(),
+        background: false,
     })
 }
 

@@ -141,6 +141,9 @@ pub struct CommandAction {
     pub timeout: Duration,
     /// What the person granted on the approval card; nothing for a command no one approved.
     pub granted: command_policy::CommandNeeds,
+    /// Left running in the background (`crate::processes`): `timeout` is then how long it may
+    /// run before it is stopped.
+    pub background: bool,
 }
 
 /// A change to the intents the agent asks for: only a person can make it.

@@ -148,6 +148,9 @@ impl Host {
         );
         // Nothing runs there any more; its intent map is brought up to date on the way out.
         let gov = previous.gov.clone();
+        gov.processes
+            .end_all(crate::protocol::ProcessStopper::Mandate)
+            .await;
         if let Ok(Err(e)) = tokio::task::spawn_blocking(move || gov.flush_intent_map()).await {
             self.notice(
                 crate::protocol::NoticeLevel::Warning,

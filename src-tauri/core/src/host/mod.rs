@@ -11,6 +11,7 @@ mod history;
 mod images;
 mod intents;
 mod interaction;
+mod processes;
 mod profiles;
 mod routes;
 mod settings_view;
@@ -314,6 +315,9 @@ impl Host {
             | Request::OpenTask { .. }
             | Request::DeleteTask { .. }
             | Request::SelectIntent { .. }) => self.handle_task(r).await,
+            r @ (Request::ListProcesses { .. } | Request::StopProcess { .. }) => {
+                self.handle_processes(r).await
+            }
             r @ (Request::ListIntents
             | Request::SaveIntent { .. }
             | Request::DeleteIntent { .. }

@@ -297,6 +297,7 @@ impl Host {
         if let Some(task) = opened.tasks.remove(&task_id) {
             task.abandon();
         }
+        self.end_processes_of(&task_id);
         self.sink.emit(Event::TaskDeleted { task_id });
         Ok(Reply::Ok)
     }

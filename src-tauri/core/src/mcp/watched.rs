@@ -133,7 +133,7 @@ pub(super) async fn run(
     let mut note = Ok(());
     if let Some(record) = record {
         let recorded =
-            crate::tools::command_record::recorded_changes(cx, &in_scope, &unrestored, &before)
+            crate::tools::command_record::recorded_changes(cx.gov, &in_scope, &unrestored, &before)
                 .await;
         let (files, images, diffs) = match recorded {
             Ok(r) => r,

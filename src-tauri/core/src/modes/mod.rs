@@ -132,7 +132,7 @@ pub fn tool_group(name: &str) -> Option<Group> {
         | "list_code_definitions"
         | "codebase_search" => Some(Group::Read),
         "write_to_file" | "apply_diff" | "request_scope_expansion" => Some(Group::Edit),
-        "execute_command" => Some(Group::Command),
+        "execute_command" | "read_process_output" | "stop_process" => Some(Group::Command),
         n if n.starts_with(crate::mcp::catalog::PREFIX) => Some(Group::Mcp),
         _ => None,
     }

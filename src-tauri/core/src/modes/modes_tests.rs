@@ -277,7 +277,13 @@ fn each_built_in_mode_offers_exactly_its_tools() {
         v.sort();
         v
     };
-    let all = expect(&[&read, &edit, &["execute_command", "mcp__*"]]);
+    let command = [
+        "execute_command",
+        "read_process_output",
+        "stop_process",
+        "mcp__*",
+    ];
+    let all = expect(&[&read, &edit, &command]);
     assert_eq!(offered("code"), all);
     assert_eq!(offered("debug"), all);
     assert_eq!(offered("architect"), expect(&[&read, &edit]));

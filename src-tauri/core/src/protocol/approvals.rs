@@ -40,6 +40,10 @@ pub enum ApprovalDetail {
         needs: CommandGrants,
         /// Whether it will run confined by the kernel (false: nothing stops it but this card).
         confined: bool,
+        /// It keeps running in the background (a dev server, a watcher) until it is stopped,
+        /// its task ends, or Mandate closes.
+        #[serde(default)]
+        background: bool,
     },
     /// The agent repeated itself or kept failing; go on?
     Continue { reason: String },

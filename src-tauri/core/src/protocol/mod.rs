@@ -12,9 +12,11 @@ mod approvals;
 mod history;
 mod intents;
 mod mcp;
+mod processes;
 mod settings;
 mod tasks;
 mod trace;
+mod typescript;
 mod undo;
 mod values;
 
@@ -22,9 +24,11 @@ pub use approvals::*;
 pub use history::*;
 pub use intents::*;
 pub use mcp::*;
+pub use processes::*;
 pub use settings::*;
 pub use tasks::*;
 pub use trace::*;
+pub use typescript::typescript_declarations;
 pub use undo::*;
 pub use values::*;
 
@@ -154,6 +158,14 @@ pub enum Request {
     /// Writes a task out as Markdown, in Mandate's data directory, and returns it.
     ExportTask {
         task_id: String,
+    },
+    /// The background processes of a task, as they stand.
+    ListProcesses {
+        task_id: String,
+    },
+    /// The person stops a background process (and everything it started).
+    StopProcess {
+        process_id: String,
     },
     SelectIntent {
         task_id: String,
@@ -317,6 +329,9 @@ pub enum Reply {
     },
     Tasks {
         tasks: Vec<TaskSummary>,
+    },
+    Processes {
+        processes: Vec<ProcessView>,
     },
     TaskDetail {
         task: TaskSummary,
@@ -506,6 +521,16 @@ pub enum Event {
         task_id: String,
         max_tokens: u32,
     },
+    /// A background process started, stopped or ended (the view as it stands now).
+    ProcessChanged {
+        process: ProcessView,
+    },
+    /// What a background process printed (redacted), in order.
+    ProcessOutput {
+        task_id: String,
+        process_id: String,
+        chunk: String,
+    },
     /// The person clicked Mandate's desktop notification about this task: the window shows it.
     ShowTask {
         task_id: String,
@@ -530,110 +555,6 @@ pub struct AppState {
     /// Why the trace ledger cannot be trusted (a broken chain, a malformed line), in words that
     /// name the file and the line; None when it holds.
     pub ledger_problem: Option<String>,
-}
-
-/// TypeScript declarations of every boundary type, for the UI's type-checked JS.
-pub fn typescript_declarations() -> String {
-    let cfg = ts_rs::Config::new().with_large_int("number");
-    let decls = [
-        Request::decl(&cfg),
-        Reply::decl(&cfg),
-        IpcError::decl(&cfg),
-        IpcErrorCode::decl(&cfg),
-        Event::decl(&cfg),
-        NoticeLevel::decl(&cfg),
-        AppState::decl(&cfg),
-        ProviderKind::decl(&cfg),
-        ApprovalPolicy::decl(&cfg),
-        SettingsView::decl(&cfg),
-        SettingsUpdate::decl(&cfg),
-        ConfinementView::decl(&cfg),
-        EditorOption::decl(&cfg),
-        LocalServer::decl(&cfg),
-        TaskStatus::decl(&cfg),
-        Usage::decl(&cfg),
-        Budget::decl(&cfg),
-        ContextView::decl(&cfg),
-        ContextSettings::decl(&cfg),
-        ModelPrices::decl(&cfg),
-        ProviderProfile::decl(&cfg),
-        ProfileView::decl(&cfg),
-        CodeSearchSettings::decl(&cfg),
-        ModelOverride::decl(&cfg),
-        TaskSummary::decl(&cfg),
-        HistoryQuery::decl(&cfg),
-        HistoryField::decl(&cfg),
-        HistorySnippet::decl(&cfg),
-        HistoryHit::decl(&cfg),
-        HistoryResults::decl(&cfg),
-        TaskExport::decl(&cfg),
-        UiMessage::decl(&cfg),
-        ToolKind::decl(&cfg),
-        ToolCallStatus::decl(&cfg),
-        ToolCallView::decl(&cfg),
-        ApprovalRequest::decl(&cfg),
-        ApprovalDetail::decl(&cfg),
-        UserHookView::decl(&cfg),
-        CommandGrants::decl(&cfg),
-        DiffHunk::decl(&cfg),
-        DiffLine::decl(&cfg),
-        DiffTag::decl(&cfg),
-        MutationClass::decl(&cfg),
-        Contributor::decl(&cfg),
-        Approver::decl(&cfg),
-        ApprovalOutcome::decl(&cfg),
-        ApprovalDecision::decl(&cfg),
-        IntentStatus::decl(&cfg),
-        IntentView::decl(&cfg),
-        IntentDraft::decl(&cfg),
-        IntentsView::decl(&cfg),
-        GlobPreview::decl(&cfg),
-        LineRange::decl(&cfg),
-        TraceChange::decl(&cfg),
-        FileBlame::decl(&cfg),
-        BlameLine::decl(&cfg),
-        LineOrigin::decl(&cfg),
-        FindingKind::decl(&cfg),
-        VerifyFinding::decl(&cfg),
-        VerifyReport::decl(&cfg),
-        ChangeDiffView::decl(&cfg),
-        CommandCheck::decl(&cfg),
-        UndoScope::decl(&cfg),
-        UndoFileChoice::decl(&cfg),
-        UndoAction::decl(&cfg),
-        UndoFileView::decl(&cfg),
-        UndoPreview::decl(&cfg),
-        UndoOutcome::decl(&cfg),
-        UndoFileOutcome::decl(&cfg),
-        UndoResult::decl(&cfg),
-        McpSource::decl(&cfg),
-        McpTransportKind::decl(&cfg),
-        McpStatus::decl(&cfg),
-        McpAnnotations::decl(&cfg),
-        McpToolView::decl(&cfg),
-        McpServerInput::decl(&cfg),
-        McpVariable::decl(&cfg),
-        McpSecretView::decl(&cfg),
-        McpGrant::decl(&cfg),
-        McpServerView::decl(&cfg),
-        McpOverview::decl(&cfg),
-        ModeInfo::decl(&cfg),
-        CommandInfo::decl(&cfg),
-        MentionView::decl(&cfg),
-        ImageView::decl(&cfg),
-        InstructionsView::decl(&cfg),
-        TodoItem::decl(&cfg),
-        TodoStatus::decl(&cfg),
-    ];
-    let mut out = String::from(
-        "// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.\n\n",
-    );
-    for decl in decls {
-        out.push_str("export ");
-        out.push_str(&decl);
-        out.push_str("\n\n");
-    }
-    out
 }
 
 #[cfg(test)]

@@ -163,6 +163,16 @@ pub fn ran_since(group: i32, mark: &GroupMark) -> Option<String> {
         .then(|| "its processes ran, and stopped again, while it was left stopped".to_string())
 }
 
+/// Whether no live process is left in `group` (zombies are gone already, waiting only to be
+/// reaped).
+pub fn group_gone(group: i32) -> bool {
+    members(group).into_iter().all(|pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            matches!(state_and_group(&stat).0, "Z" | "X" | "x")
+        })
+    })
+}
+
 /// Lets every process of `group` run again.
 pub fn thaw_group(group: i32) {
     if group > 1 {

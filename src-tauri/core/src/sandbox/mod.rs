@@ -34,6 +34,7 @@
 //! be granted (a first build's `node_modules/`) is removed after the command when it is still
 //! empty (`made_dirs.rs`), and every mount point bubblewrap is given exists already.
 
+mod background;
 mod bwrap;
 #[cfg(test)]
 mod death_tests;
@@ -69,11 +70,14 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-pub use freeze::{freeze_and_mark, freeze_group, ran_since, thaw_group, FreezeError, GroupMark};
+pub use background::{start_background, terminate_group, Background};
+pub use freeze::{
+    freeze_and_mark, freeze_group, group_gone, ran_since, thaw_group, FreezeError, GroupMark,
+};
 pub use made_dirs::MadeDir;
 pub use plan::{protected_inside, without_listed, SandboxRequest};
 pub use programs::find_program;
-pub(crate) use run::kill_group;
+pub(crate) use run::{kept_names, kill_group};
 pub use run::{
     run_confined, run_governed, ChangeRules, CommandContext, CommandRun, FoundChanges, GovernedRun,
     Watch,

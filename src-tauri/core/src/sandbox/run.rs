@@ -207,14 +207,12 @@ pub struct GovernedRun {
     pub after: Snapshot,
 }
 
-/// Runs one command from snapshot to restore (see the module's documentation). Errors only
-/// when the sandbox cannot be prepared; the command then did not run.
-pub async fn run_governed(
+/// The sandbox of one command and the state of the workspace before it: what a command run
+/// to its end and one left running in the background ([`super::start_background`]) share.
+pub(crate) async fn prepare(
     action: &CommandAction,
     cx: &CommandContext<'_>,
-    cancel: &CancellationToken,
-    on_output: impl FnMut(&str),
-) -> Result<GovernedRun, SandboxError> {
+) -> Result<(CommandSandbox, Watch), SandboxError> {
     let root = cx.workspace.to_path_buf();
     let before = blocking(move || snapshot_before(&root)).await?;
     let sandbox = SandboxRequest {
@@ -231,12 +229,7 @@ pub async fn run_governed(
         redactor: cx.redactor,
     }
     .build()?;
-    let mut named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
-    if cx.granted.write_git {
-        // What a command allowed to write `.git/` must still not change (see
-        // `own_configuration`), kept to be compared and undone.
-        named.extend([".git/config", ".git/config.worktree", ".git/hooks"].map(String::from));
-    }
+    let named = kept_names(cx);
     // What bubblewrap binds read-only cannot change: nothing of it needs keeping.
     let fixed: Vec<String> = if cx.confinement.level == super::ConfinementLevel::LandlockAndBwrap {
         sandbox
@@ -248,13 +241,35 @@ pub async fn run_governed(
     } else {
         Vec::new()
     };
-    let watch = match Watch::from_snapshot(before, cx.confinement, named, fixed).await {
-        Ok(watch) => watch,
+    match Watch::from_snapshot(before, cx.confinement, named, fixed).await {
+        Ok(watch) => Ok((sandbox, watch)),
         Err(e) => {
             sandbox.remove_made_dirs();
-            return Err(e);
+            Err(e)
         }
-    };
+    }
+}
+
+/// What the repository's git configuration names, and, for a command allowed to write
+/// `.git/`, what it must still not change (see `own_configuration`): kept to be compared
+/// and undone.
+pub(crate) fn kept_names(cx: &CommandContext<'_>) -> Vec<String> {
+    let mut named: Vec<String> = cx.ignore.git_named().map(str::to_string).collect();
+    if cx.granted.write_git {
+        named.extend([".git/config", ".git/config.worktree", ".git/hooks"].map(String::from));
+    }
+    named
+}
+
+/// Runs one command from snapshot to restore (see the module's documentation). Errors only
+/// when the sandbox cannot be prepared; the command then did not run.
+pub async fn run_governed(
+    action: &CommandAction,
+    cx: &CommandContext<'_>,
+    cancel: &CancellationToken,
+    on_output: impl FnMut(&str),
+) -> Result<GovernedRun, SandboxError> {
+    let (sandbox, watch) = prepare(action, cx).await?;
     let run = run_confined(
         action,
         &sandbox,

@@ -480,6 +480,7 @@ fn action(s: &Scratch, command: &str, timeout: std::time::Duration) -> crate::ho
         cwd: ws.resolve(".").expect("root"),
         timeout,
         granted: Default::default(),
+        background: false,
     }
 }
 
@@ -553,6 +554,7 @@ impl AgentPlace<'_> {
             cwd: ws.resolve(self.cwd).expect("cwd"),
             timeout: std::time::Duration::from_secs(60),
             granted: self.granted,
+            background: false,
         };
         let scope: Vec<String> = self.scope.iter().map(|g| g.to_string()).collect();
         let globs = scope.clone();

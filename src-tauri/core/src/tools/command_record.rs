@@ -109,7 +109,7 @@ pub(super) async fn record(
     if in_scope.is_empty() && governed.changes.out_of_scope.is_empty() {
         return Ok(Vec::new());
     }
-    let (files, images, diffs) = recorded_changes(cx, &in_scope, &unrestored, before).await?;
+    let (files, images, diffs) = recorded_changes(cx.gov, &in_scope, &unrestored, before).await?;
     let mut extra = cx.trace_extra();
     extra.insert(
         "command".into(),
@@ -149,15 +149,12 @@ pub(super) async fn record(
 /// record's `images`, so it can be undone) and its diff (`diffs`); the out-of-scope changes
 /// that could not be undone without lines.
 pub(crate) async fn recorded_changes(
-    cx: &RunCx<'_>,
+    gov: &crate::agent::Governance,
     in_scope: &[Change],
     unrestored: &[String],
     before: &ScopeImages,
 ) -> Result<(Vec<FileChange>, Map<String, Value>, Map<String, Value>), ToolError> {
-    let (root, store) = (
-        cx.gov.root().to_path_buf(),
-        cx.gov.journal.checkpoints.clone(),
-    );
+    let (root, store) = (gov.root().to_path_buf(), gov.journal.checkpoints.clone());
     let (changes, kept) = (in_scope.to_vec(), before.clone());
     let recorded: Vec<Recorded> = super::blocking("keeping the changed files", move || {
         Ok(changes

@@ -1,4 +1,5 @@
-//! `execute_command`: a shell command in the workspace, with a timeout.
+//! `execute_command`: a shell command in the workspace, with a timeout, or left running in the
+//! background (`background_command`).
 
 use std::time::Duration;
 
@@ -21,7 +22,11 @@ use crate::sandbox::{run_governed, scope_grants, CommandContext, GovernedRun, Gr
 /// write only inside your intent's owned scope (plus build output and a private temporary
 /// directory), has no network unless the user grants it, and gets no secrets. Output is streamed
 /// to the user and truncated for you. Destructive commands wait for the user's approval. The
-/// whole process group is killed on timeout.
+/// whole process group is killed on timeout. With `background: true` (a dev server, a watcher)
+/// it keeps running, under the same confinement, after this call returns: you get a process id
+/// and its first output; read more with read_process_output, end it with stop_process. It is
+/// stopped when its task ends and when Mandate closes, and what it changes in the workspace is
+/// found and governed as any command's changes are, while it runs and when it ends.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
@@ -29,8 +34,12 @@ pub struct Args {
     pub command: String,
     /// Working directory relative to the workspace root (default: the root).
     pub cwd: Option<String>,
-    /// Seconds before the command is killed (default 120, at most 1800).
+    /// Seconds before the command is killed (default 120, at most 1800; in the background:
+    /// default and at most 86400).
     pub timeout_seconds: Option<u64>,
+    /// Keep it running in the background and return at once (default false).
+    #[serde(default)]
+    pub background: bool,
 }
 
 pub struct ExecuteCommand;
@@ -41,7 +50,7 @@ impl AgentTool for ExecuteCommand {
     type Work = ();
     const NAME: &'static str = "execute_command";
     const KIND: ToolKind = ToolKind::Command;
-    const DESCRIPTION: &'static str = "Run a shell command in the workspace (cwd optional, timeout_seconds optional). Destructive commands need the user's approval.";
+    const DESCRIPTION: &'static str = "Run a shell command in the workspace (cwd optional, timeout_seconds optional). Destructive commands need the user's approval. background: true keeps a dev server or watcher running (read it with read_process_output, end it with stop_process).";
 
     fn plan(&self, args: Args, cx: &ToolCx<'_>) -> Result<Plan<()>, ToolError> {
         let command = args.command.trim().to_string();
@@ -66,7 +75,9 @@ impl AgentTool for ExecuteCommand {
                     "timeout_seconds must be at least 1".into(),
                 ))
             }
+            Some(s) if args.background => Duration::from_secs(s).min(MAX_BACKGROUND_TIMEOUT),
             Some(s) => Duration::from_secs(s).min(MAX_COMMAND_TIMEOUT),
+            None if args.background => MAX_BACKGROUND_TIMEOUT,
             None => DEFAULT_COMMAND_TIMEOUT,
         };
         Ok(Plan {
@@ -76,6 +87,7 @@ impl AgentTool for ExecuteCommand {
                 cwd,
                 timeout,
                 granted: Default::default(),
+                background: args.background,
             }),
             work: (),
         })
@@ -87,52 +99,90 @@ impl AgentTool for ExecuteCommand {
                 "internal: execute_command was given another kind of plan".into(),
             ));
         };
-        run_command(cmd, cx).await
+        match cmd.background {
+            true => super::background_command::start(cmd, cx).await,
+            false => run_command(cmd, cx).await,
+        }
+    }
+}
+
+/// How long a background process may run at most.
+const MAX_BACKGROUND_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// What a command of this task runs under: its intent, the globs it may be given to write, who
+/// owns what it changes, the policy and ignore list, and the task's temporary directory.
+pub(super) struct Ground {
+    pub intent_id: String,
+    pub intent: Option<crate::orchestration::intents::Intent>,
+    pub owned_scope: Vec<String>,
+    /// A subtask's changes must lie in the intents above it too.
+    pub owns: std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    pub policy: std::sync::Arc<crate::hooks::command_policy::CommandPolicy>,
+    pub ignore: std::sync::Arc<crate::hooks::ignore_list::IntentIgnore>,
+    pub temp_dir: std::path::PathBuf,
+}
+
+impl Ground {
+    pub(super) fn of(cx: &RunCx<'_>) -> Result<Ground, ToolError> {
+        let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
+        let intent = cx.gov.intents.snapshot().doc.get(&intent_id).cloned();
+        // A subtask's command may write only where its parents' intents allow too.
+        let (bounds, snapshot) = (cx.task.governance(), cx.gov.intents.snapshot());
+        let owned_scope = bounds.command_scope(&snapshot);
+        let owner = intent.clone();
+        let owns = std::sync::Arc::new(move |p: &str| {
+            owner.as_ref().is_some_and(|i| i.owns(p))
+                && bounds.outside_bounds(&snapshot, p).is_none()
+        });
+        let temp_dir = cx.task.temp_dir().map_err(|e| {
+            ToolError::Failed(format!(
+                "could not make the command's temporary directory: {e}"
+            ))
+        })?;
+        Ok(Ground {
+            intent_id,
+            intent,
+            owned_scope,
+            owns,
+            policy: cx
+                .gov
+                .policy()
+                .map_err(|e| ToolError::Failed(e.to_string()))?,
+            ignore: cx
+                .gov
+                .ignore()
+                .map_err(|e| ToolError::Failed(e.to_string()))?,
+            temp_dir,
+        })
+    }
+
+    pub(super) fn context<'a>(
+        &'a self,
+        cx: &'a RunCx<'_>,
+        cmd: &CommandAction,
+    ) -> CommandContext<'a> {
+        CommandContext {
+            workspace: cx.gov.root(),
+            owned_scope: &self.owned_scope,
+            owns: &*self.owns,
+            ignore: &self.ignore,
+            policy: &self.policy,
+            confinement: &cx.gov.confinement,
+            temp_dir: &self.temp_dir,
+            granted: cmd.granted,
+            app_dirs: &cx.gov.app_dirs,
+            redactor: Redactor::global(),
+        }
     }
 }
 
 async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, ToolError> {
-    let root = cx.gov.root().to_path_buf();
-    let intent_id = cx.task.governance().selected_intent.unwrap_or_default();
-    let intent = cx.gov.intents.snapshot().doc.get(&intent_id).cloned();
-    // A subtask's command may write only where its parents' intents allow too.
-    let owned_scope = cx
-        .task
-        .governance()
-        .command_scope(&cx.gov.intents.snapshot());
-    let before = keep_owned_files(cx, intent.clone(), &owned_scope).await?;
-    // A subtask's changes must lie in the intents above it too.
-    let (bounds, snapshot) = (cx.task.governance(), cx.gov.intents.snapshot());
-    let owns = move |p: &str| {
-        intent.as_ref().is_some_and(|i| i.owns(p)) && bounds.outside_bounds(&snapshot, p).is_none()
-    };
-    let (policy, ignore) = (
-        cx.gov
-            .policy()
-            .map_err(|e| ToolError::Failed(e.to_string()))?,
-        cx.gov
-            .ignore()
-            .map_err(|e| ToolError::Failed(e.to_string()))?,
-    );
-    let temp_dir = cx.task.temp_dir().map_err(|e| {
-        ToolError::Failed(format!(
-            "could not make the command's temporary directory: {e}"
-        ))
-    })?;
+    let ground = Ground::of(cx)?;
+    let (intent_id, owned_scope) = (ground.intent_id.clone(), ground.owned_scope.clone());
+    let before = keep_owned_files(cx.gov, ground.intent.clone(), &owned_scope).await?;
     let (task_id, call_id) = (cx.task.id.clone(), cx.call_id.to_string());
     let events = cx.events;
-    let context = CommandContext {
-        workspace: &root,
-        owned_scope: &owned_scope,
-        owns: &owns,
-        ignore: &ignore,
-        policy: &policy,
-        confinement: &cx.gov.confinement,
-        temp_dir: &temp_dir,
-        granted: cmd.granted,
-        app_dirs: &cx.gov.app_dirs,
-        redactor: Redactor::global(),
-    };
+    let context = ground.context(cx, &cmd);
     let governed = run_governed(&cmd, &context, cx.cancel, |chunk| {
         events.emit(Event::ToolCallOutput {
             task_id: task_id.clone(),
@@ -170,16 +220,13 @@ async fn run_command(cmd: CommandAction, cx: &RunCx<'_>) -> Result<ToolOutput, T
 
 /// What the intent owns is kept in the checkpoint store before the command, so what it changes
 /// can be diffed and taken back.
-async fn keep_owned_files(
-    cx: &RunCx<'_>,
+pub(crate) async fn keep_owned_files(
+    gov: &std::sync::Arc<crate::agent::Governance>,
     intent: Option<crate::orchestration::intents::Intent>,
     owned_scope: &[String],
 ) -> Result<ScopeImages, ToolError> {
-    let policy = cx
-        .gov
-        .policy()
-        .map_err(|e| ToolError::Failed(e.to_string()))?;
-    let root = cx.gov.root().to_path_buf();
+    let policy = gov.policy().map_err(|e| ToolError::Failed(e.to_string()))?;
+    let root = gov.root().to_path_buf();
     let dirs: Vec<String> = scope_grants(&root, owned_scope)
         .into_iter()
         .filter_map(|g| {
@@ -197,7 +244,7 @@ async fn keep_owned_files(
         .map(str::to_string)
         .collect();
     skip.push(".git".into());
-    let gov = cx.gov.clone();
+    let gov = gov.clone();
     blocking("keeping the intent's files", move || {
         let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
         let owns = |p: &str| intent.as_ref().is_some_and(|i| i.owns(p));

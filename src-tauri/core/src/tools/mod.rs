@@ -7,6 +7,7 @@
 mod apply_diff;
 mod ask_followup_question;
 mod attempt_completion;
+mod background_command;
 mod codebase_search;
 pub(crate) mod command_record;
 mod execute_command;
@@ -16,6 +17,7 @@ mod list_files;
 mod new_task;
 mod propose_intent;
 mod read_file;
+mod read_process_output;
 mod read_tool_output;
 mod record_lesson;
 mod request_scope_expansion;
@@ -23,6 +25,7 @@ mod search_files;
 pub mod search_replace;
 mod select_active_intent;
 mod skill;
+mod stop_process;
 mod switch_mode;
 mod update_todo_list;
 pub mod walk;
@@ -40,6 +43,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::hooks::Consequence;
+pub(crate) use execute_command::keep_owned_files;
 pub use new_task::SubtaskSpec;
 pub use read_file::read_for_model;
 pub use select_active_intent::intent_context;
@@ -71,6 +75,8 @@ pub struct RunCx<'a> {
     pub gov: &'a std::sync::Arc<Governance>,
     pub task: &'a TaskHandle,
     pub events: &'a dyn EventSink,
+    /// The same sink, for what outlives the call (a background process's output).
+    pub sink: &'a std::sync::Arc<dyn EventSink>,
     pub interaction: &'a dyn Interaction,
     /// `provider/model`, as recorded in the ledger.
     pub model_id: &'a str,
@@ -255,6 +261,8 @@ pub fn registry() -> Vec<Box<dyn Tool>> {
         Box::new(write_to_file::WriteToFile),
         Box::new(apply_diff::ApplyDiff),
         Box::new(execute_command::ExecuteCommand),
+        Box::new(read_process_output::ReadProcessOutput),
+        Box::new(stop_process::StopProcess),
         Box::new(request_scope_expansion::RequestScopeExpansion),
         Box::new(propose_intent::ProposeIntent),
         Box::new(ask_followup_question::AskFollowupQuestion),

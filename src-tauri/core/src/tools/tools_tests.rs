@@ -51,7 +51,15 @@ fn every_tool_has_a_schema_with_the_documented_arguments() {
             "apply_diff",
             &["diff", "intent_id", "mutation_class", "path"],
         ),
-        ("execute_command", &["command", "cwd", "timeout_seconds"]),
+        (
+            "execute_command",
+            &["background", "command", "cwd", "timeout_seconds"],
+        ),
+        (
+            "read_process_output",
+            &["process_id", "since", "wait_seconds"],
+        ),
+        ("stop_process", &["process_id"]),
         ("request_scope_expansion", &["globs", "intent_id", "reason"]),
         (
             "propose_intent",

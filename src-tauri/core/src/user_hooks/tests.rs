@@ -616,6 +616,7 @@ fn tools_are_shown_to_hooks_under_their_familiar_names_and_shapes() {
         cwd: ws.resolve(".").expect("root"),
         timeout: Duration::from_secs(30),
         granted: Default::default(),
+        background: false,
     });
     let (name, input) = names::tool_name_and_input(
         "execute_command",

@@ -334,6 +334,7 @@ impl Template {
             cwd: workspace.resolve(".").expect("root"),
             timeout: Duration::from_secs(20),
             granted: Default::default(),
+            background: false,
         };
         if timing {
             println!("prepared in {:?}", t0.elapsed());

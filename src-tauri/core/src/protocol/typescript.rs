@@ -1,0 +1,113 @@
+//! The TypeScript declarations of every boundary type, generated for the UI's type-checked JS
+//! (`make ts` writes them to `ui/js/protocol.d.ts`; a test keeps that file current).
+
+use ts_rs::TS;
+
+use super::*;
+
+/// TypeScript declarations of every boundary type, for the UI's type-checked JS.
+pub fn typescript_declarations() -> String {
+    let cfg = ts_rs::Config::new().with_large_int("number");
+    let decls = [
+        Request::decl(&cfg),
+        Reply::decl(&cfg),
+        IpcError::decl(&cfg),
+        IpcErrorCode::decl(&cfg),
+        Event::decl(&cfg),
+        NoticeLevel::decl(&cfg),
+        AppState::decl(&cfg),
+        ProviderKind::decl(&cfg),
+        ApprovalPolicy::decl(&cfg),
+        SettingsView::decl(&cfg),
+        SettingsUpdate::decl(&cfg),
+        ConfinementView::decl(&cfg),
+        EditorOption::decl(&cfg),
+        LocalServer::decl(&cfg),
+        TaskStatus::decl(&cfg),
+        Usage::decl(&cfg),
+        Budget::decl(&cfg),
+        ContextView::decl(&cfg),
+        ContextSettings::decl(&cfg),
+        ModelPrices::decl(&cfg),
+        ProviderProfile::decl(&cfg),
+        ProfileView::decl(&cfg),
+        CodeSearchSettings::decl(&cfg),
+        ModelOverride::decl(&cfg),
+        TaskSummary::decl(&cfg),
+        HistoryQuery::decl(&cfg),
+        HistoryField::decl(&cfg),
+        HistorySnippet::decl(&cfg),
+        HistoryHit::decl(&cfg),
+        HistoryResults::decl(&cfg),
+        TaskExport::decl(&cfg),
+        UiMessage::decl(&cfg),
+        ToolKind::decl(&cfg),
+        ToolCallStatus::decl(&cfg),
+        ToolCallView::decl(&cfg),
+        ApprovalRequest::decl(&cfg),
+        ApprovalDetail::decl(&cfg),
+        UserHookView::decl(&cfg),
+        CommandGrants::decl(&cfg),
+        DiffHunk::decl(&cfg),
+        DiffLine::decl(&cfg),
+        DiffTag::decl(&cfg),
+        MutationClass::decl(&cfg),
+        Contributor::decl(&cfg),
+        Approver::decl(&cfg),
+        ApprovalOutcome::decl(&cfg),
+        ApprovalDecision::decl(&cfg),
+        IntentStatus::decl(&cfg),
+        IntentView::decl(&cfg),
+        IntentDraft::decl(&cfg),
+        IntentsView::decl(&cfg),
+        GlobPreview::decl(&cfg),
+        LineRange::decl(&cfg),
+        TraceChange::decl(&cfg),
+        FileBlame::decl(&cfg),
+        BlameLine::decl(&cfg),
+        LineOrigin::decl(&cfg),
+        FindingKind::decl(&cfg),
+        VerifyFinding::decl(&cfg),
+        VerifyReport::decl(&cfg),
+        ChangeDiffView::decl(&cfg),
+        CommandCheck::decl(&cfg),
+        UndoScope::decl(&cfg),
+        UndoFileChoice::decl(&cfg),
+        UndoAction::decl(&cfg),
+        UndoFileView::decl(&cfg),
+        UndoPreview::decl(&cfg),
+        UndoOutcome::decl(&cfg),
+        UndoFileOutcome::decl(&cfg),
+        UndoResult::decl(&cfg),
+        McpSource::decl(&cfg),
+        McpTransportKind::decl(&cfg),
+        McpStatus::decl(&cfg),
+        McpAnnotations::decl(&cfg),
+        McpToolView::decl(&cfg),
+        McpServerInput::decl(&cfg),
+        McpVariable::decl(&cfg),
+        McpSecretView::decl(&cfg),
+        McpGrant::decl(&cfg),
+        McpServerView::decl(&cfg),
+        McpOverview::decl(&cfg),
+        ModeInfo::decl(&cfg),
+        CommandInfo::decl(&cfg),
+        MentionView::decl(&cfg),
+        ImageView::decl(&cfg),
+        InstructionsView::decl(&cfg),
+        TodoItem::decl(&cfg),
+        TodoStatus::decl(&cfg),
+        ProcessStopper::decl(&cfg),
+        ProcessStatus::decl(&cfg),
+        ProcessView::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from src-tauri/core/src/protocol/ by `make ts`. Do not edit.\n\n",
+    );
+    for decl in decls {
+        out.push_str("export ");
+        out.push_str(&decl);
+        out.push_str("\n\n");
+    }
+    out
+}
