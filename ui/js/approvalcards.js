@@ -21,6 +21,9 @@ export function commandBody(el, d, n) {
   el.append(
     h('pre', { class: 'command', tabindex: '0', 'aria-label': 'Command' }, h('code', { text: d.command })),
     h('p', { class: 'small' }, h('span', { class: 'muted', text: 'In ' }), h('code', { text: d.cwd || '.' })),
+    ...(d.background
+      ? [h('p', { class: 'tag tag-background', text: 'Keeps running in the background until stopped, its task ends, or Mandate closes' })]
+      : []),
     d.destructive
       ? h('div', { class: 'danger-box' },
         h('p', { class: 'tag tag-danger', text: 'Destructive' }),

@@ -19,6 +19,7 @@ import { onImagesDropped } from './images.js';
 import { initHealth, setLedgerProblem } from './health.js';
 import { initUndo } from './undo.js';
 import { initDiagnostics } from './diagnostics.js';
+import { onProcessChanged, onProcessOutput } from './processes.js';
 
 /** @typedef {import('./protocol').Event} HostEvent */
 /** @typedef {import('./protocol').AppState} AppState */
@@ -121,6 +122,8 @@ function dispatch(ev) {
       case 'approval_resolved': onApprovalResolved(ev.approval_id); break;
       case 'mcp_servers_changed': renderMcpServers(ev.overview); break;
       case 'images_dropped': onImagesDropped(ev.images, ev.errors); break;
+      case 'process_changed': onProcessChanged(ev.process); break;
+      case 'process_output': onProcessOutput(ev.task_id, ev.process_id, ev.chunk); break;
       case 'show_task': showView('chat'); openTask(ev.task_id); break;
       default: handleTaskEvent(ev);
     }

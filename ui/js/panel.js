@@ -1,6 +1,7 @@
 // One open task: its header (status, intent, context, usage, stop/retry) above its transcript.
 
 import { TodoBar } from './todos.js';
+import { ProcessList } from './processes.js';
 import { modeName } from './modes.js';
 import { request } from './ipc.js';
 import { errorText, formatCost, formatTokens, h, setMessage } from './dom.js';
@@ -45,6 +46,7 @@ export class TaskPanel {
     this.lastError = h('p', { class: 'task-last-error', hidden: true });
     this.error = h('p', { class: 'inline-error task-error', role: 'alert' });
     this.todos = new TodoBar(taskId, this.error);
+    this.processes = new ProcessList(taskId, this.error);
 
     const header = h('header', { class: 'task-header' },
       this.crumbs,
@@ -66,6 +68,7 @@ export class TaskPanel {
         h('span', { class: 'task-context' }, this.gauge.el, this.usage, this.condense)),
       h('div', { class: 'task-header-row' }, this.lastError, this.budget),
       this.todos.el,
+      this.processes.el,
       this.error);
     this.el = h('section', {
       class: 'task-panel',
