@@ -225,6 +225,8 @@ threshold_percent: number,
  */
 models: Array<ModelOverride>, };
 
+export type ModelPrices = { input: number, output: number, cache_read: number | null, cache_write: number | null, };
+
 export type ProviderProfile = { 
 /**
  * Stable: lower-case letters, digits and `-` (the keyring entry is named by it).
@@ -251,7 +253,11 @@ model: string, context_window: number | null, max_output: number | null,
 /**
  * Anthropic extended thinking budget in tokens (0 or None: off).
  */
-thinking_budget: number | null, };
+thinking_budget: number | null, 
+/**
+ * Its prices, instead of the table's (or where the table knows none).
+ */
+prices?: ModelPrices, };
 
 export type TaskSummary = { id: string, title: string, status: TaskStatus, intent_id: string | null, model: string, usage: Usage, created_at: string, updated_at: string, 
 /**
