@@ -126,11 +126,10 @@ pub struct TaskHandle {
     system_prompt: Mutex<Option<(u64, String)>>,
     /// Estimated tokens of the system prompt and tools last sent (what every request carries).
     fixed_tokens: std::sync::atomic::AtomicU64,
-    /// What the model reads after the person's next message and the person does not see (a
-    /// subtask's note on where it stands).
+    /// What the model reads after the person's next message, unseen by them (a subtask's note).
     briefing: Mutex<Option<String>>,
     /// Images the person attached to the message the next run begins with.
-    attached: Mutex<Vec<crate::images::Prepared>>,
+    attached: Mutex<(Vec<crate::llm::ImageData>, Vec<crate::protocol::ImageView>)>,
     /// A subtask's, while its parent waits: the parent's run token, so stopping the parent
     /// stops the subtask's runs too.
     linked: Mutex<Option<CancellationToken>>,
@@ -151,7 +150,7 @@ impl TaskHandle {
             system_prompt: Mutex::new(None),
             fixed_tokens: std::sync::atomic::AtomicU64::new(0),
             briefing: Mutex::new(None),
-            attached: Mutex::new(Vec::new()),
+            attached: Mutex::default(),
             linked: Mutex::new(None),
             ended: tokio::sync::watch::channel(None).0,
         })
@@ -367,7 +366,8 @@ impl TaskHandle {
 
     /// Images that go with the person's next message (`begin_turn` takes them).
     pub fn attach_images(&self, images: Vec<crate::images::Prepared>) {
-        *self.attached.lock().unwrap_or_else(|p| p.into_inner()) = images;
+        let split = images.into_iter().map(|a| (a.data, a.view)).unzip();
+        *self.attached.lock().unwrap_or_else(|p| p.into_inner()) = split;
     }
 
     /// Runs of this task stop when `parent` is cancelled (None: no longer).
@@ -428,9 +428,8 @@ impl TaskHandle {
             Some(context) => format!("{text}\n\n{context}"),
             None => text.clone(),
         };
-        let attached =
+        let (images, views) =
             std::mem::take(&mut *self.attached.lock().unwrap_or_else(|p| p.into_inner()));
-        let (images, views) = attached.into_iter().map(|a| (a.data, a.view)).unzip();
         self.update(|r| {
             r.turns.push(super::store::TurnMark {
                 message_id: id.clone(),
