@@ -156,7 +156,8 @@ pub fn model_facts(model: &str) -> Option<&'static ModelFacts> {
 }
 
 /// The prices the person set in Settings, by `provider/model` (see `set_overrides`).
-static OVERRIDES: std::sync::RwLock<Vec<(String, ModelPrices)>> = std::sync::RwLock::new(Vec::new());
+static OVERRIDES: std::sync::RwLock<Vec<(String, ModelPrices)>> =
+    std::sync::RwLock::new(Vec::new());
 
 /// The person's prices: each Settings row that names prices, for its model.
 pub fn set_overrides(models: &[crate::protocol::ModelOverride]) {
@@ -177,15 +178,17 @@ pub fn prices(model: &str) -> Option<(f64, f64, f64, f64)> {
 fn prices_in(rows: &[(String, ModelPrices)], model: &str) -> Option<(f64, f64, f64, f64)> {
     let bare = model.split_once('/').map_or(model, |(_, m)| m);
     let table = model_facts(model);
-    let own = rows.iter().find(|(name, _)| {
-        name == model || name.split_once('/').map(|(_, m)| m) == Some(bare)
-    });
+    let own = rows
+        .iter()
+        .find(|(name, _)| name == model || name.split_once('/').map(|(_, m)| m) == Some(bare));
     match (own, table) {
         (Some((_, p)), t) => Some((
             p.input,
             p.output,
             p.cache_read.or(t.map(|f| f.cache_read)).unwrap_or(p.input),
-            p.cache_write.or(t.map(|f| f.cache_write)).unwrap_or(p.input),
+            p.cache_write
+                .or(t.map(|f| f.cache_write))
+                .unwrap_or(p.input),
         )),
         (None, Some(f)) => Some((f.input, f.output, f.cache_read, f.cache_write)),
         (None, None) => None,
