@@ -151,7 +151,7 @@ async fn a_full_governed_task_over_openai() {
     let body = first.json();
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
-    assert_eq!(body["tools"].as_array().map(Vec::len), Some(20));
+    assert_eq!(body["tools"].as_array().map(Vec::len), Some(22));
     let system = body["messages"][0]["content"]
         .as_str()
         .expect("system prompt");
