@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use crate::agent::EventSink;
-use crate::protocol::{ApprovalDetail, ApprovalRequest, Event, ToolCallStatus};
+use crate::protocol::{ApprovalDetail, ApprovalRequest, Event, ProcessStatus, ToolCallStatus};
 
 /// Events as JSON lines, or a short human-readable log, on stdout.
 pub(super) struct CliSink {
@@ -98,6 +98,23 @@ fn human_line(event: &Event) -> Option<String> {
             ..
         } => Some(format!("error: {message}")),
         Event::Notice { message, .. } => Some(format!("note: {message}")),
+        Event::ProcessChanged { process } => match process.status {
+            ProcessStatus::Running => Some(format!(
+                "▶ background process {}: {}",
+                process.process_id, process.command
+            )),
+            ProcessStatus::Stopping { .. } => None,
+            ProcessStatus::Exited { code } => Some(format!(
+                "■ background process {} exited ({})",
+                process.process_id,
+                code.map_or("a signal".into(), |c| format!("code {c}"))
+            )),
+            ProcessStatus::Stopped { by } => Some(format!(
+                "■ background process {} stopped (by: {})",
+                process.process_id,
+                format!("{by:?}").to_lowercase()
+            )),
+        },
         Event::MessageAdded {
             message:
                 crate::protocol::UiMessage::Subtask {

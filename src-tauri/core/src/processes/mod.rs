@@ -98,6 +98,8 @@ struct Live {
     read_at: u64,
     notes: Vec<String>,
     unread_notes: usize,
+    /// Printed, not yet sent to the window.
+    unsent: String,
 }
 
 /// What the model reads of a process.
@@ -182,6 +184,7 @@ impl ProcessTable {
                 read_at: 0,
                 notes: Vec::new(),
                 unread_notes: 0,
+                unsent: String::new(),
             }),
             governed: tokio::sync::Mutex::new(Some(Governed {
                 watch: Some(watch),
@@ -388,7 +391,12 @@ impl Process {
             cwd: self.cwd.clone(),
             started_at: self.started_at.clone(),
             status: live.status,
-            output_tail: live.log.tail(TAIL).to_string(),
+            // What the window has not been sent yet follows in its own event.
+            output_tail: {
+                let with_unsent = live.log.tail(TAIL + live.unsent.len());
+                let end = with_unsent.len().saturating_sub(live.unsent.len());
+                with_unsent.get(..end).unwrap_or_default().to_string()
+            },
             output_bytes: live.log.total(),
         }
     }
@@ -418,16 +426,37 @@ impl Process {
         self.changed();
     }
 
-    fn output(&self, text: String) {
+    /// Keeps what it printed; the window hears it at the next [`Process::flush`]. Whether
+    /// there was anything.
+    fn output(&self, text: String) -> bool {
         if text.is_empty() {
-            return;
+            return false;
         }
-        self.lock().log.push(&text);
-        self.sink.emit(Event::ProcessOutput {
-            task_id: self.task_id.clone(),
-            process_id: self.id.clone(),
-            chunk: text,
-        });
+        let mut live = self.lock();
+        live.log.push(&text);
+        live.unsent.push_str(&text);
+        // The window keeps no more than this of a process either.
+        if live.unsent.len() > 4 * TAIL {
+            let cut = live.unsent.len() - 4 * TAIL;
+            let cut = (cut..live.unsent.len())
+                .find(|i| live.unsent.is_char_boundary(*i))
+                .unwrap_or(live.unsent.len());
+            live.unsent.drain(..cut);
+        }
+        true
+    }
+
+    /// Sends the window what it printed since the last flush: a chatty process costs the
+    /// page a few updates a second, not one per line.
+    fn flush(&self) {
+        let chunk = std::mem::take(&mut self.lock().unsent);
+        if !chunk.is_empty() {
+            self.sink.emit(Event::ProcessOutput {
+                task_id: self.task_id.clone(),
+                process_id: self.id.clone(),
+                chunk,
+            });
+        }
     }
 
     /// What a look found, kept for the model and, when it is a warning, told to the person.

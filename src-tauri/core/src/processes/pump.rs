@@ -19,6 +19,8 @@ use crate::sandbox::{kill_group, terminate_group, ConfinedChild};
 /// How long the pipes are read after the process's group is gone (a descendant that escaped
 /// the group, possible only where no system-call filter holds it, may keep them open).
 const DRAIN: Duration = Duration::from_secs(2);
+/// How often what it printed is sent to the window.
+const SEND_EVERY: Duration = Duration::from_millis(100);
 
 pub(super) struct Running {
     pub process: Arc<Process>,
@@ -43,14 +45,16 @@ impl Running {
         let deadline = Instant::now().checked_add(self.timeout).unwrap_or(far);
         let (mut kill_at, mut drain_until) = (far, far);
         let (mut exited, mut stopping, mut code) = (false, false, None);
+        let mut send = tokio::time::interval(SEND_EVERY);
+        let mut unsent = false;
         while !(exited && out.is_none() && err.is_none()) {
             tokio::select! {
                 n = read_some(&mut out, &mut out_buf) => match n {
-                    Some(n) => p.output(out_clean.push(&out_buf[..n])),
+                    Some(n) => unsent |= p.output(out_clean.push(&out_buf[..n])),
                     None => out = None,
                 },
                 n = read_some(&mut err, &mut err_buf) => match n {
-                    Some(n) => p.output(err_clean.push(&err_buf[..n])),
+                    Some(n) => unsent |= p.output(err_clean.push(&err_buf[..n])),
                     None => err = None,
                 },
                 status = child.wait(), if !exited => {
@@ -79,11 +83,16 @@ impl Running {
                     out = None;
                     err = None;
                 }
+                _ = send.tick(), if unsent => {
+                    p.flush();
+                    unsent = false;
+                }
                 _ = look.tick(), if !exited => self.look().await,
             }
         }
         p.output(out_clean.finish());
         p.output(err_clean.finish());
+        p.flush();
         gone(p.group).await;
         let status = match *p.stop.borrow() {
             Some(by) => ProcessStatus::Stopped { by },
@@ -93,7 +102,6 @@ impl Running {
         p.ended.send_replace(true);
         self.last_look().await;
         p.settled.send_replace(true);
-        p.changed();
     }
 
     /// Its last look, alone so that no call's writes are taken for its own; a call running

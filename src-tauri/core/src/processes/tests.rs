@@ -431,7 +431,7 @@ async fn what_a_background_process_writes_out_of_scope_is_put_back_and_in_scope_
 async fn hostile_writes_at(level: Confinement) {
     let summary = level.summary();
     let f = fixture_at(Arc::new(NoModel), "hostile", false, level);
-    // Once the call has returned: the kernel refuses the root, `src/` is writable but only its
+    // While it runs: the kernel refuses the root, `src/` is writable but only its
     // Rust files are the intent's.
     let hostile = "sleep 2; echo leak > src/notes.txt; (echo owned > README.md) 2>/dev/null || echo refused; echo 'pub fn b() {}' > src/b.rs; echo written; sleep 300";
     let started = f
@@ -441,9 +441,8 @@ async fn hostile_writes_at(level: Confinement) {
         )
         .await;
     assert!(!started.is_error, "{}", started.content);
-    let p = f.process("p1");
-    p.wait_for_output(0, Duration::from_secs(1)).await;
-    let mut read = String::new();
+    // What was found goes to the model with the next result, whichever call that is.
+    let mut read = started.content.clone();
     for _ in 0..20 {
         let r = f
             .call(
@@ -457,7 +456,7 @@ async fn hostile_writes_at(level: Confinement) {
         }
     }
     assert!(read.contains("refused"), "{summary}: {read}");
-    // The read looked: out of scope put back and said, in scope recorded.
+    // A look found it: out of scope put back and said, in scope recorded.
     assert!(read.contains("Scope Violation"), "{summary}: {read}");
     assert!(read.contains("src/notes.txt"), "{read}");
     assert!(!f.root().join("src/notes.txt").exists(), "put back");
