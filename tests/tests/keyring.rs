@@ -2,6 +2,7 @@
 //! test run's private D-Bus session), and through the app's settings view, after which the key
 //! is in the keyring and in no IPC payload, log line or file the app wrote.
 
+use mandate_core::profiles::key_name;
 use mandate_core::protocol::ProviderKind;
 use mandate_core::secrets::{api_key_name, KeyringStore, Secret, SecretStore};
 use mandate_tests::app::{workspace, App, UserDirs};
@@ -77,10 +78,17 @@ async fn the_key_typed_in_settings_lands_in_the_keyring_and_nowhere_else() {
     assert_eq!(field, "", "the field is cleared after saving");
     app.screenshot("settings").await.expect("screenshot");
 
-    let stored = KeyringStore
-        .get(&api_key_name(ProviderKind::Openai))
-        .expect("keyring get");
+    // Kept for the default profile and the origin it points at, and for nothing else.
+    let entry = key_name("default", "http://127.0.0.1:9");
+    let stored = KeyringStore.get(&entry).expect("keyring get");
     assert_eq!(stored, Some(Secret::new(&key)));
+    assert_eq!(
+        KeyringStore
+            .get(&api_key_name(ProviderKind::Openai))
+            .expect("keyring get"),
+        None,
+        "no key for a whole wire format"
+    );
 
     // Reload the state: the UI learns only that a key is set.
     let state = app
@@ -106,16 +114,11 @@ async fn the_key_typed_in_settings_lands_in_the_keyring_and_nowhere_else() {
     }
     app.click("#settings-clear-key").await.expect("clear");
     app.wait_until(
-        "(document.querySelector('#settings-key-status')?.textContent ?? '') === 'No key'",
+        "(document.querySelector('#settings-key-status')?.textContent ?? '').startsWith('No key')",
     )
     .await
     .expect("cleared");
-    assert_eq!(
-        KeyringStore
-            .get(&api_key_name(ProviderKind::Openai))
-            .expect("get"),
-        None
-    );
+    assert_eq!(KeyringStore.get(&entry).expect("get"), None);
     app.close().await.expect("close");
 }
 
