@@ -149,8 +149,10 @@ impl HistoryIndex {
     /// stamp changed (or new ones) are read again, the others are not touched.
     fn refresh(&self, store: &TaskStore) -> Vec<Arc<TaskDoc>> {
         let files = store.files();
+        let present: std::collections::HashSet<&str> =
+            files.iter().map(|(id, _)| id.as_str()).collect();
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        tasks.retain(|id, _| files.iter().any(|(f, _)| f == id));
+        tasks.retain(|id, _| present.contains(id.as_str()));
         let mut docs = Vec::with_capacity(files.len());
         for (id, path) in files {
             let Some(stamp) = Stamp::of(&path) else {
