@@ -127,22 +127,30 @@ pub(crate) async fn look(
         governed.sandbox.remove_made_dirs();
         return looked;
     }
-    match again(governed, gov).await {
-        Ok(()) => {}
-        Err(why) => looked.problem = Some(why),
+    if let Err(why) = again(governed, gov).await {
+        looked.problem = Some(why.to_string());
     }
     looked
 }
 
+/// Why the state for the next look could not be kept.
+#[derive(Debug, thiserror::Error)]
+enum NotKept {
+    #[error("Mandate could not keep the state of the workspace: {0}.")]
+    Workspace(crate::sandbox::SandboxError),
+    #[error("Mandate could not keep the intent's files: {0}.")]
+    Files(crate::tools::ToolError),
+}
+
 /// The state to compare with at the next look.
-async fn again(governed: &mut Governed, gov: &Arc<Governance>) -> Result<(), String> {
+async fn again(governed: &mut Governed, gov: &Arc<Governance>) -> Result<(), NotKept> {
     let rules = &governed.rules;
     let watch = Watch::start(gov.root(), &gov.confinement, rules.named.clone())
         .await
-        .map_err(|e| format!("Mandate could not keep the state of the workspace: {e}."))?;
+        .map_err(NotKept::Workspace)?;
     let kept = crate::tools::keep_owned_files(gov, rules.intent.clone(), &rules.owned_scope)
         .await
-        .map_err(|e| format!("Mandate could not keep the intent's files: {e}."))?;
+        .map_err(NotKept::Files)?;
     governed.watch = Some(watch);
     governed.kept = kept;
     Ok(())

@@ -558,6 +558,11 @@ impl Process {
             crate::sandbox::kill_group(Some(group));
         }
         let looked = govern::look(governed, gov, exclude, false).await;
+        if governed.watch.is_none() {
+            // Nothing to compare what it writes next with: it is not left to write it.
+            self.request_stop(ProcessStopper::Governance);
+            crate::sandbox::kill_group(Some(group));
+        }
         crate::sandbox::thaw_group(group);
         let intent = governed.record.intent_id.clone();
         drop(slot);
