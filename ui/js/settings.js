@@ -72,6 +72,8 @@ export function initSettings() {
     if (store.settings) fillProfiles(store.settings, fillCard);
     dirty = true;
   }, (s) => applySettings(s, true));
+  // The page's HTML names no remote address; the example is set here.
+  input('settings-embeddings-url').placeholder = 'e.g. http://127.0.0.1:11434/v1 (empty: off)';
   byId('settings-save-key').addEventListener('click', saveKey);
   byId('settings-clear-key').addEventListener('click', clearKey);
   input('settings-api-key').addEventListener('keydown', (ev) => {
