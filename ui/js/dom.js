@@ -222,3 +222,28 @@ export function isTyping(target) {
     || target instanceof HTMLSelectElement
     || (target instanceof HTMLElement && target.isContentEditable);
 }
+
+/**
+ * The keys of a suggestion list under the message box (slash commands, `@` mentions): the
+ * arrows move, Tab or Enter takes the one chosen, Escape closes. Registered before the
+ * composer's own Enter, so a chosen item is taken, not sent.
+ * @param {HTMLElement} input
+ * @param {{ size: () => number, step: (by: number) => void, take: () => void, close: () => void }} list
+ */
+export function onSuggestionKeys(input, list) {
+  input.addEventListener('keydown', (ev) => {
+    const n = list.size();
+    if (n === 0) return;
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      list.step(ev.key === 'ArrowDown' ? 1 : n - 1);
+    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
+      list.take();
+    } else if (ev.key === 'Escape') {
+      list.close();
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopImmediatePropagation();
+  });
+}

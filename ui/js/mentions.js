@@ -5,7 +5,7 @@
 // files).
 
 import { request } from './ipc.js';
-import { byId, formatTokens, h } from './dom.js';
+import { byId, formatTokens, h, onSuggestionKeys } from './dom.js';
 
 /** @typedef {import('./protocol').MentionView} MentionView */
 
@@ -134,21 +134,14 @@ export function initMentions() {
     clearTimeout(chipTimer);
     chipTimer = window.setTimeout(refreshChips, 250);
   });
-  // Before the composer's own Enter (registered first): a chosen item is taken, not sent.
-  input.addEventListener('keydown', (ev) => {
-    if (shown.length === 0) return;
-    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
-      active = (active + (ev.key === 'ArrowDown' ? 1 : shown.length - 1)) % shown.length;
+  onSuggestionKeys(input, {
+    size: () => shown.length,
+    step: (by) => {
+      active = (active + by) % shown.length;
       render();
-    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
-      take(shown[active]);
-    } else if (ev.key === 'Escape') {
-      close();
-    } else {
-      return;
-    }
-    ev.preventDefault();
-    ev.stopImmediatePropagation();
+    },
+    take: () => take(shown[active]),
+    close,
   });
   byId('mention-list').addEventListener('mousedown', (ev) => {
     const li = ev.target instanceof Element ? ev.target.closest('.mention-option') : null;

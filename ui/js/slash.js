@@ -3,7 +3,7 @@
 // command when the message is sent.
 
 import { request } from './ipc.js';
-import { byId, h } from './dom.js';
+import { byId, h, onSuggestionKeys } from './dom.js';
 
 /** @typedef {import('./protocol').CommandInfo} CommandInfo */
 
@@ -87,21 +87,14 @@ export function initSlash() {
     active = 0;
     render();
   });
-  // Runs before the composer's own Enter (registered first): a chosen command is taken, not sent.
-  input.addEventListener('keydown', (ev) => {
-    if (shown.length === 0) return;
-    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
-      active = (active + (ev.key === 'ArrowDown' ? 1 : shown.length - 1)) % shown.length;
+  onSuggestionKeys(input, {
+    size: () => shown.length,
+    step: (by) => {
+      active = (active + by) % shown.length;
       render();
-    } else if (ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) {
-      take(shown[active]);
-    } else if (ev.key === 'Escape') {
-      close();
-    } else {
-      return;
-    }
-    ev.preventDefault();
-    ev.stopImmediatePropagation();
+    },
+    take: () => take(shown[active]),
+    close,
   });
   byId('slash-list').addEventListener('mousedown', (ev) => {
     const li = ev.target instanceof Element ? ev.target.closest('.slash-option') : null;
