@@ -23,3 +23,25 @@ pub fn running(marker: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The model's first two turns in a test of a background process: it selects `intent`, then
+/// starts `command` in the background.
+pub fn start_in_background(intent: &str, command: &str) -> Vec<crate::llm_server::Reply> {
+    use crate::sse::openai;
+    vec![
+        openai::turn()
+            .tool_call(
+                "s",
+                "select_active_intent",
+                serde_json::json!({"intent_id": intent}),
+            )
+            .reply(),
+        openai::turn()
+            .tool_call(
+                "bg",
+                "execute_command",
+                serde_json::json!({"command": command, "background": true}),
+            )
+            .reply(),
+    ]
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mandate_tests::app::{mandate_bin, until, workspace, UserDirs};
 use mandate_tests::cli::{ledger, run_openai};
 use mandate_tests::llm_server::ScriptedServer;
-use mandate_tests::processes::running;
+use mandate_tests::processes::{running, start_in_background};
 use mandate_tests::sse::openai;
 use serde_json::json;
 
@@ -24,17 +24,8 @@ async fn a_background_process_is_read_governed_and_ended_with_the_run() {
     let command = format!(
         "echo serving; sleep 1; echo 'pub fn b() {{}}' > src/b.rs; echo x > src/notes.txt; echo wrote; exec -a {mark} sleep 300"
     );
-    let server = ScriptedServer::start(vec![
-        openai::turn()
-            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-1"}))
-            .reply(),
-        openai::turn()
-            .tool_call(
-                "bg",
-                "execute_command",
-                json!({"command": command, "background": true}),
-            )
-            .reply(),
+    let mut script = start_in_background("INT-1", &command);
+    script.extend([
         openai::turn()
             .tool_call(
                 "r",
@@ -45,8 +36,8 @@ async fn a_background_process_is_read_governed_and_ended_with_the_run() {
         openai::turn()
             .tool_call("done", "attempt_completion", json!({"result": "served"}))
             .reply(),
-    ])
-    .await;
+    ]);
+    let server = ScriptedServer::start(script).await;
     let ws = workspace(Some(INTENTS), &[("src/lib.rs", "pub fn a() {}\n")]);
     let dirs = UserDirs::new();
     let out = run_openai(
@@ -114,23 +105,14 @@ async fn a_background_process_is_read_governed_and_ended_with_the_run() {
 async fn a_background_process_dies_with_a_killed_runner() {
     let mark = marker() + "-killed";
     let command = format!("exec -a {mark} sleep 300");
-    let server = ScriptedServer::start(vec![
-        openai::turn()
-            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-1"}))
-            .reply(),
-        openai::turn()
-            .tool_call(
-                "bg",
-                "execute_command",
-                json!({"command": command, "background": true}),
-            )
-            .reply(),
+    let mut script = start_in_background("INT-1", &command);
+    script.extend([
         // The run stays busy while the test kills the runner.
         openai::turn()
             .tool_call("wait", "execute_command", json!({"command": "sleep 60"}))
             .reply(),
-    ])
-    .await;
+    ]);
+    let server = ScriptedServer::start(script).await;
     let ws = workspace(Some(INTENTS), &[("src/lib.rs", "pub fn a() {}\n")]);
     let dirs = UserDirs::new();
     let mut runner = tokio::process::Command::new(mandate_bin())

@@ -4,7 +4,7 @@
 
 use mandate_tests::app::{until, workspace, App, UserDirs};
 use mandate_tests::llm_server::ScriptedServer;
-use mandate_tests::processes::running;
+use mandate_tests::processes::{running, start_in_background};
 use mandate_tests::sse::openai;
 use serde_json::json;
 
@@ -16,17 +16,8 @@ async fn a_background_process_is_listed_with_its_live_output_and_the_person_stop
     let command = format!(
         "touch src/server.rs; echo 'dev server ready on :5173'; (exec -a {marker} sleep 300) & for i in $(seq 1 600); do echo \"GET /page/$i 200\"; sleep 0.3; done"
     );
-    let server = ScriptedServer::start(vec![
-        openai::turn()
-            .tool_call("s", "select_active_intent", json!({"intent_id": "INT-1"}))
-            .reply(),
-        openai::turn()
-            .tool_call(
-                "bg",
-                "execute_command",
-                json!({"command": command, "background": true}),
-            )
-            .reply(),
+    let mut script = start_in_background("INT-1", &command);
+    script.extend([
         openai::turn()
             .text("The dev server runs in the background.")
             .reply(),
@@ -38,8 +29,8 @@ async fn a_background_process_is_listed_with_its_live_output_and_the_person_stop
             )
             .reply(),
         openai::turn().text("The watcher runs.").reply(),
-    ])
-    .await;
+    ]);
+    let server = ScriptedServer::start(script).await;
     let ws = workspace(Some(INTENTS), &[("src/main.rs", "fn main() {}\n")]);
     let dirs = UserDirs::new();
     dirs.settings_openai(&format!("{}/v1", server.base_url()), false);
