@@ -317,8 +317,13 @@ pub fn mentionables(root: &Path, query: &str) -> Vec<String> {
 
 /// What the message's mentions attach, as the model reads them with it; the refusal, in words
 /// for the person, when one cannot be attached or all together would take more than half of
-/// the model's window.
-pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<String>, Refused> {
+/// the model's window. A web address is fetched only in a message the person wrote
+/// (`by_person`); in one a model wrote (a subtask's first message) it stays words.
+pub(super) async fn checked(
+    env: &super::AgentEnv,
+    text: &str,
+    by_person: bool,
+) -> Result<Option<String>, Refused> {
     if mentions_in(text).is_empty() {
         return Ok(None);
     }
@@ -333,6 +338,9 @@ pub(super) async fn checked(env: &super::AgentEnv, text: &str) -> Result<Option<
     .await
     .map_err(|e| Refused(format!("the mentions could not be read: {e}")))?;
     let mut attached = attached;
+    if !by_person {
+        attached.retain(|a| !super::fetch_url::is_url(&a.mention));
+    }
     for a in attached
         .iter_mut()
         .filter(|a| super::fetch_url::is_url(&a.mention))

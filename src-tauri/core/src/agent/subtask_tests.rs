@@ -16,6 +16,9 @@ use crate::llm::ChatMessage;
 use crate::protocol::{ApprovalPolicy, TaskStatus, UiMessage};
 use crate::workspace::Workspace;
 
+#[path = "subtask_net_tests.rs"]
+mod net;
+
 struct Setup {
     tmp: tempfile::TempDir,
     env: Arc<AgentEnv>,

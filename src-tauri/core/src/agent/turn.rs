@@ -224,7 +224,9 @@ async fn open_run(
     if let Some(text) = user_text {
         match super::hook_steps::prompt_submitted(env, task, &text, cancel).await {
             Ok(context) => {
-                let mentioned = match super::mentions::checked(env, &text).await {
+                // A subtask's first message is its parent model's, not the person's.
+                let by_person = !(first_run && task.parent_task().is_some());
+                let mentioned = match super::mentions::checked(env, &text, by_person).await {
                     Ok(mentioned) => mentioned,
                     Err(why) => {
                         add_error(env, task, why.0.clone());
