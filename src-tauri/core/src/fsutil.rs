@@ -198,6 +198,45 @@ pub(crate) fn in_background(f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Work that blocks on the file system (reads, fsyncs) run from async code. On a multi-thread
+/// runtime (the window's and `mandate run`'s) it runs on this very thread while the worker's
+/// other tasks are handed to another (`block_in_place`): a governed write then makes no trip to
+/// another thread and back. On a current-thread runtime it goes to the blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Interrupted> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(f)
+        }));
+        return ran.map_err(|panic| Interrupted(panic_message(panic.as_ref())));
+    }
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Interrupted(e.to_string()))
+}
+
+/// Blocking work that did not run to its end (it panicked or its thread was lost).
+#[derive(Debug)]
+pub struct Interrupted(String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the work stopped before its end ({})", self.0)
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +296,30 @@ mod tests {
         );
         let died = Background::<u8>::start(|| panic!("the work fails"));
         assert!(died.wait().is_err());
+    }
+
+    #[test]
+    fn blocking_work_runs_on_either_runtime_and_a_panic_is_an_error() {
+        for multi in [false, true] {
+            let rt = if multi {
+                tokio::runtime::Builder::new_multi_thread().build()
+            } else {
+                tokio::runtime::Builder::new_current_thread().build()
+            }
+            .expect("runtime");
+            let here = std::thread::current().id();
+            let (value, there) = rt
+                .block_on(rt.spawn(super::blocking(move || (42, std::thread::current().id()))))
+                .expect("task")
+                .expect("ran");
+            assert_eq!(value, 42);
+            // On a multi-thread runtime the work ran on the worker that awaited it.
+            assert_ne!(there, here);
+            let failed = rt
+                .block_on(rt.spawn(super::blocking(|| -> u8 { panic!("the disk is gone") })))
+                .expect("task");
+            let message = failed.expect_err("a panic").to_string();
+            assert!(message.contains("the disk is gone"), "{message}");
+        }
     }
 }

@@ -296,7 +296,8 @@ fn governed_write(root: &Path) -> Vec<Row> {
     let a: String = a.chars().take(10_240).collect();
     let b = a.replacen("intent", "INTENT", 3);
     std::fs::write(dir.join("src/big.txt"), &a).expect("file");
-    let rt = tokio::runtime::Builder::new_current_thread()
+    // The runtime the window and `mandate run` use; each call runs as a task on it, as there.
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
@@ -328,7 +329,8 @@ fn governed_write(root: &Path) -> Vec<Row> {
         context: mandate_core::context::ContextConfig::default(),
         budget: Default::default(),
     };
-    let task = TaskHandle::create(store, "bench", "bench", "bench/none");
+    let env = Arc::new(env);
+    let task = Arc::new(TaskHandle::create(store, "bench", "bench", "bench/none"));
     task.select_intent(&gov.intents.snapshot(), "INT-1")
         .expect("select");
     task.record_read(
@@ -337,38 +339,45 @@ fn governed_write(root: &Path) -> Vec<Row> {
     );
     let cancel = tokio_util::sync::CancellationToken::new();
     let ledger_path = dir.join(".orchestration/agent_trace.jsonl");
-    let (mut governed, mut bare) = (Vec::new(), Vec::new());
-    for n in 0..120 {
-        let content = if n % 2 == 0 { &b } else { &a };
-        let call = ToolCall {
-            id: format!("c{n}"),
-            name: "write_to_file".into(),
-            arguments: serde_json::json!({"path": "src/big.txt", "content": content, "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"}).to_string(),
-        };
-        let (t, result) = time(|| rt.block_on(dispatch(&env, &task, &call, &cancel)));
-        assert!(!result.is_error, "{}", result.content);
-        governed.push(t);
-        // The reference: the same bytes written and fsynced, and the same record appended and fsynced.
-        let record = std::fs::read_to_string(&ledger_path)
-            .ok()
-            .and_then(|l| l.lines().last().map(str::to_string))
-            .unwrap_or_default();
-        let (t, _) = time(|| {
-            use std::io::Write;
-            let mut f = std::fs::File::create(dir.join("bare.txt")).expect("create");
-            f.write_all(content.as_bytes()).expect("write");
-            f.sync_all().expect("fsync");
-            let mut l = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("bare.jsonl"))
-                .expect("open");
-            l.write_all(record.as_bytes()).expect("append");
-            l.write_all(b"\n").expect("append");
-            l.sync_data().expect("fsync");
-        });
-        bare.push(t);
-    }
+    // One task makes every call in turn, as an agent's task does, on a worker of the runtime.
+    let calls = async move {
+        let (mut governed, mut bare) = (Vec::new(), Vec::new());
+        for n in 0..120 {
+            let content = if n % 2 == 0 { &b } else { &a };
+            let call = ToolCall {
+                id: format!("c{n}"),
+                name: "write_to_file".into(),
+                arguments: serde_json::json!({"path": "src/big.txt", "content": content, "intent_id": "INT-1", "mutation_class": "INTENT_EVOLUTION"}).to_string(),
+            };
+            let started = Instant::now();
+            let result = dispatch(&env, &task, &call, &cancel).await;
+            governed.push(started.elapsed());
+            assert!(!result.is_error, "{}", result.content);
+            // The reference: the same bytes written and fsynced, and the same record appended
+            // and fsynced, from the same task.
+            let record = std::fs::read_to_string(&ledger_path)
+                .ok()
+                .and_then(|l| l.lines().last().map(str::to_string))
+                .unwrap_or_default();
+            let (t, _) = time(|| {
+                use std::io::Write;
+                let mut f = std::fs::File::create(dir.join("bare.txt")).expect("create");
+                f.write_all(content.as_bytes()).expect("write");
+                f.sync_all().expect("fsync");
+                let mut l = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("bare.jsonl"))
+                    .expect("open");
+                l.write_all(record.as_bytes()).expect("append");
+                l.write_all(b"\n").expect("append");
+                l.sync_data().expect("fsync");
+            });
+            bare.push(t);
+        }
+        (governed, bare)
+    };
+    let (governed, bare) = rt.block_on(rt.spawn(calls)).expect("the calls' task");
     let (g, r) = (median(governed[20..].to_vec()), median(bare[20..].to_vec()));
     let ratio = g.as_secs_f64() / r.as_secs_f64();
     vec![Row {

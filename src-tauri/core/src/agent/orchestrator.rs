@@ -249,7 +249,7 @@ async fn plan_and_check(
     governance: crate::hooks::TaskGovernance,
 ) -> Result<(Planned, Decision, IntentsSnapshot), ToolError> {
     let (tools, gov, policy) = (env.tools.clone(), env.gov.clone(), env.approval);
-    tokio::task::spawn_blocking(move || {
+    crate::fsutil::blocking(move || {
         let tool = &tools[position];
         let intents = gov.intents.snapshot();
         let cx = ToolCx {
@@ -325,7 +325,7 @@ async fn post_hooks(env: &AgentEnv, output: &ToolOutput) {
     }
     let (gov, consequences) = (env.gov.clone(), output.consequences.clone());
     let report =
-        tokio::task::spawn_blocking(move || gov.hooks.post(&gov.post_context(), &consequences))
+        crate::fsutil::blocking(move || gov.hooks.post(&gov.post_context(), &consequences))
             .await
             .unwrap_or_else(|e| crate::hooks::PostReport {
                 intents_changed: false,

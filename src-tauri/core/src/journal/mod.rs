@@ -158,7 +158,7 @@ impl Journal {
         let checkpoints = self.checkpoints.clone();
         let slots = self.slots.clone();
         let path = w.path.rel.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::fsutil::blocking(move || {
             write_locked(&root, &ledger, &checkpoints, &slots, w, check)
         })
         .await
@@ -436,10 +436,7 @@ fn prepare_record(
     revision: Option<String>,
     id: String,
 ) -> (Value, Vec<(u32, u32)>, Classified) {
-    let old_text = w
-        .base
-        .as_deref()
-        .map(|b| String::from_utf8_lossy(b).into_owned());
+    let old_text = w.base.as_deref().map(String::from_utf8_lossy);
     let new_text = w
         .new
         .as_deref()
