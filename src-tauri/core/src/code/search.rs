@@ -395,38 +395,53 @@ impl SearchIndex {
         wanted.dedup();
         let n = index.live_chunks.max(1) as f64;
         let average = index.total_len as f64 / n;
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+        // Scores in a table by chunk (a term common to most files touches most chunks), with
+        // the chunks scored so far listed apart; a score is never 0 once a term counted.
+        let mut scores = vec![0.0f64; index.chunks.len()];
+        let mut scored: Vec<u32> = Vec::new();
         for term in &wanted {
             let Some(list) = index.postings.get(term) else {
                 continue;
             };
-            let live: Vec<&(u32, u32)> = list
-                .iter()
-                .filter(|(id, _)| index.chunks[*id as usize].live)
-                .collect();
-            let df = live.len() as f64;
+            let chunks = &index.chunks;
+            let df = list.iter().filter(|(id, _)| chunks[*id as usize].live).count() as f64;
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for &&(id, tf) in &live {
-                let len = f64::from(index.chunks[id as usize].len);
-                let tf = f64::from(tf);
+            for &(id, tf) in list {
+                let chunk = &chunks[id as usize];
+                if !chunk.live {
+                    continue;
+                }
+                let (len, tf) = (f64::from(chunk.len), f64::from(tf));
                 let score =
                     idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / average.max(1.0)));
-                *scores.entry(id).or_default() += score;
+                let slot = &mut scores[id as usize];
+                if *slot == 0.0 {
+                    scored.push(id);
+                }
+                *slot += score;
             }
         }
         let prefix = under.trim_matches('/');
-        let mut ranked: Vec<(u32, f64)> = scores
+        let folder = format!("{prefix}/");
+        let mut ranked: Vec<(u32, f64)> = scored
             .into_iter()
-            .filter(|(id, _)| {
+            .filter(|id| {
                 let path = &index.chunks[*id as usize].path;
-                prefix.is_empty() || path == prefix || path.starts_with(&format!("{prefix}/"))
+                prefix.is_empty() || path == prefix || path.starts_with(&folder)
             })
+            .map(|id| (id, scores[id as usize]))
             .collect();
-        ranked.sort_by(|a, b| {
+        let order = |a: &(u32, f64), b: &(u32, f64)| {
             b.1.partial_cmp(&a.1)
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then(a.0.cmp(&b.0))
-        });
+        };
+        // The best `limit` first, then only those sorted.
+        if limit > 0 && ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit - 1, order);
+            ranked.truncate(limit);
+        }
+        ranked.sort_by(order);
         ranked.truncate(limit);
         let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         ranked
