@@ -5,6 +5,9 @@
 //! name only.
 
 use std::collections::HashMap;
+
+// Seeded per process (a repository cannot pick names that collide), and fast on short keys.
+use foldhash::HashMap as FastMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -109,7 +112,7 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
     if n == 0 {
         return Vec::new();
     }
-    let mut definers: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut definers: FastMap<&str, Vec<usize>> = FastMap::default();
     for (i, (_, s)) in files.iter().enumerate() {
         for d in s.iter().flat_map(|s| &s.definitions) {
             let list = definers.entry(d.name.as_str()).or_default();
@@ -150,7 +153,7 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
         out_edges.push(edges);
     }
     let mut personal = vec![0.0; n];
-    let position: HashMap<&str, usize> = files
+    let position: FastMap<&str, usize> = files
         .iter()
         .enumerate()
         .map(|(i, (p, _))| (p.as_str(), i))

@@ -404,7 +404,10 @@ impl SearchIndex {
                 continue;
             };
             let chunks = &index.chunks;
-            let df = list.iter().filter(|(id, _)| chunks[*id as usize].live).count() as f64;
+            let df = list
+                .iter()
+                .filter(|(id, _)| chunks[*id as usize].live)
+                .count() as f64;
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for &(id, tf) in list {
                 let chunk = &chunks[id as usize];
