@@ -181,7 +181,7 @@ fn io_error(path: &str) -> impl Fn(io::Error) -> WriteError + '_ {
 fn write_locked(
     root: &Path,
     ledger: &Ledger,
-    checkpoints: &CheckpointStore,
+    checkpoints: &Arc<CheckpointStore>,
     slots: &slots::Slots,
     w: FileWrite,
     check: impl FnOnce(Option<&str>) -> Option<Denial>,
@@ -202,6 +202,15 @@ fn write_locked(
         return Err(WriteError::Refused(denial));
     }
     let new_hash = w.new.as_deref().map(sha256_hex);
+    // The images for undo are stored on another thread while this one makes the record and the
+    // disk works; the write waits for them before it returns.
+    let missing = |hash: &Option<String>| hash.as_deref().is_some_and(|h| !checkpoints.contains(h));
+    let images_stored = (missing(&current_hash) || missing(&new_hash)).then(|| {
+        let (checkpoints, rel) = (checkpoints.clone(), rel.clone());
+        let before = current_hash.clone().zip(current.clone());
+        let after = new_hash.clone().zip(w.new.clone());
+        crate::fsutil::Background::start(move || store_images(&checkpoints, &rel, [before, after]))
+    });
     let record_id = new_record_id();
     let file_name = w
         .path
@@ -256,16 +265,6 @@ fn write_locked(
     // are waited for.
     let slot_written = slot.write(&bytes);
     let prepared = ledger.prepare_append_at(record.clone(), Some(head));
-    if prepared.is_ok() {
-        store_images(
-            checkpoints,
-            &rel,
-            [
-                (current_hash.as_deref(), current.as_deref()),
-                (new_hash.as_deref(), w.new.as_deref()),
-            ],
-        );
-    }
     let persisted = slot_written.and_then(|()| slot.sync());
     let staged = finish_staged(staged);
     let prepared = match prepared {
@@ -313,6 +312,9 @@ fn write_locked(
         });
     }
     done(slot);
+    if images_stored.is_some_and(|job| job.wait().is_err()) {
+        tracing::warn!(path = %rel, "checkpoint images not stored; this change cannot be undone");
+    }
     Ok(Written {
         record,
         ranges,
@@ -356,14 +358,10 @@ impl Current {
 
 /// Stores the file's bytes before and after as checkpoint objects. Undo reads these; a failure
 /// costs only the ability to undo this change (said in the log).
-fn store_images<'a>(
-    checkpoints: &CheckpointStore,
-    rel: &str,
-    images: [(Option<&'a str>, Option<&'a [u8]>); 2],
-) {
+fn store_images(checkpoints: &CheckpointStore, rel: &str, images: [Option<(String, Vec<u8>)>; 2]) {
     let stored = images
-        .into_iter()
-        .filter_map(|(hash, bytes)| Some((hash?, bytes?)))
+        .iter()
+        .flatten()
         .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
     if let Err(e) = stored {
         tracing::warn!(path = %rel, error = %e, "checkpoint images not stored; this change cannot be undone");
