@@ -298,3 +298,50 @@ async fn killing_writers_mid_write_leaves_nothing_torn() {
         assert!(name.starts_with(".active_intents.yaml.tmp-"), "{name}");
     }
 }
+
+/// A report piped into a reader that stops early (`| head`) ends quietly, with no panic.
+#[tokio::test]
+async fn a_report_read_only_in_part_ends_quietly() {
+    use std::io::Read;
+    let mut intents = String::from("active_intents:\n");
+    for n in 0..3000 {
+        intents.push_str(&format!(
+            "  - id: INT-{n}\n    name: Intent number {n} with a long enough name\n    owned_scope: [\"src/m{n}/**\"]\n"
+        ));
+    }
+    let ws = workspace(Some(&intents), &[]);
+    let dirs = UserDirs::new();
+    let root = ws.path().display().to_string();
+    for args in [
+        vec!["--workspace", root.as_str(), "intents", "list", "--json"],
+        vec!["--workspace", root.as_str(), "intents", "list"],
+    ] {
+        let mut child = std::process::Command::new(mandate_tests::app::mandate_bin())
+            .args(&args)
+            .envs(dirs.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mandate");
+        // The reader takes a little, then goes (as `head -c 100` does).
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut first = [0u8; 100];
+        stdout.read_exact(&mut first).expect("the first bytes");
+        drop(stdout);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut stderr)
+            .expect("stderr");
+        let status = child.wait().expect("exit");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {status:?}\n{stderr}"
+        );
+    }
+}

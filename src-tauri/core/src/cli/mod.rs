@@ -355,6 +355,18 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_ERROR: i32 = 3;
 
+/// A report piped into a reader that stops early (`| head`) ends there, quietly, as other
+/// command-line tools do: SIGPIPE's default action, which Rust's runtime sets aside (a write
+/// would fail and printing panic). Not for `run` and `mcp`, which write to the pipes of
+/// processes they start and must outlive them; the one pipe a report writes to a process it
+/// starts does not raise the signal (see `orchestration::report`).
+fn end_quietly_when_the_reader_stops() {
+    // SAFETY: sets a signal's disposition to its default, before any other thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// The workspace for a command: the flag, else `$WORKSPACE`, else the current directory.
 pub fn workspace_dir(flag: Option<PathBuf>) -> PathBuf {
     flag.or_else(|| std::env::var_os("WORKSPACE").map(PathBuf::from))
@@ -381,6 +393,15 @@ pub fn run_command(command: Command, workspace: Option<PathBuf>) -> i32 {
         for done in crate::journal::recover(&root, &ledger) {
             eprintln!("mandate: recovered: {done}.");
         }
+    }
+    if matches!(
+        command,
+        Command::Init { .. }
+            | Command::Intents { .. }
+            | Command::History { .. }
+            | Command::Trace { .. }
+    ) {
+        end_quietly_when_the_reader_stops();
     }
     match command {
         Command::Open { .. } => {

@@ -394,7 +394,13 @@ fn task_to_run(
 /// The end of the run for a person reading the terminal.
 fn report_end(end: &TaskEnd, task: &TaskHandle) {
     match end {
-        TaskEnd::Completed(result) => println!("\nCompleted:\n{result}"),
+        TaskEnd::Completed(result) => {
+            // Not a panic when the reader is gone (`mandate run … | head`).
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stdout(),
+                format_args!("\nCompleted:\n{result}\n"),
+            );
+        }
         TaskEnd::Failed(m) => eprintln!("\nFailed: {m}"),
         TaskEnd::Cancelled => eprintln!("\nStopped."),
         TaskEnd::Paused(m) => eprintln!("\nPaused: {m}"),

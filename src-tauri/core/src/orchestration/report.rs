@@ -420,6 +420,18 @@ fn hunk_added(line: &[u8]) -> Option<(usize, usize)> {
     Some((start, count))
 }
 
+/// A write to a closed pipe on this thread fails with EPIPE and raises no signal (a blocked
+/// signal a thread raised on itself is dropped when the thread ends).
+fn block_sigpipe_on_this_thread() {
+    // SAFETY: plain signal-mask calls on a set owned here.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// The text of `paths` at END, in one `git cat-file --batch`.
 fn contents_at<'a>(
     repo: &Repo,
@@ -440,6 +452,9 @@ fn contents_at<'a>(
         .ok_or_else(|| std::io::Error::other("no stdin"))?;
     let specs: Vec<String> = paths.iter().map(|p| format!("{end}:{p}\n")).collect();
     let writer = std::thread::spawn(move || {
+        // git gone early fails the write here rather than ending Mandate (`mandate trace`
+        // leaves SIGPIPE its default action).
+        block_sigpipe_on_this_thread();
         for s in specs {
             if stdin.write_all(s.as_bytes()).is_err() {
                 break;
