@@ -110,3 +110,76 @@ async fn each_task_runs_on_the_profile_chosen_when_it_started() {
     .await
     .expect("the card shows B");
 }
+
+/// Settings → Profiles by mode: a mode named there takes a new task in it to its profile (the
+/// picker beside the message box follows the mode), and notifications can be turned off.
+#[tokio::test]
+async fn a_mode_on_a_profile_of_its_own_takes_its_new_tasks_there() {
+    let one = ScriptedServer::start(vec![]).await;
+    let two = ScriptedServer::start(vec![openai::turn().text("A plan from B.").reply()]).await;
+    let (url_one, url_two) = (
+        format!("{}/v1", one.base_url()),
+        format!("{}/v1", two.base_url()),
+    );
+    let ws = workspace(None, &[("README.md", "# Demo\n")]);
+    let dirs = UserDirs::new();
+    std::fs::create_dir_all(dirs.config()).expect("mkdir");
+    let profile = |id: &str, name: &str, url: &str, model: &str| json!({"id": id, "name": name, "provider": "openai", "preset": "custom", "base_url": url, "model": model});
+    std::fs::write(
+        dirs.config().join("settings.json"),
+        json!({
+            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
+            "profiles": [profile("remote-a", "Remote A", &url_one, "model-a"), profile("local-b", "Local B", &url_two, "model-b")],
+            "default_profile": "remote-a",
+        })
+        .to_string(),
+    )
+    .expect("settings");
+    let app = App::launch("mode-profiles", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    app.click("[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    app.wait_until(
+        "document.querySelectorAll('#settings-mode-profile-architect option').length === 3",
+    )
+    .await
+    .expect("the architect mode offers both profiles");
+    app.choose("#settings-mode-profile-architect", "local-b")
+        .await
+        .expect("pick");
+    app.click("#settings-notifications").await.expect("off");
+    app.screenshot("mode-profiles").await.expect("screenshot");
+    app.click("#settings-save").await.expect("save");
+    app.wait_until("(document.querySelector('#settings-saved')?.textContent ?? '') === 'Saved.'")
+        .await
+        .expect("saved");
+    let saved: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dirs.config().join("settings.json")).expect("settings"),
+    )
+    .expect("json");
+    assert_eq!(saved["mode_profiles"], json!({"architect": "local-b"}));
+    assert_eq!(saved["notifications"], json!(false));
+
+    app.click("[data-view=\"chat\"]").await.expect("chat");
+    app.choose("#mode-picker", "architect").await.expect("mode");
+    app.wait_until("document.querySelector('#profile-picker').value === 'local-b'")
+        .await
+        .expect("the picker follows the mode");
+    app.send("Plan the parser").await.expect("send");
+    app.wait_until(&format!(
+        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('A plan from B.'))"
+    ))
+    .await
+    .expect("B answers");
+    assert_eq!(
+        app.eval(&format!(
+            "return document.querySelector('{SHOWN} .task-profile').textContent"
+        ))
+        .await
+        .expect("header"),
+        json!("Local B")
+    );
+    assert!(one.requests().is_empty(), "nothing went to A");
+}

@@ -85,6 +85,8 @@ export function initChat() {
   });
 
   initModePicker();
+  // A new task's profile follows its mode where Settings name one for it.
+  byId('mode-picker').addEventListener('change', () => renderProfilePicker());
   listen('modes', renderModePicker);
   listen('tasks', renderChrome);
   listen('settings', updateComposer);

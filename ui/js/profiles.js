@@ -7,6 +7,7 @@ import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
 import { store } from './store.js';
 import { confirmAction } from './confirm.js';
+import { newTaskMode } from './modes.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProfileView} ProfileView */
@@ -15,8 +16,10 @@ import { confirmAction } from './confirm.js';
 const NEW = '';
 /** The profile the provider card edits (null: the default one, until the person picks). */
 let edited = /** @type {string | null} */ (null);
-/** The profile the next new task runs on (null: the default one). */
+/** The profile the person picked for the next new task (null: its mode's, else the default one). */
 let nextProfile = /** @type {string | null} */ (null);
+/** The mode `nextProfile` was picked under: another mode brings its own profile back. */
+let pickedUnder = /** @type {string | null} */ (null);
 
 const select = (/** @type {string} */ id) => byId(id, HTMLSelectElement);
 const input = (/** @type {string} */ id) => byId(id, HTMLInputElement);
@@ -144,6 +147,7 @@ export function initProfiles(onPick, onSettings) {
   const picker = select('profile-picker');
   picker.addEventListener('change', () => {
     nextProfile = picker.value || null;
+    pickedUnder = newTaskMode();
   });
 }
 
@@ -152,9 +156,38 @@ export function keyProfile() {
   return editedView()?.profile.id;
 }
 
-/** The profile a new task runs on. */
+/** The profile a new task runs on: the one picked, else the one Settings name for its mode. */
 export function newTaskProfile() {
-  return nextProfile ?? store.settings?.default_profile ?? undefined;
+  const mode = newTaskMode();
+  if (nextProfile && pickedUnder !== mode) nextProfile = null;
+  return nextProfile ?? store.settings?.mode_profiles[mode] ?? store.settings?.default_profile ?? undefined;
+}
+
+/**
+ * Settings → Profiles by mode: for each mode, the profile its tasks and subtasks run on.
+ * @param {SettingsView} s
+ */
+export function fillModeProfiles(s) {
+  const list = byId('settings-mode-profiles');
+  list.replaceChildren(...store.modes.map((m) => {
+    const id = `settings-mode-profile-${m.slug}`;
+    const choice = h('select', { id, 'data-mode': m.slug },
+      h('option', { value: '', text: 'The task’s profile' }),
+      ...s.profiles.map((p) => h('option', { value: p.profile.id, text: p.profile.name })));
+    /** @type {HTMLSelectElement} */ (choice).value = s.mode_profiles[m.slug] ?? '';
+    return h('div', { class: 'field mode-profile' }, h('label', { for: id, text: m.name }), choice);
+  }));
+}
+
+/** What Settings → Profiles by mode says: each mode that names a profile. */
+export function modeProfileFields() {
+  /** @type {Record<string, string>} */
+  const chosen = {};
+  for (const choice of byId('settings-mode-profiles').querySelectorAll('select[data-mode]')) {
+    const { value, dataset } = /** @type {HTMLSelectElement} */ (choice);
+    if (value && dataset.mode) chosen[dataset.mode] = value;
+  }
+  return chosen;
 }
 
 /** The picker beside the message box: the profiles, the next new task's selected. */

@@ -99,7 +99,11 @@ code_search: CodeSearchSettings,
 /**
  * Every provider profile; the fields above describe the default one.
  */
-profiles: Array<ProfileView>, default_profile: string, };
+profiles: Array<ProfileView>, default_profile: string, 
+/**
+ * The profile each mode runs on, where the person named one (its slug → a profile id).
+ */
+mode_profiles: { [key in string]: string }, notifications: boolean, };
 
 export type SettingsUpdate = { provider: ProviderKind, preset: string, base_url: string, model: string, custom_instructions: string, approval: ApprovalPolicy, 
 /**
@@ -130,7 +134,15 @@ profile_name?: string,
 /**
  * Makes this profile the default one for new tasks.
  */
-default_profile?: string, };
+default_profile?: string, 
+/**
+ * The profile each mode runs on (its slug → a profile id); absent keeps what is set.
+ */
+mode_profiles?: { [key in string]: string }, 
+/**
+ * Desktop notifications when Mandate waits; absent keeps what is set.
+ */
+notifications?: boolean, };
 
 export type ConfinementView = { 
 /**

@@ -3,10 +3,10 @@
 
 import { ask } from './ipc.js';
 import { byId, errorText, h, setMessage } from './dom.js';
-import { emit, store } from './store.js';
+import { emit, listen, store } from './store.js';
 import { initMcpSettings } from './mcp.js';
 import { controlForRefusal, fillContext, initContextSettings, readContext } from './contextsettings.js';
-import { fillProfiles, initProfiles, keyProfile, profileFields } from './profiles.js';
+import { fillModeProfiles, fillProfiles, initProfiles, keyProfile, modeProfileFields, profileFields } from './profiles.js';
 
 /** @typedef {import('./protocol').SettingsView} SettingsView */
 /** @typedef {import('./protocol').ProviderKind} ProviderKind */
@@ -64,6 +64,10 @@ export function initSettings() {
   });
   checkCommand('');
   initMcpSettings();
+  // The modes are read after the settings may be: their list of profiles follows.
+  listen('modes', () => {
+    if (store.settings && !dirty) fillModeProfiles(store.settings);
+  });
   initContextSettings(() => {
     dirty = true;
     setMessage(byId('settings-saved'), null);
@@ -102,6 +106,8 @@ export function applySettings(s, force = false) {
   input('settings-ask-writes').checked = s.approval.ask_before_writes;
   input('settings-ask-safe-commands').checked = s.approval.ask_before_safe_commands;
   input('settings-switch-modes').checked = s.approval.switch_modes_without_asking;
+  input('settings-notifications').checked = s.notifications;
+  fillModeProfiles(s);
   byId('settings-custom-instructions', HTMLTextAreaElement).value = s.custom_instructions;
   input('settings-max-cost').value = s.budget.max_cost_usd === null ? '' : String(s.budget.max_cost_usd);
   input('settings-max-tokens').value = s.budget.max_tokens === null ? '' : String(s.budget.max_tokens);
@@ -230,6 +236,8 @@ async function save() {
         },
         context: context.context,
         ...profileFields(),
+        mode_profiles: modeProfileFields(),
+        notifications: input('settings-notifications').checked,
         code_search: {
           embeddings_base_url: input('settings-embeddings-url').value.trim(),
           embeddings_model: input('settings-embeddings-model').value.trim(),

@@ -77,6 +77,9 @@ pub fn normalize(settings: &mut Settings) {
     {
         settings.default_profile = settings.profiles[0].id.clone();
     }
+    // A mode whose profile was deleted runs on the task's again.
+    let ids: Vec<String> = settings.profiles.iter().map(|p| p.id.clone()).collect();
+    settings.mode_profiles.retain(|_, id| ids.contains(id));
     let p = default_profile(settings);
     settings.provider = p.provider;
     settings.preset = p.preset;

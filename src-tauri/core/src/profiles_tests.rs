@@ -29,6 +29,8 @@ fn update(profile: Option<&str>, name: Option<&str>, base_url: &str) -> Settings
         profile: profile.map(str::to_string),
         profile_name: name.map(str::to_string),
         default_profile: None,
+        mode_profiles: None,
+        notifications: None,
     }
 }
 
@@ -228,5 +230,60 @@ fn editing_a_profiles_server_never_carries_its_key_along() {
     assert_eq!(
         s.profiles[0].key_origin.as_deref(),
         Some("https://api.openai.com")
+    );
+}
+
+#[test]
+fn a_mode_names_a_profile_that_exists_and_loses_it_when_the_profile_goes() {
+    let mut s = Settings::default();
+    normalize(&mut s);
+    let s = s
+        .with_update(update(
+            Some("local"),
+            Some("Local"),
+            "http://127.0.0.1:11434/v1",
+        ))
+        .expect("new profile");
+    let by_mode = |pairs: &[(&str, &str)]| {
+        let mut u = update(Some("local"), None, "http://127.0.0.1:11434/v1");
+        u.mode_profiles = Some(
+            pairs
+                .iter()
+                .map(|(m, p)| (m.to_string(), p.to_string()))
+                .collect(),
+        );
+        u
+    };
+    let s = s
+        .with_update(by_mode(&[
+            ("architect", "local"),
+            ("docs-writer", DEFAULT_ID),
+        ]))
+        .expect("modes on profiles");
+    assert_eq!(
+        s.mode_profiles.get("architect").map(String::as_str),
+        Some("local")
+    );
+    // An update that does not name them keeps them.
+    let kept = s
+        .with_update(update(Some("local"), None, "http://127.0.0.1:11434/v1"))
+        .expect("kept");
+    assert_eq!(kept.mode_profiles, s.mode_profiles);
+    for (bad, said) in [
+        (by_mode(&[("architect", "nowhere")]), "does not exist"),
+        (by_mode(&[("../x", "local")]), "not a mode's slug"),
+        (by_mode(&[("", "local")]), "not a mode's slug"),
+    ] {
+        let e = s.with_update(bad).expect_err("refused").to_string();
+        assert!(e.contains(said), "{e}");
+    }
+    // The profile deleted: its modes run on the task's profile again.
+    let mut gone = s.clone();
+    gone.profiles.retain(|p| p.id != "local");
+    normalize(&mut gone);
+    assert_eq!(gone.mode_profiles.get("architect"), None);
+    assert_eq!(
+        gone.mode_profiles.get("docs-writer").map(String::as_str),
+        Some(DEFAULT_ID)
     );
 }

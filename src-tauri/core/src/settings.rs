@@ -68,6 +68,11 @@ pub struct Settings {
     /// `model` above mirror the default one.
     pub profiles: Vec<ProviderProfile>,
     pub default_profile: String,
+    /// The profile a mode runs on (its slug → a profile id), where the person named one: a
+    /// task in that mode, a subtask started in it, a task that switches to it.
+    pub mode_profiles: std::collections::BTreeMap<String, String>,
+    /// Desktop notifications when Mandate waits for the person and the window is not focused.
+    pub notifications: bool,
 }
 
 /// How many recent workspaces are remembered.
@@ -89,6 +94,8 @@ impl Default for Settings {
             code_search: CodeSearchSettings::default(),
             profiles: Vec::new(),
             default_profile: crate::profiles::DEFAULT_ID.into(),
+            mode_profiles: Default::default(),
+            notifications: true,
         }
     }
 }
@@ -269,7 +276,13 @@ impl Settings {
                 "there is no profile `{default_profile}` to make the default"
             )));
         }
+        let mode_profiles = match update.mode_profiles {
+            Some(chosen) => check_mode_profiles(chosen, &profiles)?,
+            None => base.mode_profiles.clone(),
+        };
         let mut settings = Settings {
+            mode_profiles,
+            notifications: update.notifications.unwrap_or(base.notifications),
             budget,
             context,
             code_search,
@@ -295,6 +308,36 @@ impl Settings {
         self.recent_workspaces.truncate(RECENT_WORKSPACES);
         true
     }
+}
+
+/// Which profile each mode runs on: a mode's slug as modes are named, a profile that exists.
+fn check_mode_profiles(
+    chosen: std::collections::BTreeMap<String, String>,
+    profiles: &[ProviderProfile],
+) -> Result<std::collections::BTreeMap<String, String>, SettingsError> {
+    if chosen.len() > 200 {
+        return Err(SettingsError::Invalid(
+            "at most 200 modes can name a profile".into(),
+        ));
+    }
+    for (mode, profile) in &chosen {
+        let slug = !mode.is_empty()
+            && mode.len() <= 64
+            && mode
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !slug {
+            return Err(SettingsError::Invalid(format!(
+                "`{mode}` is not a mode's slug"
+            )));
+        }
+        if !profiles.iter().any(|p| &p.id == profile) {
+            return Err(SettingsError::Invalid(format!(
+                "the {mode} mode names the profile `{profile}`, which does not exist"
+            )));
+        }
+    }
+    Ok(chosen)
 }
 
 /// A cap is a positive number: dollars up to a million, tokens up to a trillion.
@@ -470,6 +513,8 @@ mod tests {
             profile: None,
             profile_name: None,
             default_profile: None,
+            mode_profiles: None,
+            notifications: None,
             budget: None,
         };
         let old = Settings {
@@ -512,6 +557,8 @@ mod tests {
             profile: None,
             profile_name: None,
             default_profile: None,
+            mode_profiles: None,
+            notifications: None,
             budget: Some(Budget {
                 max_cost_usd,
                 max_tokens,

@@ -328,6 +328,7 @@ fn governed_write(root: &Path) -> Vec<Row> {
         render_interval: Duration::from_millis(50),
         context: mandate_core::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     };
     let env = Arc::new(env);
     let task = Arc::new(TaskHandle::create(store, "bench", "bench", "bench/none"));

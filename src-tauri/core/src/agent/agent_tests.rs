@@ -59,6 +59,7 @@ fn fixture(decision: ApprovalDecision) -> Fixture {
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     };
     let task = TaskHandle::create(store, "ws", "test", "test/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

@@ -124,6 +124,7 @@ fn fixture(confirmed: bool, confirms_hooks: bool) -> Fixture {
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Budget::default(),
+        profiles: None,
     };
     let task = TaskHandle::create(store, "ws", "Paint the shed", "test/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

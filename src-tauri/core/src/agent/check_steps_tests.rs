@@ -115,6 +115,7 @@ fn setup(files: &[(&str, &str)], steps: Vec<Step>) -> Setup {
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     });
     let task = TaskHandle::create(store, "ws", "WORK", "test/script");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

@@ -234,6 +234,7 @@ fn setup(model: WindowedModel, window: Option<u64>) -> Setup {
         render_interval: Duration::from_millis(50),
         context,
         budget: Default::default(),
+        profiles: None,
     });
     let task = TaskHandle::create(store, "ws", OBJECTIVE, "test/windowed");
     Setup {

@@ -28,7 +28,26 @@ pub struct AgentEnv {
     pub context: crate::context::ContextConfig,
     /// What one task may spend (an intent's own budget, in the intents file, applies too).
     pub budget: Budget,
+    /// The person's provider profiles, for a mode that runs on its own (None: every mode
+    /// runs on the task's).
+    pub profiles: Option<Arc<dyn ProfileSource>>,
 }
+
+/// The person's provider profiles, as a run reaches them: which one a mode runs on (Settings,
+/// never a file of the workspace), and a provider for one, whose key goes only to the origin
+/// it was given for.
+#[async_trait::async_trait]
+pub trait ProfileSource: Send + Sync {
+    /// The profile mode `slug` runs on, when the person named one.
+    fn for_mode(&self, slug: &str) -> Option<String>;
+    /// A provider for profile `id`, or why there is none now (no key, a key held back).
+    async fn provider(&self, id: &str) -> Result<Arc<dyn Provider>, ProfileUnavailable>;
+}
+
+/// Why a profile cannot be used now, said to the person.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ProfileUnavailable(pub String);
 
 impl AgentEnv {
     pub fn notice(&self, message: String) {
@@ -57,6 +76,7 @@ impl AgentEnv {
             render_interval: self.render_interval,
             context: self.context.for_other_model(),
             budget: self.budget,
+            profiles: self.profiles.clone(),
         }
     }
 

@@ -34,7 +34,7 @@ pub use approval::language_of;
 pub use attention::{PersonNeeded, Waiting};
 pub use check_steps::{LastCheck, ProjectCheck};
 pub use context_steps::condense_task;
-pub use env::AgentEnv;
+pub use env::{AgentEnv, ProfileSource, ProfileUnavailable};
 pub use governance::Governance;
 pub use live::LiveTasks;
 pub use mentions::{attach_all as attach_mentions, mentionables, Attached};
@@ -107,3 +107,7 @@ pub(crate) mod script_model;
 #[cfg(test)]
 #[path = "subtask_tests.rs"]
 mod subtask_tests;
+
+#[cfg(test)]
+#[path = "mode_profile_tests.rs"]
+mod mode_profile_tests;

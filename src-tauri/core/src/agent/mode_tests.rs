@@ -106,6 +106,7 @@ fn fixture(mode: &str, answer: Option<&str>) -> Fixture {
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     };
     let task = TaskHandle::create(store, "ws", "test", "test/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

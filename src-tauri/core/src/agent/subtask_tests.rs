@@ -118,6 +118,7 @@ fn setup_with_budget(
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget,
+        profiles: None,
     });
     let task = TaskHandle::create(store, "ws", "PARENT: split the work", "test/script");
     let modes = crate::modes::load_modes(gov.root(), gov.config_dir());

@@ -74,6 +74,43 @@ fn env_for_mode(env: Arc<AgentEnv>, task: &TaskHandle) -> Arc<AgentEnv> {
     }
 }
 
+/// The task moved to the profile its mode runs on, where Settings name one and the task is
+/// not on it (a task that switched to the mode, a subtask started in it); a profile that
+/// cannot be used is said, and the task stays where it was. A task the person started on a
+/// profile of their choice is not moved until its mode changes.
+pub(super) async fn on_mode_profile(env: Arc<AgentEnv>, task: &TaskHandle) -> Arc<AgentEnv> {
+    let (Some(source), Some(mode)) = (&env.profiles, task.governance().mode) else {
+        return env;
+    };
+    let Some(wanted) = source.for_mode(&mode.slug) else {
+        return env;
+    };
+    if task.summary().profile.as_deref() == Some(wanted.as_str()) {
+        return env;
+    }
+    match source.provider(&wanted).await {
+        Ok(provider) => {
+            task.set_profile(Some(wanted.clone()));
+            env.sink.emit(Event::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "The {} mode runs on the {wanted} profile ({}), as your Settings say.",
+                    mode.name,
+                    provider.model_id()
+                ),
+            });
+            Arc::new(env.with_provider(provider))
+        }
+        Err(why) => {
+            env.notice(format!(
+                "The {} mode runs on the {wanted} profile, which cannot be used now ({why}); the task stays on its own.",
+                mode.name
+            ));
+            env
+        }
+    }
+}
+
 /// What a task's mode says of the model its runs use, against `current` (the provider's).
 enum ModeModel {
     /// Nothing, or the model already in use.
@@ -338,7 +375,18 @@ enum Flow {
 async fn turn_loop(env: &Arc<AgentEnv>, task: &TaskHandle, cancel: &CancellationToken) -> TaskEnd {
     let mut turns = 0u32;
     let mut streak = Streak::default();
+    // A switch of mode takes the next turn to the mode's profile and model.
+    let mut env = env.clone();
+    let slug = |task: &TaskHandle| task.governance().mode.map(|m| m.slug);
+    let mut mode = slug(task);
     loop {
+        if slug(task) != mode {
+            mode = slug(task);
+            env = env_for_mode(on_mode_profile(env, task).await, task);
+            task.mark_running(env.provider.model_id());
+            task.emit_summary(env.sink.as_ref());
+        }
+        let env = &env;
         if let Some(max) = env.max_turns {
             if turns >= max {
                 let m = format!("The task reached the limit of {max} turns without completing.");

@@ -137,7 +137,17 @@ async fn run_checked(root: &Path, args: RunArgs) -> Result<i32, i32> {
     gov.code_index
         .use_embeddings(crate::settings::embeddings_endpoint(&settings.code_search));
     let context = context_config(&args, &settings.context, &provider.model_id(), &dirs);
-    let env = agent_env(&args, gov, provider, sink.clone(), store, tools, context);
+    let profiles = super::run_provider::CliProfiles(settings.clone());
+    let env = agent_env(
+        &args,
+        gov,
+        provider,
+        sink.clone(),
+        store,
+        tools,
+        context,
+        profiles,
+    );
     let (task, text) = task_to_run(&args, &env, prompt)?;
     if let (Some(profile), None) = (&target.profile, task.summary().profile) {
         task.set_profile(Some(profile.id.clone()));
@@ -243,6 +253,7 @@ async fn trust_hooks(gov: &Arc<Governance>) -> Result<(), i32> {
 }
 
 /// What the agent runs with, headless: `--approve` answers for the person.
+#[allow(clippy::too_many_arguments)]
 fn agent_env(
     args: &RunArgs,
     gov: Arc<Governance>,
@@ -251,6 +262,7 @@ fn agent_env(
     store: Arc<TaskStore>,
     tools: Vec<Box<dyn crate::tools::Tool>>,
     context: crate::context::ContextConfig,
+    profiles: super::run_provider::CliProfiles,
 ) -> Arc<AgentEnv> {
     Arc::new(AgentEnv {
         gov,
@@ -281,6 +293,7 @@ fn agent_env(
             max_cost_usd: args.max_cost,
             max_tokens: args.max_tokens,
         },
+        profiles: Some(Arc::new(profiles)),
     })
 }
 

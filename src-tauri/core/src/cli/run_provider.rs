@@ -49,6 +49,21 @@ pub(super) fn target(args: &RunArgs, settings: &Settings) -> Result<Target, i32>
             profile: Some(profile),
         });
     }
+    // Neither named: the profile Settings name for the run's mode, where they name one.
+    let by_mode = args
+        .mode
+        .as_deref()
+        .and_then(|m| settings.mode_profiles.get(m))
+        .filter(|_| args.provider.is_none() && args.base_url.is_none())
+        .and_then(|id| find(settings, Some(id)));
+    if let Some(profile) = by_mode {
+        return Ok(Target {
+            kind: profile.provider,
+            base_url: profile.base_url.clone(),
+            model: args.model.clone().unwrap_or_else(|| profile.model.clone()),
+            profile: Some(profile),
+        });
+    }
     let (Some(provider), Some(base_url), Some(model)) = (
         args.provider,
         args.base_url.as_deref(),
@@ -124,4 +139,46 @@ pub(super) async fn api_key(
         return Ok(found);
     }
     Ok(crate::secrets::from_environment(API_KEY_ENV))
+}
+
+/// The person's profiles for a headless run: a mode on a profile of its own (Settings), its key
+/// only for the origin it was given for.
+pub(super) struct CliProfiles(pub Settings);
+
+#[async_trait::async_trait]
+impl crate::agent::ProfileSource for CliProfiles {
+    fn for_mode(&self, slug: &str) -> Option<String> {
+        self.0.mode_profiles.get(slug).cloned()
+    }
+
+    async fn provider(
+        &self,
+        id: &str,
+    ) -> Result<std::sync::Arc<dyn crate::llm::Provider>, crate::agent::ProfileUnavailable> {
+        use crate::agent::ProfileUnavailable;
+        let profile = find(&self.0, Some(id))
+            .ok_or_else(|| ProfileUnavailable(format!("there is no profile `{id}`")))?;
+        let looked = profile.clone();
+        let found = tokio::task::spawn_blocking(move || lookup_key(&KeyringStore, &looked))
+            .await
+            .unwrap_or_default();
+        if let Some(there) = found.elsewhere {
+            return Err(ProfileUnavailable(held_back(&profile, &there)));
+        }
+        if found.key.is_none() && profile.provider == ProviderKind::Anthropic {
+            return Err(ProfileUnavailable(format!(
+                "no API key is set for the {} profile",
+                profile.name
+            )));
+        }
+        Ok(std::sync::Arc::from(crate::llm::provider_for(
+            crate::llm::ProviderConfig {
+                kind: profile.provider,
+                base_url: profile.base_url,
+                model: profile.model,
+                api_key: found.key,
+                retry: crate::llm::RetryPolicy::from_env(),
+            },
+        )))
+    }
 }

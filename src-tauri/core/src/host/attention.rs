@@ -11,6 +11,7 @@
 //! waits began and ended.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -26,13 +27,16 @@ enum Call {
 /// Where the host sends what the person is needed for.
 pub struct Attention {
     calls: mpsc::UnboundedSender<Call>,
+    /// Desktop notifications are wanted (Settings); the taskbar entry asks either way.
+    notifications: Arc<AtomicBool>,
 }
 
 impl Attention {
     /// Starts the worker that tells the desktop, on `runtime`.
     pub fn start(desktop: Arc<dyn Desktop>, runtime: &tokio::runtime::Handle) -> Arc<Attention> {
         let (calls, mut queue) = mpsc::unbounded_channel();
-        let mut notices = Notices::new(desktop);
+        let notifications = Arc::new(AtomicBool::new(true));
+        let mut notices = Notices::new(desktop, notifications.clone());
         runtime.spawn(async move {
             while let Some(call) = queue.recv().await {
                 let step = tokio::task::spawn_blocking(move || {
@@ -48,7 +52,15 @@ impl Attention {
                 }
             }
         });
-        Arc::new(Attention { calls })
+        Arc::new(Attention {
+            calls,
+            notifications,
+        })
+    }
+
+    /// Whether a wait also shows a desktop notification (Settings → Notifications).
+    pub fn set_notifications(&self, on: bool) {
+        self.notifications.store(on, Ordering::SeqCst);
     }
 
     pub fn needed(&self, need: &PersonNeeded) {
@@ -70,14 +82,16 @@ struct Shown {
 /// each task has up.
 struct Notices {
     desktop: Arc<dyn Desktop>,
+    notifications: Arc<AtomicBool>,
     asking: HashSet<String>,
     shown: HashMap<String, Shown>,
 }
 
 impl Notices {
-    fn new(desktop: Arc<dyn Desktop>) -> Notices {
+    fn new(desktop: Arc<dyn Desktop>, notifications: Arc<AtomicBool>) -> Notices {
         Notices {
             desktop,
+            notifications,
             asking: HashSet::new(),
             shown: HashMap::new(),
         }
@@ -104,7 +118,9 @@ impl Notices {
         self.asking.insert(need.task_id.clone());
         self.desktop.ask_attention(true);
         let up = self.shown.get(&need.task_id);
-        if up.is_some_and(|s| s.waiting == need.waiting) {
+        if up.is_some_and(|s| s.waiting == need.waiting)
+            || !self.notifications.load(Ordering::SeqCst)
+        {
             return;
         }
         let note = DesktopNote {
@@ -212,10 +228,19 @@ mod tests {
     }
 
     #[test]
+    fn with_notifications_off_only_the_taskbar_asks() {
+        let screen = Arc::new(Screen::default());
+        let mut notices = Notices::new(screen.clone(), Arc::new(AtomicBool::new(false)));
+        notices.apply(need("a", Waiting::Approval, "run `make`"));
+        notices.apply(Call::NotNeeded("a".into()));
+        assert_eq!(said(&screen), vec!["attention", "attention over"]);
+    }
+
+    #[test]
     fn a_focused_window_is_left_alone() {
         let screen = Arc::new(Screen::default());
         screen.focused.store(true, Ordering::SeqCst);
-        let mut notices = Notices::new(screen.clone());
+        let mut notices = Notices::new(screen.clone(), Arc::new(AtomicBool::new(true)));
         notices.apply(need("a", Waiting::Approval, "run `make`"));
         notices.apply(Call::NotNeeded("a".into()));
         assert_eq!(said(&screen), Vec::<String>::new());
@@ -224,7 +249,7 @@ mod tests {
     #[test]
     fn unfocused_one_notification_per_task_replaced_and_taken_down_when_the_wait_ends() {
         let screen = Arc::new(Screen::default());
-        let mut notices = Notices::new(screen.clone());
+        let mut notices = Notices::new(screen.clone(), Arc::new(AtomicBool::new(true)));
         notices.apply(need("a", Waiting::Approval, "run `make`"));
         // The same wait said again (a burst): the taskbar asks, no second notification.
         notices.apply(need("a", Waiting::Approval, "run `make test`"));

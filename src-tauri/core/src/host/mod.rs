@@ -127,6 +127,7 @@ impl Host {
         };
         let (settings, warning) = Settings::load(&dirs);
         let attention = attention::Attention::start(desktop.clone(), &runtime);
+        attention.set_notifications(settings.notifications);
         let host = Arc::new(Host {
             opened: RwLock::new(Arc::new(opened)),
             runs: Arc::default(),
@@ -363,7 +364,11 @@ impl Host {
         }
     }
 
-    async fn env(&self, opened: &Opened, profile: Option<&str>) -> Result<Arc<AgentEnv>, IpcError> {
+    async fn env(
+        self: &Arc<Self>,
+        opened: &Opened,
+        profile: Option<&str>,
+    ) -> Result<Arc<AgentEnv>, IpcError> {
         let settings = self.settings();
         let config = self.provider_config(profile).await?;
         let provider = provider_for(config);
@@ -403,6 +408,7 @@ impl Host {
             render_interval: Duration::from_millis(100),
             context,
             budget: settings.budget,
+            profiles: Some(Arc::new(profiles::HostProfiles(Arc::downgrade(self)))),
         }))
     }
 
@@ -425,6 +431,8 @@ impl Host {
             .get(slug)
             .cloned()
             .ok_or_else(|| err(IpcErrorCode::NotFound, format!("there is no mode `{slug}`")))?;
+        // The profile the person picked, else the one Settings name for the mode.
+        let profile = profile.or_else(|| self.settings().mode_profiles.get(&mode.slug).cloned());
         // Held until the run ends, so the workspace cannot change under it.
         let run = self.runs.clone().read_owned().await;
         let opened = self.opened();

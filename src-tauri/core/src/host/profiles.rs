@@ -86,3 +86,35 @@ impl Host {
         self.settings_changed().await
     }
 }
+
+/// The person's profiles as a run reaches them: a mode on a profile of its own (Settings), its
+/// key only for its origin, as for a task started there.
+pub(super) struct HostProfiles(pub std::sync::Weak<Host>);
+
+#[async_trait::async_trait]
+impl crate::agent::ProfileSource for HostProfiles {
+    fn for_mode(&self, slug: &str) -> Option<String> {
+        self.0
+            .upgrade()?
+            .settings()
+            .mode_profiles
+            .get(slug)
+            .cloned()
+    }
+
+    async fn provider(
+        &self,
+        id: &str,
+    ) -> Result<std::sync::Arc<dyn crate::llm::Provider>, crate::agent::ProfileUnavailable> {
+        let unavailable = |m: String| crate::agent::ProfileUnavailable(m);
+        let host = self
+            .0
+            .upgrade()
+            .ok_or_else(|| unavailable("Mandate is closing".into()))?;
+        let config = host
+            .provider_config(Some(id))
+            .await
+            .map_err(|e| unavailable(e.message))?;
+        Ok(std::sync::Arc::from(crate::llm::provider_for(config)))
+    }
+}

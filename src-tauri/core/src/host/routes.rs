@@ -29,6 +29,7 @@ impl Host {
                     .map_err(|e| err(IpcErrorCode::InvalidInput, e.to_string()))?;
                 new.save(&self.dirs)
                     .map_err(|e| err(IpcErrorCode::Io, e.to_string()))?;
+                self.attention.set_notifications(new.notifications);
                 *self.settings.lock().unwrap_or_else(|p| p.into_inner()) = new;
                 self.settings_changed().await
             }
@@ -149,6 +150,10 @@ impl Host {
                     err(IpcErrorCode::NotFound, format!("there is no mode `{mode}`"))
                 })?;
                 task.set_mode(mode);
+                // A mode on a profile of its own (Settings) takes the task's next run there.
+                if let Some(profile) = self.settings().mode_profiles.get(&mode.slug) {
+                    task.set_profile(Some(profile.clone()));
+                }
                 task.checkpoint(self.sink.as_ref()).await;
                 let summary = task.summary();
                 self.sink.emit(Event::TaskUpdated {

@@ -59,6 +59,8 @@ impl Host {
             code_search: settings.code_search.clone(),
             profiles,
             default_profile: settings.default_profile.clone(),
+            mode_profiles: settings.mode_profiles.clone(),
+            notifications: settings.notifications,
         }
     }
 

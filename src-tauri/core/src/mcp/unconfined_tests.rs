@@ -155,6 +155,7 @@ async fn call_lookup(machine: Confinement, consented: bool) -> (Vec<Value>, Vec<
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     };
     let task = TaskHandle::create(store, "ws", "test", "test/none");
     let call = ToolCall {

@@ -171,6 +171,7 @@ async fn run_with(env: Value, intent: bool) -> Run {
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     };
     Run {
         f,

@@ -101,6 +101,7 @@ fn fixture_at(
         render_interval: Duration::from_millis(50),
         context: crate::context::ContextConfig::default(),
         budget: Default::default(),
+        profiles: None,
     });
     let task = TaskHandle::create(store, "ws", objective, "test/none");
     task.select_intent(&gov.intents.snapshot(), "INT-1")

@@ -103,6 +103,9 @@ pub struct SettingsView {
     /// Every provider profile; the fields above describe the default one.
     pub profiles: Vec<ProfileView>,
     pub default_profile: String,
+    /// The profile each mode runs on, where the person named one (its slug → a profile id).
+    pub mode_profiles: std::collections::BTreeMap<String, String>,
+    pub notifications: bool,
 }
 
 /// `codebase_search` by meaning as well as by words: an OpenAI-compatible `/embeddings`
@@ -230,4 +233,12 @@ pub struct SettingsUpdate {
     #[serde(default)]
     #[ts(optional)]
     pub default_profile: Option<String>,
+    /// The profile each mode runs on (its slug → a profile id); absent keeps what is set.
+    #[serde(default)]
+    #[ts(optional)]
+    pub mode_profiles: Option<std::collections::BTreeMap<String, String>>,
+    /// Desktop notifications when Mandate waits; absent keeps what is set.
+    #[serde(default)]
+    #[ts(optional)]
+    pub notifications: Option<bool>,
 }
