@@ -150,6 +150,9 @@ async fn a_mode_on_a_profile_of_its_own_takes_its_new_tasks_there() {
         .await
         .expect("pick");
     app.click("#settings-notifications").await.expect("off");
+    app.eval("document.querySelector('#settings-mode-profiles').scrollIntoView({block: 'center'}); return true")
+        .await
+        .expect("scroll");
     app.screenshot("mode-profiles").await.expect("screenshot");
     app.click("#settings-save").await.expect("save");
     app.wait_until("(document.querySelector('#settings-saved')?.textContent ?? '') === 'Saved.'")
