@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use mandate_core::agent::EventSink as _;
-use mandate_core::host::{Desktop, DesktopNote};
+use mandate_core::host::{Confirmation, Desktop, DesktopNote};
 use mandate_core::protocol::Event;
 use tauri::{AppHandle, Manager};
 
@@ -48,8 +48,46 @@ pub fn title(root: &Path) -> String {
     format!("Mandate — {}", root.display())
 }
 
+/// The yes-or-no dialog, modal over the window; No is the default answer.
+#[cfg(target_os = "linux")]
+fn run_confirm(window: Option<tauri::WebviewWindow>, question: &Confirmation) -> bool {
+    use gtk::prelude::*;
+    let parent = window.and_then(|w| w.gtk_window().ok());
+    let dialog = gtk::MessageDialog::new(
+        parent.as_ref(),
+        gtk::DialogFlags::MODAL | gtk::DialogFlags::DESTROY_WITH_PARENT,
+        gtk::MessageType::Warning,
+        gtk::ButtonsType::None,
+        &question.title,
+    );
+    dialog.set_title(&question.title);
+    dialog.set_secondary_text(Some(&question.message));
+    dialog.add_button("_Cancel", gtk::ResponseType::Cancel);
+    dialog.add_button(&question.accept, gtk::ResponseType::Accept);
+    dialog.set_default_response(gtk::ResponseType::Cancel);
+    let answer = dialog.run();
+    dialog.close();
+    answer == gtk::ResponseType::Accept
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_confirm(_window: Option<tauri::WebviewWindow>, _question: &Confirmation) -> bool {
+    false
+}
+
 #[async_trait]
 impl Desktop for WindowDesktop {
+    async fn confirm(&self, question: &Confirmation) -> bool {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let window = self.app.get_webview_window("main");
+        let question = question.clone();
+        let shown = self.app.run_on_main_thread(move || {
+            let _ = tx.send(run_confirm(window, &question));
+        });
+        // No dialog, no answer: nothing is allowed.
+        shown.is_ok() && rx.await.unwrap_or(false)
+    }
+
     async fn pick_folder(&self, near: &Path) -> Option<PathBuf> {
         // Window tests cannot drive a native dialog; they name the folder it would return.
         if let Some(folder) = std::env::var_os("MANDATE_TEST_PICK_FOLDER") {

@@ -186,3 +186,145 @@ async fn a_mode_on_a_profile_of_its_own_takes_its_new_tasks_there() {
     );
     assert!(one.requests().is_empty(), "nothing went to A");
 }
+
+/// The dialog Mandate shows outside the page: found by its title on the app's display, then
+/// answered from the keyboard (`alt+u` accepts, Escape declines).
+fn answer_desktop_dialog(display: &str, title: &str, keys: &str) {
+    let xdotool = |args: &[&str]| {
+        let out = std::process::Command::new("xdotool")
+            .args(args)
+            .env("DISPLAY", display)
+            .output()
+            .expect("xdotool");
+        assert!(
+            out.status.success(),
+            "xdotool {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let found = xdotool(&["search", "--sync", "--name", title]);
+    let window = found.lines().last().expect("the dialog").to_string();
+    xdotool(&["windowfocus", "--sync", &window]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The whole display, the dialog over the window, as the person sees it.
+    let shot = mandate_tests::app::artifacts("screenshots")
+        .join(format!("desktop-dialog-{}.png", keys.replace('+', "-")));
+    let _ = std::process::Command::new("import")
+        .args(["-window", "root"])
+        .arg(&shot)
+        .env("DISPLAY", display)
+        .status();
+    xdotool(&["key", "--clearmodifiers", keys]);
+}
+
+/// A key moves to another server only when the person says so in the desktop's own dialog: a
+/// page asking for the move by itself (as one under someone else's control would) gets the
+/// dialog too, and a "no" keeps the key where it was given.
+#[tokio::test]
+async fn a_key_moves_to_another_server_only_when_the_person_says_so_outside_the_page() {
+    let one = ScriptedServer::start(vec![]).await;
+    let two = ScriptedServer::start(vec![openai::turn().text("The key came.").reply()]).await;
+    let (url_one, url_two) = (
+        format!("{}/v1", one.base_url()),
+        format!("{}/v1", two.base_url()),
+    );
+    let ws = workspace(None, &[("README.md", "# Demo\n")]);
+    let dirs = UserDirs::new();
+    std::fs::create_dir_all(dirs.config()).expect("mkdir");
+    std::fs::write(
+        dirs.config().join("settings.json"),
+        json!({
+            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
+            "profiles": [{"id": "remote-a", "name": "Remote A", "provider": "openai", "preset": "custom", "base_url": url_one, "model": "model-a"}],
+            "default_profile": "remote-a",
+        })
+        .to_string(),
+    )
+    .expect("settings");
+    let app = App::launch("move-key", ws.path(), &dirs, &[])
+        .await
+        .expect("launch");
+    let set = app
+        .ipc(json!({"type": "set_api_key", "provider": "openai", "api_key": "sk-move-test-0001", "profile": "remote-a"}))
+        .await
+        .expect("ipc");
+    assert!(set.get("ok").is_some(), "{set}");
+    // The profile pointed at the second server: its key stays behind.
+    let repoint = app
+        .ipc(json!({"type": "save_settings", "settings": {
+            "provider": "openai", "preset": "custom", "base_url": url_two, "model": "model-b",
+            "custom_instructions": "", "editor": "auto", "profile": "remote-a",
+            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false, "switch_modes_without_asking": false},
+        }}))
+        .await
+        .expect("ipc");
+    assert!(repoint.get("ok").is_some(), "{repoint}");
+
+    // The page asks for the move by itself: the desktop's dialog comes up, the person says no.
+    let title = "Send the Remote A key to";
+    let display = app.display_name().to_string();
+    let (moved, ()) = tokio::join!(
+        app.ipc(json!({"type": "move_profile_key", "profile": "remote-a"})),
+        async {
+            let display = display.clone();
+            tokio::task::spawn_blocking(move || answer_desktop_dialog(&display, title, "Escape"))
+                .await
+                .expect("answered");
+        }
+    );
+    let moved = moved.expect("ipc");
+    assert!(
+        moved["err"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not confirmed"),
+        "{moved}"
+    );
+    // A task on the profile is refused, saying why; nothing reaches the new server.
+    let refused = app
+        .ipc(json!({"type": "start_task", "text": "Hello", "profile": "remote-a"}))
+        .await
+        .expect("ipc");
+    assert!(
+        refused["err"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is not sent there until you let it go"),
+        "{refused}"
+    );
+    assert!(
+        two.requests().is_empty(),
+        "the key stayed behind, and so did the task"
+    );
+
+    // In Settings, the person moves it and says yes in the dialog.
+    app.click("[data-view=\"settings\"]")
+        .await
+        .expect("settings");
+    app.wait_until("!document.querySelector('#settings-key-elsewhere').hidden")
+        .await
+        .expect("the key held back is said");
+    let (clicked, ()) = tokio::join!(app.click("#settings-key-move"), async {
+        let display = display.clone();
+        tokio::task::spawn_blocking(move || answer_desktop_dialog(&display, title, "alt+u"))
+            .await
+            .expect("answered");
+    });
+    clicked.expect("click");
+    app.wait_until("document.querySelector('#settings-key-elsewhere').hidden")
+        .await
+        .expect("moved");
+    app.click("[data-view=\"chat\"]").await.expect("chat");
+    app.send("Hello again").await.expect("send");
+    app.wait_until(&format!(
+        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('The key came.'))"
+    ))
+    .await
+    .expect("answered with the key");
+    assert_eq!(
+        two.requests()[0].header("authorization"),
+        Some("Bearer sk-move-test-0001")
+    );
+    assert!(one.requests().is_empty());
+}

@@ -132,12 +132,7 @@ export function initProfiles(onPick, onSettings) {
   byId('settings-key-move').addEventListener('click', async () => {
     const view = editedView();
     if (!view?.key_elsewhere) return;
-    const ok = await confirmAction({
-      title: `Send the ${view.profile.name} key to ${origin(view.profile.base_url)}?`,
-      message: `The key was given for ${view.key_elsewhere}. From now on it goes to ${origin(view.profile.base_url)} instead, and no longer to ${view.key_elsewhere}.`,
-      confirmLabel: 'Use the key here',
-    });
-    if (!ok) return;
+    // Mandate asks in a dialog of the desktop's own (the page cannot answer for the person).
     try {
       onSettings((await ask({ type: 'move_profile_key', profile: view.profile.id }, 'settings')).settings);
     } catch (e) {

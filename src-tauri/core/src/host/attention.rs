@@ -212,6 +212,9 @@ mod tests {
                 .expect("said")
                 .push(format!("withdraw {id}"));
         }
+        async fn confirm(&self, _: &crate::host::Confirmation) -> bool {
+            false
+        }
     }
 
     fn need(task: &str, waiting: Waiting, what: &str) -> Call {

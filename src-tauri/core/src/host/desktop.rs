@@ -27,6 +27,18 @@ pub trait Desktop: Send + Sync {
     fn notify(&self, note: &DesktopNote) -> Option<u32>;
     /// Takes down a notification shown before.
     fn withdraw(&self, id: u32);
+    /// Asks the person a yes-or-no question in a dialog of the desktop's own, outside the page
+    /// (what the page asks, a page under someone else's control could answer itself); `accept`
+    /// labels the yes. False when they decline, or when there is no desktop to ask on.
+    async fn confirm(&self, question: &Confirmation) -> bool;
+}
+
+/// A question only the person may answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirmation {
+    pub title: String,
+    pub message: String,
+    pub accept: String,
 }
 
 /// A desktop notification about one task.
@@ -57,6 +69,9 @@ impl Desktop for NoDesktop {
     fn ask_attention(&self, _asking: bool) {}
     fn notify(&self, _note: &DesktopNote) -> Option<u32> {
         None
+    }
+    async fn confirm(&self, _question: &Confirmation) -> bool {
+        false
     }
     fn withdraw(&self, _id: u32) {}
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub use desktop::{Desktop, DesktopNote, NoDesktop};
+pub use desktop::{Confirmation, Desktop, DesktopNote, NoDesktop};
 pub use interaction::{GuiInteraction, Pending};
 
 use crate::agent::{run_task, AgentEnv, EventSink, Governance, TaskHandle, TaskStore};

@@ -51,6 +51,37 @@ impl Host {
     /// The person lets the profile's key go where the profile points now.
     pub(super) async fn move_profile_key(&self, id: &str) -> Result<Reply, IpcError> {
         let profile = self.profile(Some(id))?;
+        // The person says so in the desktop's own dialog, not the page: a page that could
+        // point a profile at a server and move its key there would be a way to take the key.
+        let found = self.profile_key(&profile).await;
+        let Some(from) = found.elsewhere else {
+            return Err(err(
+                IpcErrorCode::Conflict,
+                format!(
+                    "the key of {} is already kept for where it points",
+                    profile.name
+                ),
+            ));
+        };
+        let to =
+            crate::profiles::origin(&profile.base_url).unwrap_or_else(|| profile.base_url.clone());
+        let question = crate::host::Confirmation {
+            title: format!("Send the {} key to {to}?", profile.name),
+            message: format!(
+                "The key of the {} profile was given for {from}. The profile now points at {to}.\n\nFrom now on the key is sent to {to}, and no longer to {from}. Allow it only if you changed the profile yourself and trust {to}.",
+                profile.name
+            ),
+            accept: "_Use the key there".into(),
+        };
+        if !self.desktop.confirm(&question).await {
+            return Err(err(
+                IpcErrorCode::Conflict,
+                format!(
+                    "the key of {} stays with {from}: the move was not confirmed",
+                    profile.name
+                ),
+            ));
+        }
         let secrets = self.secrets.clone();
         let owned = profile.clone();
         let origin = tokio::task::spawn_blocking(move || {
