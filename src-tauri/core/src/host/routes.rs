@@ -150,9 +150,12 @@ impl Host {
                     err(IpcErrorCode::NotFound, format!("there is no mode `{mode}`"))
                 })?;
                 task.set_mode(mode);
-                // A mode on a profile of its own (Settings) takes the task's next run there.
+                // A mode on a profile of its own (Settings) takes the task's next run there; a
+                // running task moves at its next turn (the turn loop sees the mode change).
                 if let Some(profile) = self.settings().mode_profiles.get(&mode.slug) {
-                    task.set_profile(Some(profile.clone()));
+                    if !task.is_running() {
+                        task.set_profile(Some(profile.clone()));
+                    }
                 }
                 task.checkpoint(self.sink.as_ref()).await;
                 let summary = task.summary();
