@@ -9,6 +9,26 @@ use serde_json::json;
 
 const SHOWN: &str = ".task-panel:not([hidden])";
 
+/// Settings with these OpenAI-compatible profiles (id, name, base URL, model), the first the
+/// default, and no approval asked for writes.
+fn with_profiles(dirs: &UserDirs, profiles: &[(&str, &str, &str, &str)]) {
+    std::fs::create_dir_all(dirs.config()).expect("mkdir");
+    let profiles: Vec<_> = profiles
+        .iter()
+        .map(|(id, name, url, model)| json!({"id": id, "name": name, "provider": "openai", "preset": "custom", "base_url": url, "model": model}))
+        .collect();
+    std::fs::write(
+        dirs.config().join("settings.json"),
+        json!({
+            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
+            "default_profile": profiles[0]["id"],
+            "profiles": profiles,
+        })
+        .to_string(),
+    )
+    .expect("settings");
+}
+
 #[tokio::test]
 async fn each_task_runs_on_the_profile_chosen_when_it_started() {
     let one = ScriptedServer::start(vec![openai::turn().text("Answer from A.").reply()]).await;
@@ -19,18 +39,13 @@ async fn each_task_runs_on_the_profile_chosen_when_it_started() {
     );
     let ws = workspace(None, &[("README.md", "# Demo\n")]);
     let dirs = UserDirs::new();
-    std::fs::create_dir_all(dirs.config()).expect("mkdir");
-    let profile = |id: &str, name: &str, url: &str, model: &str| json!({"id": id, "name": name, "provider": "openai", "preset": "custom", "base_url": url, "model": model});
-    std::fs::write(
-        dirs.config().join("settings.json"),
-        json!({
-            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
-            "profiles": [profile("remote-a", "Remote A", &url_one, "model-a"), profile("local-b", "Local B", &url_two, "model-b")],
-            "default_profile": "remote-a",
-        })
-        .to_string(),
-    )
-    .expect("settings");
+    with_profiles(
+        &dirs,
+        &[
+            ("remote-a", "Remote A", &url_one, "model-a"),
+            ("local-b", "Local B", &url_two, "model-b"),
+        ],
+    );
     let app = App::launch("profiles", ws.path(), &dirs, &[])
         .await
         .expect("launch");
@@ -123,18 +138,13 @@ async fn a_mode_on_a_profile_of_its_own_takes_its_new_tasks_there() {
     );
     let ws = workspace(None, &[("README.md", "# Demo\n")]);
     let dirs = UserDirs::new();
-    std::fs::create_dir_all(dirs.config()).expect("mkdir");
-    let profile = |id: &str, name: &str, url: &str, model: &str| json!({"id": id, "name": name, "provider": "openai", "preset": "custom", "base_url": url, "model": model});
-    std::fs::write(
-        dirs.config().join("settings.json"),
-        json!({
-            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
-            "profiles": [profile("remote-a", "Remote A", &url_one, "model-a"), profile("local-b", "Local B", &url_two, "model-b")],
-            "default_profile": "remote-a",
-        })
-        .to_string(),
-    )
-    .expect("settings");
+    with_profiles(
+        &dirs,
+        &[
+            ("remote-a", "Remote A", &url_one, "model-a"),
+            ("local-b", "Local B", &url_two, "model-b"),
+        ],
+    );
     let app = App::launch("mode-profiles", ws.path(), &dirs, &[])
         .await
         .expect("launch");
@@ -231,17 +241,7 @@ async fn a_key_moves_to_another_server_only_when_the_person_says_so_outside_the_
     );
     let ws = workspace(None, &[("README.md", "# Demo\n")]);
     let dirs = UserDirs::new();
-    std::fs::create_dir_all(dirs.config()).expect("mkdir");
-    std::fs::write(
-        dirs.config().join("settings.json"),
-        json!({
-            "approval": {"ask_before_writes": false, "ask_before_safe_commands": false},
-            "profiles": [{"id": "remote-a", "name": "Remote A", "provider": "openai", "preset": "custom", "base_url": url_one, "model": "model-a"}],
-            "default_profile": "remote-a",
-        })
-        .to_string(),
-    )
-    .expect("settings");
+    with_profiles(&dirs, &[("remote-a", "Remote A", &url_one, "model-a")]);
     let app = App::launch("move-key", ws.path(), &dirs, &[])
         .await
         .expect("launch");

@@ -310,11 +310,14 @@ impl Settings {
     }
 }
 
+/// A mode's slug → the id of the profile it runs on.
+type ModeProfiles = std::collections::BTreeMap<String, String>;
+
 /// Which profile each mode runs on: a mode's slug as modes are named, a profile that exists.
 fn check_mode_profiles(
-    chosen: std::collections::BTreeMap<String, String>,
+    chosen: ModeProfiles,
     profiles: &[ProviderProfile],
-) -> Result<std::collections::BTreeMap<String, String>, SettingsError> {
+) -> Result<ModeProfiles, SettingsError> {
     if chosen.len() > 200 {
         return Err(SettingsError::Invalid(
             "at most 200 modes can name a profile".into(),

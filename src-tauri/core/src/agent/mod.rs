@@ -20,6 +20,7 @@ mod hook_steps;
 mod ledger_check;
 mod live;
 mod mentions;
+mod mode_env;
 mod model_turn;
 mod orchestrator;
 mod store;
@@ -38,10 +39,11 @@ pub use env::{AgentEnv, ProfileSource, ProfileUnavailable};
 pub use governance::Governance;
 pub use live::LiveTasks;
 pub use mentions::{attach_all as attach_mentions, mentionables, Attached};
+pub use mode_env::model_for_task;
 pub use orchestrator::{dispatch, CallResult};
 pub use store::{StoreError, TaskRecord, TaskStore, TurnMark};
 pub use task::{check_selectable, SelectError, TaskHandle};
-pub use turn::{model_for_task, run_task, TaskEnd};
+pub use turn::{run_task, TaskEnd};
 
 use crate::protocol::{ApprovalDecision, ApprovalRequest, Event};
 

@@ -151,7 +151,7 @@ async fn run_child(
         }
     ));
     // A mode on a profile of its own (Settings) runs the child there.
-    let child_env = super::turn::on_mode_profile(env.clone(), &child).await;
+    let child_env = super::mode_env::on_mode_profile(env.clone(), &child).await;
     let mut ended = child.watch_end();
     spawn_run(child_env, child.clone(), spec.message.clone());
     let end = wait_for(env, &child, &mut ended, cancel).await;

@@ -40,12 +40,7 @@ impl Host {
         .await
         .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
         .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
-        self.change_settings(|s| {
-            if let Some(p) = s.profiles.iter_mut().find(|p| p.id == profile.id) {
-                p.key_origin = Some(origin);
-            }
-        })?;
-        self.settings_changed().await
+        self.key_kept_for(&profile.id, origin).await
     }
 
     /// The person lets the profile's key go where the profile points now.
@@ -90,8 +85,13 @@ impl Host {
         .await
         .map_err(|e| err(IpcErrorCode::Internal, e.to_string()))?
         .map_err(|e| err(IpcErrorCode::Keyring, e.to_string()))?;
+        self.key_kept_for(&profile.id, origin).await
+    }
+
+    /// Records the origin a profile's key is now kept for, and says the new settings.
+    async fn key_kept_for(&self, id: &str, origin: String) -> Result<Reply, IpcError> {
         self.change_settings(|s| {
-            if let Some(p) = s.profiles.iter_mut().find(|p| p.id == profile.id) {
+            if let Some(p) = s.profiles.iter_mut().find(|p| p.id == id) {
                 p.key_origin = Some(origin);
             }
         })?;
