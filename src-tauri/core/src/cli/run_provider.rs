@@ -102,22 +102,12 @@ pub(super) async fn api_key(
             ))),
         };
     }
-    if let Some(profile) = target.profile.clone() {
-        let found = tokio::task::spawn_blocking(move || {
-            let found = lookup_key(&KeyringStore, &profile);
-            (profile, found)
-        })
-        .await
-        .ok();
-        if let Some((profile, found)) = found {
-            if let Some(key) = found.key {
-                return Ok(Some(key));
-            }
-            if let Some(there) = found.elsewhere {
-                return Err(usage(&held_back(&profile, &there)));
-            }
-        }
-        return Ok(crate::secrets::from_environment(API_KEY_ENV));
+    if let Some(profile) = &target.profile {
+        return match keyring_key(profile).await {
+            Ok(Some(key)) => Ok(Some(key)),
+            Ok(None) => Ok(crate::secrets::from_environment(API_KEY_ENV)),
+            Err(held) => Err(usage(&held.0)),
+        };
     }
     // No profile named: the key of a profile of this wire format given for this very origin.
     let here = origin(&target.base_url);
@@ -158,14 +148,8 @@ impl crate::agent::ProfileSource for CliProfiles {
         use crate::agent::ProfileUnavailable;
         let profile = find(&self.0, Some(id))
             .ok_or_else(|| ProfileUnavailable(format!("there is no profile `{id}`")))?;
-        let looked = profile.clone();
-        let found = tokio::task::spawn_blocking(move || lookup_key(&KeyringStore, &looked))
-            .await
-            .unwrap_or_default();
-        if let Some(there) = found.elsewhere {
-            return Err(ProfileUnavailable(held_back(&profile, &there)));
-        }
-        if found.key.is_none() && profile.provider == ProviderKind::Anthropic {
+        let key = keyring_key(&profile).await?;
+        if key.is_none() && profile.provider == ProviderKind::Anthropic {
             return Err(ProfileUnavailable(format!(
                 "no API key is set for the {} profile",
                 profile.name
@@ -176,9 +160,25 @@ impl crate::agent::ProfileSource for CliProfiles {
                 kind: profile.provider,
                 base_url: profile.base_url,
                 model: profile.model,
-                api_key: found.key,
+                api_key: key,
                 retry: crate::llm::RetryPolicy::from_env(),
             },
         )))
+    }
+}
+
+/// A profile's key from the keyring, for the origin it points at now; a key kept for another
+/// origin is held back, and said.
+async fn keyring_key(
+    profile: &ProviderProfile,
+) -> Result<Option<Secret>, crate::agent::ProfileUnavailable> {
+    let looked = profile.clone();
+    let found = tokio::task::spawn_blocking(move || lookup_key(&KeyringStore, &looked))
+        .await
+        .unwrap_or_default();
+    match (found.key, found.elsewhere) {
+        (Some(key), _) => Ok(Some(key)),
+        (None, Some(there)) => Err(crate::agent::ProfileUnavailable(held_back(profile, &there))),
+        (None, None) => Ok(None),
     }
 }
