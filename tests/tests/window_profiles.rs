@@ -9,6 +9,23 @@ use serde_json::json;
 
 const SHOWN: &str = ".task-panel:not([hidden])";
 
+/// Waits until the open task's transcript holds an answer with `text`.
+async fn answered(app: &App, text: &str) -> anyhow::Result<()> {
+    app.wait_until(&format!(
+        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('{text}'))"
+    ))
+    .await
+}
+
+/// The profile the open task's header names.
+async fn header_profile(app: &App) -> serde_json::Value {
+    app.eval(&format!(
+        "return document.querySelector('{SHOWN} .task-profile').textContent"
+    ))
+    .await
+    .expect("header")
+}
+
 /// Settings with these OpenAI-compatible profiles (id, name, base URL, model), the first the
 /// default, and no approval asked for writes.
 fn with_profiles(dirs: &UserDirs, profiles: &[(&str, &str, &str, &str)]) {
@@ -64,19 +81,8 @@ async fn each_task_runs_on_the_profile_chosen_when_it_started() {
         .expect("pick");
     app.screenshot("profile-picker").await.expect("screenshot");
     app.send("Hello B").await.expect("send");
-    app.wait_until(&format!(
-        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Answer from B.'))"
-    ))
-    .await
-    .expect("B answers");
-    assert_eq!(
-        app.eval(&format!(
-            "return document.querySelector('{SHOWN} .task-profile').textContent"
-        ))
-        .await
-        .expect("header"),
-        json!("Local B")
-    );
+    answered(&app, "Answer from B.").await.expect("B answers");
+    assert_eq!(header_profile(&app).await, json!("Local B"));
     assert!(one.requests().is_empty(), "nothing went to A");
     assert_eq!(two.requests()[0].json()["model"], "model-b");
     // In a task the picker steps aside: the task keeps its profile.
@@ -93,19 +99,8 @@ async fn each_task_runs_on_the_profile_chosen_when_it_started() {
         .await
         .expect("pick");
     app.send("Hello A").await.expect("send");
-    app.wait_until(&format!(
-        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('Answer from A.'))"
-    ))
-    .await
-    .expect("A answers");
-    assert_eq!(
-        app.eval(&format!(
-            "return document.querySelector('{SHOWN} .task-profile').textContent"
-        ))
-        .await
-        .expect("header"),
-        json!("Remote A")
-    );
+    answered(&app, "Answer from A.").await.expect("A answers");
+    assert_eq!(header_profile(&app).await, json!("Remote A"));
     assert_eq!(one.requests()[0].json()["model"], "model-a");
     assert_eq!(two.requests().len(), 1, "B got only its own task");
 
@@ -181,19 +176,8 @@ async fn a_mode_on_a_profile_of_its_own_takes_its_new_tasks_there() {
         .await
         .expect("the picker follows the mode");
     app.send("Plan the parser").await.expect("send");
-    app.wait_until(&format!(
-        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('A plan from B.'))"
-    ))
-    .await
-    .expect("B answers");
-    assert_eq!(
-        app.eval(&format!(
-            "return document.querySelector('{SHOWN} .task-profile').textContent"
-        ))
-        .await
-        .expect("header"),
-        json!("Local B")
-    );
+    answered(&app, "A plan from B.").await.expect("B answers");
+    assert_eq!(header_profile(&app).await, json!("Local B"));
     assert!(one.requests().is_empty(), "nothing went to A");
 }
 
@@ -317,11 +301,9 @@ async fn a_key_moves_to_another_server_only_when_the_person_says_so_outside_the_
         .expect("moved");
     app.click("[data-view=\"chat\"]").await.expect("chat");
     app.send("Hello again").await.expect("send");
-    app.wait_until(&format!(
-        "[...document.querySelectorAll('{SHOWN} .message[data-role=\"assistant\"]')].some(m => m.textContent.includes('The key came.'))"
-    ))
-    .await
-    .expect("answered with the key");
+    answered(&app, "The key came.")
+        .await
+        .expect("answered with the key");
     assert_eq!(
         two.requests()[0].header("authorization"),
         Some("Bearer sk-move-test-0001")
