@@ -14,11 +14,13 @@
 //!   read-only view of `/` with the writable paths bound read-write and the protected paths
 //!   inside them bound read-only again (what Landlock alone cannot say) and the directories
 //!   between pinned as mount points (so a protected path cannot be renamed away with its
-//!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), a network namespace without
-//!   interfaces unless the network is granted, and `/run`, the person's secrets and Mandate's
-//!   own directories hidden. `/tmp` is private; what a hook or server runs from under the real
-//!   one is bound read-only back (`programs.rs`). Landlock then filters the network and scopes
-//!   signals (its file rules would forbid bubblewrap's mounts);
+//!   parent), a PID namespace (so `/proc/$PPID` is not Mandate), and `/run`, the person's
+//!   secrets and Mandate's own directories hidden. `/tmp` is private; what a hook or server runs
+//!   from under the real one is bound read-only back (`programs.rs`). Landlock then filters the
+//!   network and scopes signals and abstract sockets (its file rules would forbid bubblewrap's
+//!   mounts), with the same system-call filter as without bubblewrap; below Landlock ABI 6,
+//!   which cannot scope abstract sockets, a command without network gets a network namespace
+//!   without interfaces instead;
 //! - always: an allow-listed environment ([`env`]), no capabilities, `no_new_privs`, a new
 //!   session it cannot leave (`setsid` and `setpgid` refused by a seccomp filter), descriptors
 //!   above 2 closed, death with Mandate (`PR_SET_PDEATHSIG`, forked from one long-lived thread:
@@ -44,6 +46,8 @@ mod landlock_rules;
 mod made_dirs;
 #[cfg(test)]
 mod nested_git_tests;
+#[cfg(test)]
+mod net_tests;
 mod plan;
 mod programs;
 #[cfg(test)]
@@ -147,6 +151,10 @@ impl Confinement {
             ConfinementLevel::LandlockAndBwrap => {
                 gaps.push("root-level files can only be changed in place, not created".into());
             }
+        }
+        if level == ConfinementLevel::LandlockOnly || (level != ConfinementLevel::None && abi >= 6)
+        {
+            gaps.push("the machine's own network connections can be listed (`/proc/net`), though not reached".into());
         }
         if level != ConfinementLevel::None && abi < 4 {
             gaps.push(

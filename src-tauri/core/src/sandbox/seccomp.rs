@@ -1,6 +1,6 @@
 //! Small seccomp filters. Every confined process stays in its process group and session
 //! (`setsid` and `setpgid` refused), so that killing the group kills all it started. For
-//! commands without network when bubblewrap (and its empty network namespace) is not there:
+//! commands without network that no empty network namespace of bubblewrap's keeps off it:
 //! Landlock filters TCP only, so only TCP streams, Unix, netlink and crypto sockets may be
 //! made (UDP, SCTP, raw and packet sockets and every other family are refused at
 //! `socket(2)`), and io_uring is refused, which could create sockets without that system
@@ -54,7 +54,7 @@ fn prelude() -> Option<Vec<libc::sock_filter>> {
 /// The filter of a command: it may not leave its process group or session (`setsid`,
 /// `setpgid` refused), so that killing the group, when the command ends or when Mandate dies
 /// ([`super::reaper`]), kills everything it started. `without_network` (given when the command
-/// has no network and no bubblewrap namespace to keep it off) adds the network part: sockets
+/// has no network and no bubblewrap namespace keeps it off) adds the network part: sockets
 /// other than TCP streams (which Landlock filters) and local ones refused at `socket(2)` (see
 /// `no_network`), io_uring refused
 /// (it could create sockets without that system call), and, with `block_unix`, Unix sockets:

@@ -94,10 +94,12 @@ fn build(
     purpose: Purpose,
 ) -> Result<Launch, SandboxError> {
     let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
+    let abi = confinement.landlock_abi.unwrap_or(0);
+    let net_namespace = with_bwrap && bwrap::needs_net_namespace(sandbox, abi);
     let (exe, argv, cwd): (OsString, Vec<OsString>, _) = match (&confinement.bwrap, with_bwrap) {
         (Some(bwrap), true) => {
             let mut argv = vec![bwrap.clone().into_os_string()];
-            argv.extend(bwrap::arguments(sandbox));
+            argv.extend(bwrap::arguments(sandbox, net_namespace));
             argv.push("--".into());
             argv.push(program.to_os_string());
             argv.extend(args.iter().cloned());
@@ -128,20 +130,27 @@ fn build(
                 tcp: !sandbox.network,
             },
         )?,
-        // bubblewrap's mounts would be refused under Landlock file rules, and its empty
-        // network namespace already has no TCP: Landlock scopes signals and sockets.
+        // bubblewrap's mounts would be refused under Landlock file rules: Landlock scopes
+        // signals and abstract sockets, and refuses TCP unless an empty network namespace
+        // already has none.
         ConfinementLevel::LandlockAndBwrap => landlock_rules::prepare(
             sandbox,
             Restrict {
                 filesystem: false,
-                tcp: false,
+                tcp: !sandbox.network && !net_namespace,
             },
         )?,
     };
-    let abi = confinement.landlock_abi.unwrap_or(0);
     let filter = match (purpose, confinement.level) {
         (Purpose::Command, ConfinementLevel::LandlockOnly) if !sandbox.network => {
             seccomp::command_filter(Some(abi < 9))
+        }
+        // Without the namespace, the other Internet sockets are refused here; Unix sockets by
+        // path reach only what bubblewrap's mounts show (not `/run`, not the real `/tmp`).
+        (Purpose::Command, ConfinementLevel::LandlockAndBwrap)
+            if !sandbox.network && !net_namespace =>
+        {
+            seccomp::command_filter(Some(false))
         }
         (Purpose::Command, _) => seccomp::command_filter(None),
         (Purpose::Server, _) => seccomp::server_filter(),

@@ -20,14 +20,14 @@ pub(super) fn levels() -> Vec<Confinement> {
     out
 }
 
-struct Scratch {
+pub(super) struct Scratch {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
+    pub(super) root: PathBuf,
     outside: PathBuf,
     temp: PathBuf,
 }
 
-fn scratch() -> Scratch {
+pub(super) fn scratch() -> Scratch {
     let tmp = tempfile::tempdir().expect("tmp");
     let base = tmp.path().canonicalize().expect("canon");
     let root = base.join("ws");
@@ -56,7 +56,7 @@ fn scratch() -> Scratch {
     }
 }
 
-fn sandbox(s: &Scratch, scope: &[&str], network: bool) -> CommandSandbox {
+pub(super) fn sandbox(s: &Scratch, scope: &[&str], network: bool) -> CommandSandbox {
     let scope: Vec<String> = scope.iter().map(|g| g.to_string()).collect();
     let mut grants = scope_grants(&s.root, &scope);
     grants.push(Grant::directory(s.root.join("target")));
@@ -83,7 +83,11 @@ fn sandbox(s: &Scratch, scope: &[&str], network: bool) -> CommandSandbox {
 }
 
 /// Runs `line` and returns (exit code, stdout + stderr).
-fn run(sandbox: &CommandSandbox, confinement: &Confinement, line: &str) -> (Option<i32>, String) {
+pub(super) fn run(
+    sandbox: &CommandSandbox,
+    confinement: &Confinement,
+    line: &str,
+) -> (Option<i32>, String) {
     let cmd = ConfinedCommand::command(sandbox, confinement, line).expect("command");
     let out = cmd.output().expect("spawn");
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -191,45 +195,6 @@ fn the_network_is_refused_unless_granted() {
             accepted.is_some(),
             "{}: granted network did not connect",
             level.summary()
-        );
-    }
-}
-
-#[test]
-fn without_network_only_tcp_streams_and_local_sockets_can_be_made_under_landlock_alone() {
-    let Some(level) = levels().into_iter().find(|l| l.bwrap.is_none()) else {
-        return;
-    };
-    let s = scratch();
-    // Each attempt prints the error number it got (0: the socket was made). SCTP as a stream
-    // passed the filter before (Landlock's TCP rules do not cover it), and so did families
-    // that carry traffic to other machines or to the host of a virtual machine.
-    let script = r#"import socket
-def t(name, *a):
-    try:
-        socket.socket(*a).close(); print(name, 0)
-    except OSError as e:
-        print(name, e.errno)
-t('tcp', 2, 1, 0); t('tcp6', 10, 1, 6); t('netlink', 16, 3, 0)
-t('sctp', 2, 1, 132); t('mptcp', 2, 1, 262); t('udp', 2, 2, 0); t('raw', 2, 3, 1)
-t('tipc', 30, 5, 0); t('rds', 21, 5, 0); t('vsock', 40, 1, 0); t('packet', 17, 3, 0)
-"#;
-    std::fs::write(s.root.join("docs/sockets.py"), script).expect("script");
-    let line = "python3 docs/sockets.py";
-    let (code, out) = run(&sandbox(&s, &[], false), &level, line);
-    assert_eq!(code, Some(0), "{out}");
-    let got: std::collections::HashMap<&str, &str> =
-        out.lines().filter_map(|l| l.split_once(' ')).collect();
-    for allowed in ["tcp", "tcp6", "netlink"] {
-        assert_eq!(got.get(allowed), Some(&"0"), "{allowed}: {out}");
-    }
-    for refused in [
-        "sctp", "mptcp", "udp", "raw", "tipc", "rds", "vsock", "packet",
-    ] {
-        assert_eq!(
-            got.get(refused),
-            Some(&"13"),
-            "{refused} must be refused by the filter (EACCES): {out}"
         );
     }
 }

@@ -336,7 +336,7 @@ fn bubblewrap_is_given_no_mount_point_that_does_not_exist() {
     std::fs::remove_dir_all(&app_dirs[0]).expect("rm");
     sandbox.hidden.push(b.root.join("src/never-there"));
     let start = tree(&b.root);
-    let missing: Vec<PathBuf> = mount_points(&bwrap::arguments(&sandbox))
+    let missing: Vec<PathBuf> = mount_points(&bwrap::arguments(&sandbox, true))
         .into_iter()
         .filter(|p| std::fs::symlink_metadata(p).is_err())
         .collect();
