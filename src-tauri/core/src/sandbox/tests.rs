@@ -28,7 +28,13 @@ pub(super) struct Scratch {
 }
 
 pub(super) fn scratch() -> Scratch {
-    let tmp = tempfile::tempdir().expect("tmp");
+    scratch_in(&std::env::temp_dir())
+}
+
+/// A workspace under `dir`: under `/tmp` bubblewrap binds it back over its private `/tmp`;
+/// elsewhere (`/var/tmp`) it is seen through the read-only view of `/`.
+fn scratch_in(dir: &Path) -> Scratch {
+    let tmp = tempfile::tempdir_in(dir).expect("tmp");
     let base = tmp.path().canonicalize().expect("canon");
     let root = base.join("ws");
     for dir in [
@@ -119,8 +125,12 @@ fn this_machine_reports_its_confinement() {
 
 #[test]
 fn writes_land_only_in_the_scope_the_temp_dir_and_build_output() {
-    for level in levels() {
-        let s = scratch();
+    let under = [std::env::temp_dir(), PathBuf::from("/var/tmp")];
+    for (level, dir) in levels()
+        .into_iter()
+        .flat_map(|l| under.clone().map(|d| (l.clone(), d)))
+    {
+        let s = scratch_in(&dir);
         let sb = sandbox(&s, &["src/auth/**"], false);
         let line = format!(
             "echo ok > src/auth/new.rs; echo t > \"$TMPDIR/t\"; echo b > target/out; echo x > /dev/null; echo y > /dev/stderr; \
@@ -129,7 +139,7 @@ fn writes_land_only_in_the_scope_the_temp_dir_and_build_output() {
             s.outside.display()
         );
         let (code, out) = run(&sb, &level, &line);
-        let name = level.summary();
+        let name = format!("{} (workspace under {})", level.summary(), dir.display());
         assert_eq!(code, Some(0), "{name}: {out}");
         assert!(s.root.join("src/auth/new.rs").exists(), "{name}: {out}");
         assert!(s.temp.join("t").exists(), "{name}");
