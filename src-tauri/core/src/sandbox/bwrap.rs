@@ -58,10 +58,7 @@ fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
 /// under `/tmp` read-only again (`programs`), the workspace read-only with the
 /// writable paths bound read-write and the protected paths inside them read-only again, then
 /// the person's secrets and Mandate's own directories hidden. `net_namespace`: an empty network
-/// namespace keeps a command without network off every socket of the machine; where Landlock
-/// scopes abstract Unix sockets (ABI ≥ 6) and filters TCP, and a system-call filter refuses
-/// the other Internet sockets, the namespace adds nothing and costs about a millisecond a
-/// command (see [`needs_net_namespace`]).
+/// namespace for a command without network (see [`super::Confinement::net_namespace`]).
 pub(super) fn arguments(sandbox: &CommandSandbox, net_namespace: bool) -> Vec<OsString> {
     let mut a = Vec::new();
     arg(
@@ -148,16 +145,6 @@ pub(super) fn arguments(sandbox: &CommandSandbox, net_namespace: bool) -> Vec<Os
     a.push("--chdir".into());
     a.push(sandbox.cwd.as_os_str().into());
     a
-}
-
-/// Whether a command needs bubblewrap's empty network namespace to be kept off the network:
-/// when it has no network and Landlock cannot do it. Landlock refuses TCP from ABI 4 and
-/// connections to abstract Unix sockets outside the command (the session bus, X11) from ABI
-/// 6; the command's system-call filter refuses every other Internet socket (UDP, raw, SCTP)
-/// and io_uring (`seccomp::command_filter`). Sockets by path are what the mounts show,
-/// namespace or not: `/run` and `/tmp` are private.
-pub(super) fn needs_net_namespace(sandbox: &CommandSandbox, landlock_abi: u32) -> bool {
-    !sandbox.network && landlock_abi < 6
 }
 
 /// The directories bubblewrap mounts afresh over the read-only view of `/` (see [`arguments`]).

@@ -6,13 +6,6 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 
 use super::tests::{levels, run, sandbox, scratch};
-use super::Confinement;
-
-/// Whether a command without network at this level runs in bubblewrap's empty network
-/// namespace (where sockets can be made but reach nothing) rather than under the filter.
-fn in_net_namespace(level: &Confinement) -> bool {
-    level.bwrap.is_some() && level.landlock_abi.unwrap_or(0) < 6
-}
 
 #[test]
 fn without_network_only_tcp_streams_and_local_sockets_can_be_made() {
@@ -32,7 +25,7 @@ t('tipc', 30, 5, 0); t('rds', 21, 5, 0); t('vsock', 40, 1, 0); t('packet', 17, 3
 "#;
     std::fs::write(s.root.join("docs/sockets.py"), script).expect("script");
     let mut checked = 0;
-    for level in levels().into_iter().filter(|l| !in_net_namespace(l)) {
+    for level in levels().into_iter().filter(|l| !l.net_namespace()) {
         let (code, out) = run(&sandbox(&s, &[], false), &level, "python3 docs/sockets.py");
         let at = level.summary();
         assert_eq!(code, Some(0), "{at}: {out}");
@@ -71,7 +64,7 @@ fn an_abstract_socket_outside_the_command_is_never_reached() {
     );
     std::fs::write(s.root.join("docs/abstract.py"), script).expect("script");
     for level in levels() {
-        if level.landlock_abi.unwrap_or(0) < 6 && !in_net_namespace(&level) {
+        if level.landlock_abi.unwrap_or(0) < 6 && !level.net_namespace() {
             continue; // a gap this level states (Confinement::gaps)
         }
         for network in [false, true] {

@@ -95,7 +95,9 @@ fn build(
 ) -> Result<Launch, SandboxError> {
     let with_bwrap = confinement.level == ConfinementLevel::LandlockAndBwrap;
     let abi = confinement.landlock_abi.unwrap_or(0);
-    let net_namespace = with_bwrap && bwrap::needs_net_namespace(sandbox, abi);
+    let net_namespace = !sandbox.network && confinement.net_namespace();
+    // Kept off the network by Landlock (TCP) and the system-call filter (the rest).
+    let filtered = confinement.is_confined() && !sandbox.network && !net_namespace;
     let (exe, argv, cwd): (OsString, Vec<OsString>, _) = match (&confinement.bwrap, with_bwrap) {
         (Some(bwrap), true) => {
             let mut argv = vec![bwrap.clone().into_os_string()];
@@ -123,37 +125,25 @@ fn build(
         .collect::<Result<Vec<_>, _>>()?;
     let landlock = match confinement.level {
         ConfinementLevel::None => None,
-        ConfinementLevel::LandlockOnly => landlock_rules::prepare(
+        // bubblewrap's mounts would be refused under Landlock file rules; with or without it,
+        // Landlock scopes signals and abstract sockets, and refuses TCP unless an empty
+        // network namespace already has none.
+        level => landlock_rules::prepare(
             sandbox,
             Restrict {
-                filesystem: true,
-                tcp: !sandbox.network,
-            },
-        )?,
-        // bubblewrap's mounts would be refused under Landlock file rules: Landlock scopes
-        // signals and abstract sockets, and refuses TCP unless an empty network namespace
-        // already has none.
-        ConfinementLevel::LandlockAndBwrap => landlock_rules::prepare(
-            sandbox,
-            Restrict {
-                filesystem: false,
-                tcp: !sandbox.network && !net_namespace,
+                filesystem: level == ConfinementLevel::LandlockOnly,
+                tcp: filtered,
             },
         )?,
     };
-    let filter = match (purpose, confinement.level) {
-        (Purpose::Command, ConfinementLevel::LandlockOnly) if !sandbox.network => {
-            seccomp::command_filter(Some(abi < 9))
-        }
-        // Without the namespace, the other Internet sockets are refused here; Unix sockets by
-        // path reach only what bubblewrap's mounts show (not `/run`, not the real `/tmp`).
-        (Purpose::Command, ConfinementLevel::LandlockAndBwrap)
-            if !sandbox.network && !net_namespace =>
-        {
-            seccomp::command_filter(Some(false))
-        }
-        (Purpose::Command, _) => seccomp::command_filter(None),
-        (Purpose::Server, _) => seccomp::server_filter(),
+    let filter = match purpose {
+        // Unix sockets by path: below Landlock ABI 9 only the filter refuses them without
+        // bubblewrap; with it they reach only what its mounts show (not `/run`, not `/tmp`).
+        Purpose::Command if filtered => seccomp::command_filter(Some(
+            confinement.level == ConfinementLevel::LandlockOnly && abi < 9,
+        )),
+        Purpose::Command => seccomp::command_filter(None),
+        Purpose::Server => seccomp::server_filter(),
     };
     if filter.is_none() && (purpose == Purpose::Server || confinement.is_confined()) {
         return Err(SandboxError::Landlock(
