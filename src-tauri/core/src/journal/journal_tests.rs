@@ -4,7 +4,7 @@ use super::*;
 use crate::orchestration::ledger::{ApprovalRecord, LEDGER_FILE};
 use crate::workspace::Workspace;
 
-fn entry() -> TraceEntry {
+pub(crate) fn entry() -> TraceEntry {
     TraceEntry {
         task_id: "t".into(),
         intent_id: "INT-1".into(),
@@ -91,7 +91,7 @@ fn image(record: &Value, path: &str, which: &str) -> Option<String> {
         .map(|h| h.trim_start_matches("sha256:").to_string())
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -308,6 +308,7 @@ fn make_entry(f: &Fixture, rel: &str, before: Option<&[u8]>, after: &[u8], temp:
         &images,
         crate::orchestration::git::head_revision(f.ws.root()),
         crate::orchestration::ledger::new_record_id(),
+        super::analysis::analyze(before, Some(after), rel, true),
     );
     let id = record["id"].as_str().expect("id").to_string();
     let entry = Entry {

@@ -1,10 +1,11 @@
 //! Governed writes as one atomic step across processes, and the ledger and the files kept in
 //! agreement through crashes and full disks.
 //!
-//! A write, start to end: take the path's lock (in-process, then across processes); check that
+//! A write, start to end: start the diff and classification of a large change on another
+//! thread (see `analysis`); take the path's lock (in-process, then across processes); check that
 //! the file still holds what the change was planned on; write the new bytes (an unnamed file
-//! beside the target: see `staged`) and sync them on another thread; meanwhile diff, classify
-//! and build the ledger record, write a journal entry (in a slot file of
+//! beside the target: see `staged`) and sync them on another thread; meanwhile build the ledger
+//! record from the analysis, write a journal entry (in a slot file of
 //! [`Ledger::journal_dir`], in the data directory, written in place: see `slots`; the path,
 //! both hashes, the temporary file, the prepared record) and start it towards the disk; while
 //! the disk works, take the ledger's lock and seal the record onto its end
@@ -20,6 +21,7 @@
 //! holds the old bytes is dropped with its temporary file. Every outcome is "old bytes, no
 //! record" or "new bytes, a record".
 
+mod analysis;
 mod lock;
 mod recover;
 mod slots;
@@ -42,10 +44,10 @@ use crate::fsutil::sha256_hex;
 use crate::hooks::Denial;
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{
-    build_record_with_id, content_hash, new_record_id, split_lines, FileChange, HashedRange,
-    Ledger, TraceEntry,
+    build_record_with_id, new_record_id, FileChange, Ledger, TraceEntry,
 };
 use crate::workspace::ResolvedPath;
+use analysis::{Analysis, Analyzing};
 use staged::Staged;
 
 /// Where the journal once lay, in the workspace. Entries found there are not acted on: anyone
@@ -186,6 +188,9 @@ fn write_locked(
     w: FileWrite,
     check: impl FnOnce(Option<&str>) -> Option<Denial>,
 ) -> Result<Written, WriteError> {
+    // The diff and classification depend only on the bytes: worked out on another thread
+    // while the lock is taken and the bytes staged, used once the file proves to hold `base`.
+    let analysis = Analyzing::start(&w);
     let rel = w.path.rel.clone();
     let io = io_error(&rel);
     let _lock = lock_path(root, &rel).map_err(&io)?;
@@ -230,7 +235,8 @@ fn write_locked(
     };
     let head = ledger.head_state();
     let rev = head.commit.clone();
-    let (record, ranges, computed) = prepare_record(&w, &images, rev, record_id);
+    let analysis = analysis.finish(&w);
+    let (record, ranges, computed) = prepare_record(&w, &images, rev, record_id, analysis);
     let entry = Entry {
         format: 1,
         path: rel.clone(),
@@ -427,34 +433,20 @@ fn persist_entry(path: &Path, entry: &Entry) -> io::Result<()> {
     file.sync_data()
 }
 
-/// Diff, classification and the ledger record of a write, before anything is written.
+/// The ledger record of a write, from its analysis, before anything is written.
 fn prepare_record(
     w: &FileWrite,
     images: &Images<'_>,
     revision: Option<String>,
     id: String,
+    analysis: Analysis,
 ) -> (Value, Vec<(u32, u32)>, Classified) {
-    let old_text = w.base.as_deref().map(String::from_utf8_lossy);
-    let new_text = w
-        .new
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
-    let computed = crate::mutation::classify(old_text.as_deref(), &new_text);
-    let changes = crate::diff::analyze(old_text.as_deref().unwrap_or(""), &new_text, &w.path.rel);
-    let new_lines = split_lines(&new_text);
-    let ranges: Vec<HashedRange> = changes
-        .ranges
-        .iter()
-        .copied()
-        .filter(|_| w.claim_lines)
-        .filter(|(s, e)| *s >= 1 && (*e as usize) <= new_lines.len())
-        .map(|(s, e)| HashedRange {
-            start_line: s,
-            end_line: e,
-            content_hash: content_hash(&new_lines[s as usize - 1..e as usize]),
-        })
-        .collect();
+    let Analysis {
+        computed,
+        ranges: changed,
+        hashed: ranges,
+        unified,
+    } = analysis;
     let mut entry = w.entry.clone();
     if entry.mutation_computed.is_none() {
         entry.mutation_computed = Some(computed.class.clone());
@@ -464,7 +456,7 @@ fn prepare_record(
     }
     entry.extra.insert(
         "diffs".into(),
-        json!({ w.path.rel.clone(): cap_diff(changes.unified) }),
+        json!({ w.path.rel.clone(): cap_diff(unified) }),
     );
     let mut image = json!({
         "before": images.before.map(|h| format!("sha256:{h}")),
@@ -486,7 +478,7 @@ fn prepare_record(
         ranges,
     }];
     let record = build_record_with_id(&entry, revision, id);
-    (record, changes.ranges, computed)
+    (record, changed, computed)
 }
 
 /// Diffs bigger than this are not kept in the ledger (the record says so).

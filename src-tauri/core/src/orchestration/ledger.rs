@@ -103,6 +103,22 @@ pub struct TraceEntry {
     pub extra: Map<String, Value>,
 }
 
+/// The changed `ranges` (1-based, inclusive) of `text`, each with its content hash; a range
+/// that does not lie within the text is left out.
+pub fn hashed_ranges(ranges: &[(u32, u32)], text: &str) -> Vec<HashedRange> {
+    let lines = split_lines(text);
+    ranges
+        .iter()
+        .copied()
+        .filter(|(s, e)| *s >= 1 && (*e as usize) <= lines.len())
+        .map(|(s, e)| HashedRange {
+            start_line: s,
+            end_line: e,
+            content_hash: content_hash(&lines[s as usize - 1..e as usize]),
+        })
+        .collect()
+}
+
 /// `sha256:` + hex over the LF-normalized text of `lines` (joined with `\n`, no final newline).
 pub fn content_hash<S: AsRef<str>>(lines: &[S]) -> String {
     format!("sha256:{}", hex::encode(raw_content_hash(lines)))

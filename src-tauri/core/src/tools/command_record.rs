@@ -8,9 +8,7 @@ use super::{RunCx, ToolError};
 use crate::changes::{Change, ChangeKind};
 use crate::checkpoint::ScopeImages;
 use crate::hooks::CommandAction;
-use crate::orchestration::ledger::{
-    content_hash, split_lines, FileChange, HashedRange, TraceEntry,
-};
+use crate::orchestration::ledger::{hashed_ranges, FileChange, TraceEntry};
 use crate::redact::Redactor;
 use crate::sandbox::GovernedRun;
 
@@ -71,18 +69,7 @@ fn record_file(
     let (ranges, diff) = match (text(&before_bytes), text(&after_bytes)) {
         (old, Some(new)) if known_before => {
             let changes = crate::diff::analyze(old.as_deref().unwrap_or(""), &new, path);
-            let lines = split_lines(&new);
-            let ranges = changes
-                .ranges
-                .iter()
-                .copied()
-                .filter(|(s, e)| *s >= 1 && (*e as usize) <= lines.len())
-                .map(|(s, e)| HashedRange {
-                    start_line: s,
-                    end_line: e,
-                    content_hash: content_hash(&lines[s as usize - 1..e as usize]),
-                })
-                .collect();
+            let ranges = hashed_ranges(&changes.ranges, &new);
             (ranges, Some(changes.unified))
         }
         _ => (Vec::new(), None),

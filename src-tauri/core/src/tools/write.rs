@@ -73,6 +73,8 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
 /// The syntax errors in the file as written, said at once so the model fixes them in the same
 /// turn (with how many it had before, when it already had some): None when it parses.
 async fn syntax_check(w: &WriteAction) -> Option<(usize, String)> {
+    // A file of no known language is not parsed: no thread is woken for it.
+    crate::code::Lang::of(&w.path.rel)?;
     let (rel, new, old) = (w.path.rel.clone(), w.new_content.clone(), w.old_text());
     let found = super::blocking("checking the syntax", move || {
         let problems = crate::code::syntax_problems(&rel, &new);
