@@ -469,12 +469,13 @@ impl PreHook for CommandPolicyHook {
         let Action::Command(cmd) = action else {
             return Ok(Decision::Allow);
         };
-        let classification = cx.policy.classify(&cmd.command);
-        // By the path a word resolves to (`.orch*`, `x/../.orchestration`, a symlink), not by
-        // its spelling. The kernel refuses such writes anyway; this tells the model why.
-        let target =
-            command_policy::protected_target(&cmd.command, cx.workspace.root(), &cmd.cwd.abs);
-        if let (Some(target), CommandClass::Destructive) = (target, classification.class) {
+        // A destructive line that reaches a protected path, by the path a word resolves to
+        // (`.orch*`, `x/../.orchestration`, a symlink), not by its spelling, is refused. The
+        // kernel refuses such writes anyway; this tells the model why.
+        let (classification, target) =
+            cx.policy
+                .classify_in(&cmd.command, cx.workspace.root(), &cmd.cwd.abs);
+        if let Some(target) = target {
             return Ok(Decision::Deny(
                 Denial::new(
                     DenialCode::CommandBlocked,

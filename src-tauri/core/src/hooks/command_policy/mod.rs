@@ -227,8 +227,35 @@ impl CommandPolicy {
     }
 
     pub fn classify(&self, command_line: &str) -> Classification {
-        let (reasons, segments, needs) = match parse::parse(command_line, 0) {
-            Ok(script) => classify::classify_script(self, &script),
+        self.classified(parse::parse(command_line, 0).as_ref())
+    }
+
+    /// The class of `command_line` and, when it is destructive, the first word that reaches a
+    /// protected path run in `cwd` (see [`protected_target`]); the line is parsed once, and a
+    /// safe line is not searched (nothing would be refused for it).
+    pub fn classify_in(
+        &self,
+        command_line: &str,
+        workspace_root: &Path,
+        cwd: &Path,
+    ) -> (Classification, Option<ProtectedTarget>) {
+        let parsed = parse::parse(command_line, 0);
+        let classification = self.classified(parsed.as_ref());
+        let target = match (&parsed, classification.class) {
+            (Ok(script), CommandClass::Destructive) => {
+                protected::in_script(script, workspace_root, cwd)
+            }
+            _ => None,
+        };
+        (classification, target)
+    }
+
+    fn classified(
+        &self,
+        parsed: std::result::Result<&parse::Script, &parse::ParseError>,
+    ) -> Classification {
+        let (reasons, segments, needs) = match parsed {
+            Ok(script) => classify::classify_script(self, script),
             Err(e) => (
                 vec![format!("could not parse the command line: {e}")],
                 Vec::new(),

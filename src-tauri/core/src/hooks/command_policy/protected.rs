@@ -44,11 +44,20 @@ pub fn protected_target(
     cwd: &Path,
 ) -> Option<ProtectedTarget> {
     let script = parse::parse(command_line, 0).ok()?;
+    in_script(&script, workspace_root, cwd)
+}
+
+/// [`protected_target`] of a line already parsed.
+pub(super) fn in_script(
+    script: &Script,
+    workspace_root: &Path,
+    cwd: &Path,
+) -> Option<ProtectedTarget> {
     let mut finder = Finder {
         root: workspace_root,
         cwd: cwd.to_path_buf(),
     };
-    finder.script(&script)
+    finder.script(script)
 }
 
 struct Finder<'a> {
@@ -217,41 +226,78 @@ fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn hit(line: &str) -> Option<String> {
+    /// A workspace with the mandate's directory, `src/`, and `notes` linking to the mandate.
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
         let tmp = tempfile::tempdir().expect("tmp");
         let root = tmp.path().canonicalize().expect("root");
         std::fs::create_dir_all(root.join(".orchestration")).expect("mkdir");
         std::fs::create_dir_all(root.join("src")).expect("mkdir");
         std::os::unix::fs::symlink(".orchestration", root.join("notes")).expect("link");
+        (tmp, root)
+    }
+
+    fn hit(line: &str) -> Option<String> {
+        let (_tmp, root) = workspace();
         protected_target(line, &root, &root.join("src")).map(|t| t.name)
     }
 
+    /// Lines, run in `src/`, that change what only the person changes.
+    const REACHING: [&str; 21] = [
+        "sed -i s/a/b/ ../.orchestration/active_intents.yaml",
+        "rm ./../.orchestration/agent_trace.jsonl",
+        "cat x > ../x/../.orchestration/agent_trace.jsonl",
+        "rm -rf ../.orch*",
+        "rm -rf ../.orchestrat?on",
+        "rm ../.ORCHESTRATION/agent_trace.jsonl",
+        "truncate -s0 ../notes/agent_trace.jsonl",
+        "echo '!*' > ../.intentignore",
+        "dd of=../.intentignore if=/dev/null",
+        "cd .. && rm -rf .orchestration",
+        "cd ../.orchestration && rm agent_trace.jsonl",
+        "echo $(rm ../.orchestration/x)",
+        "for f in ../.orchestration/*; do rm $f; done",
+        "echo '{}' > ../.mandate/hooks.json",
+        "rm -rf ../.claude",
+        "sed -i s/deny/allow/ ../.claude/hooks/check.sh",
+        "cp evil.json ../.Mandate/hooks.json",
+        "echo '{}' > ../.mcp.json",
+        "cp evil.json ../.MCP.JSON",
+        "sed -i s/srv/evil/ ../.mcp*",
+        "cd .. && python3 -c pass > .mcp.json",
+    ];
+
     #[test]
     fn finds_the_mandate_by_resolved_path_not_by_substring() {
-        for line in [
-            "sed -i s/a/b/ ../.orchestration/active_intents.yaml",
-            "rm ./../.orchestration/agent_trace.jsonl",
-            "cat x > ../x/../.orchestration/agent_trace.jsonl",
-            "rm -rf ../.orch*",
-            "rm -rf ../.orchestrat?on",
-            "rm ../.ORCHESTRATION/agent_trace.jsonl",
-            "truncate -s0 ../notes/agent_trace.jsonl",
-            "echo '!*' > ../.intentignore",
-            "dd of=../.intentignore if=/dev/null",
-            "cd .. && rm -rf .orchestration",
-            "cd ../.orchestration && rm agent_trace.jsonl",
-            "echo $(rm ../.orchestration/x)",
-            "for f in ../.orchestration/*; do rm $f; done",
-            "echo '{}' > ../.mandate/hooks.json",
-            "rm -rf ../.claude",
-            "sed -i s/deny/allow/ ../.claude/hooks/check.sh",
-            "cp evil.json ../.Mandate/hooks.json",
-            "echo '{}' > ../.mcp.json",
-            "cp evil.json ../.MCP.JSON",
-            "sed -i s/srv/evil/ ../.mcp*",
-            "cd .. && python3 -c pass > .mcp.json",
-        ] {
+        for line in REACHING {
             assert!(hit(line).is_some(), "{line}");
+        }
+    }
+
+    /// The policy's one-parse judgement refuses each of these as its two steps did, and finds
+    /// nothing to refuse in a safe line, even one that names the mandate.
+    #[test]
+    fn the_policy_finds_the_same_target_for_every_destructive_line_and_none_for_a_safe_one() {
+        let (_tmp, root) = workspace();
+        let cwd = root.join("src");
+        let policy = super::super::CommandPolicy::builtin();
+        for line in REACHING {
+            let (class, target) = policy.classify_in(line, &root, &cwd);
+            assert_eq!(
+                class.class,
+                super::super::CommandClass::Destructive,
+                "{line}"
+            );
+            assert_eq!(target, protected_target(line, &root, &cwd), "{line}");
+            assert!(target.is_some(), "{line}");
+        }
+        for line in [
+            "cat ../.orchestration/active_intents.yaml",
+            "ls -la ../notes",
+            "grep -rn INT- ../.orchestration",
+        ] {
+            let (class, target) = policy.classify_in(line, &root, &cwd);
+            assert_eq!(class.class, super::super::CommandClass::Safe, "{line}");
+            assert_eq!(target, None, "{line}");
         }
     }
 
