@@ -18,8 +18,9 @@ mod tests;
 mod words;
 mod wrappers;
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex::Regex;
 use serde::Deserialize;
@@ -98,7 +99,15 @@ pub struct CommandPolicy {
     protected_variables: Vec<Regex>,
     value_options: ValueOptions,
     confinement: ConfinementSettings,
+    /// Lines already judged (a task runs the same few lines again and again): a line's class
+    /// depends on the rules and the line alone. A changed policy file is a new policy, with
+    /// none.
+    seen: Arc<Mutex<HashMap<String, Classification>>>,
 }
+
+/// How many judged lines a policy keeps (emptied when full), and the longest kept.
+const SEEN_LINES: usize = 512;
+const SEEN_LINE_BYTES: usize = 4096;
 
 impl CommandPolicy {
     pub const FILE_NAME: &'static str = "command_policy.yaml";
@@ -115,6 +124,7 @@ impl CommandPolicy {
                     protected_variables: Vec::new(),
                     value_options: ValueOptions::default(),
                     confinement: ConfinementSettings::default(),
+                    seen: Arc::default(),
                 })
             })
             .clone()
@@ -178,6 +188,7 @@ impl CommandPolicy {
             safe,
             destructive,
             protected_variables,
+            seen: Arc::default(),
         };
         for example in &file.examples {
             let expected = match example.class {
@@ -227,20 +238,31 @@ impl CommandPolicy {
     }
 
     pub fn classify(&self, command_line: &str) -> Classification {
-        self.classified(parse::parse(command_line, 0).as_ref())
+        if let Some(seen) = self.seen(command_line) {
+            return seen;
+        }
+        self.judged(command_line, parse::parse(command_line, 0).as_ref())
     }
 
     /// The class of `command_line` and, when it is destructive, the first word that reaches a
     /// protected path run in `cwd` (see [`protected_target`]); the line is parsed once, and a
-    /// safe line is not searched (nothing would be refused for it).
+    /// safe line is not searched (nothing would be refused for it). The search is made for
+    /// every call: it follows the paths as they are now.
     pub fn classify_in(
         &self,
         command_line: &str,
         workspace_root: &Path,
         cwd: &Path,
     ) -> (Classification, Option<ProtectedTarget>) {
-        let parsed = parse::parse(command_line, 0);
-        let classification = self.classified(parsed.as_ref());
+        let (parsed, classification) = match self.seen(command_line) {
+            Some(seen) if seen.class == CommandClass::Safe => return (seen, None),
+            Some(seen) => (parse::parse(command_line, 0), seen),
+            None => {
+                let parsed = parse::parse(command_line, 0);
+                let judged = self.judged(command_line, parsed.as_ref());
+                (parsed, judged)
+            }
+        };
         let target = match (&parsed, classification.class) {
             (Ok(script), CommandClass::Destructive) => {
                 protected::in_script(script, workspace_root, cwd)
@@ -248,6 +270,28 @@ impl CommandPolicy {
             _ => None,
         };
         (classification, target)
+    }
+
+    fn seen(&self, command_line: &str) -> Option<Classification> {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(command_line).cloned()
+    }
+
+    /// Classifies a parsed line and keeps the result for the next time.
+    fn judged(
+        &self,
+        command_line: &str,
+        parsed: std::result::Result<&parse::Script, &parse::ParseError>,
+    ) -> Classification {
+        let classification = self.classified(parsed);
+        if command_line.len() <= SEEN_LINE_BYTES {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if seen.len() >= SEEN_LINES {
+                seen.clear();
+            }
+            seen.insert(command_line.to_string(), classification.clone());
+        }
+        classification
     }
 
     fn classified(

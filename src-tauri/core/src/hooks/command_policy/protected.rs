@@ -301,6 +301,25 @@ mod tests {
         }
     }
 
+    /// A line judged before is not judged again, but where it reaches is looked up each time:
+    /// a link made since the first judgement is followed.
+    #[test]
+    fn a_line_judged_before_is_searched_again_for_what_it_reaches_now() {
+        let (_tmp, root) = workspace();
+        let cwd = root.join("src");
+        let policy = super::super::CommandPolicy::builtin();
+        let line = "rm -rf ../later/agent_trace.jsonl";
+        let (first, target) = policy.classify_in(line, &root, &cwd);
+        assert_eq!(
+            (first.class, target),
+            (super::super::CommandClass::Destructive, None)
+        );
+        std::os::unix::fs::symlink(".orchestration", root.join("later")).expect("link");
+        let (again, target) = policy.classify_in(line, &root, &cwd);
+        assert_eq!(again, first);
+        assert_eq!(target.map(|t| t.name).as_deref(), Some(".orchestration"));
+    }
+
     #[test]
     fn other_paths_are_not_the_mandate() {
         for line in [

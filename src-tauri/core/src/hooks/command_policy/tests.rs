@@ -336,3 +336,33 @@ fn class_serializes_in_snake_case() {
         "destructive"
     );
 }
+
+/// Lines judged before give the same class as a policy that never saw them; the policy keeps
+/// a bounded number of them.
+#[test]
+fn lines_judged_again_are_judged_the_same_and_the_memory_of_them_is_bounded() {
+    let lines = [
+        "ls -la src",
+        "rm -rf target",
+        "git status && git diff",
+        "npm install left-pad",
+        "cat <<EOF > x\nhi\nEOF",
+        "echo $(rm -rf /)",
+        "unterminated 'quote",
+    ];
+    let policy = CommandPolicy::builtin();
+    for line in lines {
+        let first = policy.classify(line);
+        assert_eq!(policy.classify(line), first, "{line}");
+        let fresh = CommandPolicy::from_yaml(DEFAULT_POLICY, BUILTIN_PATH).expect("policy");
+        assert_eq!(fresh.classify(line), first, "{line}");
+    }
+    for n in 0..super::SEEN_LINES * 2 + 1 {
+        policy.classify(&format!("ls dir{n}"));
+    }
+    let kept = policy.seen.lock().expect("seen").len();
+    assert!((1..=super::SEEN_LINES).contains(&kept), "{kept}");
+    let long = format!("ls {}", "x".repeat(super::SEEN_LINE_BYTES));
+    assert_eq!(policy.classify(&long).class, CommandClass::Safe);
+    assert!(policy.seen(&long).is_none());
+}
