@@ -207,15 +207,6 @@ fn write_locked(
         return Err(WriteError::Refused(denial));
     }
     let new_hash = w.new.as_deref().map(sha256_hex);
-    // The images for undo are stored on another thread while this one makes the record and the
-    // disk works; the write waits for them before it returns.
-    let missing = |hash: &Option<String>| hash.as_deref().is_some_and(|h| !checkpoints.contains(h));
-    let images_stored = (missing(&current_hash) || missing(&new_hash)).then(|| {
-        let (checkpoints, rel) = (checkpoints.clone(), rel.clone());
-        let before = current_hash.clone().zip(current.clone());
-        let after = new_hash.clone().zip(w.new.clone());
-        crate::fsutil::Background::start(move || store_images(&checkpoints, &rel, [before, after]))
-    });
     let record_id = new_record_id();
     let file_name = w
         .path
@@ -236,6 +227,16 @@ fn write_locked(
     let head = ledger.head_state();
     let rev = head.commit.clone();
     let analysis = analysis.finish(&w);
+    // The images for undo are stored on another thread while the disk works on the entry, the
+    // bytes and the record (started once the analysis is done, so as not to slow it); the
+    // write waits for them before it returns.
+    let missing = |hash: &Option<String>| hash.as_deref().is_some_and(|h| !checkpoints.contains(h));
+    let images_stored = (missing(&current_hash) || missing(&new_hash)).then(|| {
+        let (checkpoints, rel) = (checkpoints.clone(), rel.clone());
+        let before = current_hash.clone().zip(current.clone());
+        let after = new_hash.clone().zip(w.new.clone());
+        crate::fsutil::Background::start(move || store_images(&checkpoints, &rel, [before, after]))
+    });
     let (record, ranges, computed) = prepare_record(&w, &images, rev, record_id, analysis);
     let entry = Entry {
         format: 1,
