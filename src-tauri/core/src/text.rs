@@ -96,9 +96,71 @@ pub fn head_and_tail(s: &str, head: usize, tail: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{h}\n[… {omitted} bytes omitted …]\n{t}"))
 }
 
+/// How many lines `s` has, as `str::lines` counts them (a last line may lack its `\n`).
+pub fn line_count(s: &str) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', s.as_bytes()).count();
+    newlines + usize::from(!s.is_empty() && !s.ends_with('\n'))
+}
+
+/// The line (1-based) of `new` that holds the first byte where it differs from `old`; its last
+/// line when it only lost lines at the end (1 when empty).
+pub fn first_changed_line(old: &[u8], new: &[u8]) -> usize {
+    let n = old.len().min(new.len());
+    let mut same = 0;
+    // Compared a block at a time (a memcmp each), then byte by byte in the block that differs.
+    while same + 64 <= n && old[same..same + 64] == new[same..same + 64] {
+        same += 64;
+    }
+    while same < n && old[same] == new[same] {
+        same += 1;
+    }
+    let before = memchr::memchr_iter(b'\n', &new[..same]).count();
+    let lines = memchr::memchr_iter(b'\n', new).count()
+        + usize::from(new.last().is_some_and(|&b| b != b'\n'));
+    (before + 1).min(lines.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_counted_and_the_first_changed_one_found_as_a_reader_counts_them() {
+        for s in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "a\r\nb\r\n", "é\n😀"] {
+            assert_eq!(line_count(s), s.lines().count(), "{s:?}");
+        }
+        // The line of the first differing byte, by a plain count, on many random pairs.
+        let reference = |old: &[u8], new: &[u8]| {
+            let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let before = new[..same].iter().filter(|&&b| b == b'\n').count();
+            let lines = line_count(std::str::from_utf8(new).expect("utf8"));
+            (before + 1).min(lines.max(1))
+        };
+        let mut seed = 7u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for _ in 0..2000 {
+            let len = next(300) as usize;
+            let old: Vec<u8> = (0..len).map(|_| b"ab\n"[next(3) as usize]).collect();
+            let mut new = old.clone();
+            match next(4) {
+                0 if !new.is_empty() => {
+                    let at = next(new.len() as u64) as usize;
+                    new[at] = b'x';
+                }
+                1 => new.truncate(next(len as u64 + 1) as usize),
+                2 => new.extend_from_slice(b"\nmore"),
+                _ => {}
+            }
+            assert_eq!(first_changed_line(&old, &new), reference(&old, &new));
+        }
+        assert_eq!(first_changed_line(b"a\nb\nc\n", b"a\nb\nC\n"), 3);
+        assert_eq!(first_changed_line(b"a\nb\nc\n", b"a\n"), 1);
+        assert_eq!(first_changed_line(b"", b""), 1);
+        assert_eq!(first_changed_line(b"same\n", b"same\n"), 1);
+    }
 
     #[test]
     fn cuts_never_split_a_character() {

@@ -266,6 +266,13 @@ async fn plan_and_check(
             tool.kind(),
             &planned.action,
         );
+        // A write that may go ahead has its diff and classification started now, on another
+        // thread, while it waits for the person's hooks, the approval and its turn.
+        if let (Action::Write(w), Decision::Allow | Decision::Ask(_)) = (&planned.action, &decision)
+        {
+            gov.journal
+                .foresee(&w.path.rel, w.old.as_deref(), w.new_content.as_bytes());
+        }
         Ok((planned, decision, intents))
     })
     .await
@@ -395,7 +402,7 @@ impl<'a> Card<'a> {
             Action::Read { path } => (Some(path.rel.clone()), None),
             Action::Write(w) => (
                 Some(w.path.rel.clone()),
-                Some(first_changed_line(&w.old_text(), &w.new_content)),
+                Some(first_changed_line(w)),
             ),
             _ => (None, None),
         };
@@ -493,14 +500,9 @@ fn changed_paths(path: Option<&str>, consequences: &[crate::tools::Consequence])
     paths
 }
 
-/// The 1-based line of `new` where it first differs from `old` (where an editor should open).
-fn first_changed_line(old: &str, new: &str) -> u32 {
-    let same = old
-        .lines()
-        .zip(new.lines())
-        .take_while(|(a, b)| a == b)
-        .count();
-    // Lines removed at the end: the last line there is.
-    let line = (same + 1).min(new.lines().count().max(1));
+/// Where the card of a write points: the first line it changes.
+fn first_changed_line(w: &crate::hooks::WriteAction) -> u32 {
+    let old = w.old.as_deref().unwrap_or_default();
+    let line = crate::text::first_changed_line(old, w.new_content.as_bytes());
     u32::try_from(line).unwrap_or(u32::MAX)
 }

@@ -1,10 +1,13 @@
 //! What a write changes, line by line: the mutation class, the changed ranges with their
-//! content hashes, and the unified diff the record keeps. Worked out from the bytes alone, so
-//! for a large file it runs on another thread while the write takes its lock, reads the file
-//! and stages the new bytes; the write uses it only once the file is known to hold the bytes
-//! it was computed from.
+//! content hashes, the unified diff the record keeps, and the hashes of both versions. Worked
+//! out from the bytes alone, so for a large file it runs on another thread while the write
+//! takes its lock, reads the file and stages the new bytes; the write uses it only once the
+//! file is known to hold the bytes it was computed from.
 
-use crate::fsutil::Background;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use crate::fsutil::{sha256_hex, Background};
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{hashed_ranges, HashedRange};
 
@@ -21,6 +24,9 @@ pub(super) struct Analysis {
     /// The ranges the record claims, with their content hashes.
     pub hashed: Vec<HashedRange>,
     pub unified: String,
+    /// SHA-256 of the old bytes (None: a new file) and of the new ones (None: a removal).
+    pub base_hash: Option<String>,
+    pub new_hash: Option<String>,
 }
 
 /// The analysis of `base` → `new` at `rel`.
@@ -44,6 +50,58 @@ pub(super) fn analyze(
         ranges: changes.ranges,
         hashed,
         unified: changes.unified,
+        base_hash: base.map(sha256_hex),
+        new_hash: new.map(sha256_hex),
+    }
+}
+
+/// Analyses started when a write was planned, before its approval and its turn at the journal;
+/// a write uses one only when its path and both its old and new bytes are those the analysis
+/// was started on. The last few are kept (a write refused after it was planned leaves one).
+#[derive(Default)]
+pub(crate) struct Foreseen(Mutex<VecDeque<Foresight>>);
+
+struct Foresight {
+    rel: String,
+    base: Option<Arc<[u8]>>,
+    new: Arc<[u8]>,
+    running: Background<Analysis>,
+}
+
+/// How many foreseen analyses are kept.
+const FORESEEN: usize = 4;
+
+impl Foreseen {
+    /// Starts the analysis of a planned write of `new` over `base` at `rel` (one that claims its
+    /// lines) when it is large enough to gain.
+    pub(crate) fn start(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) {
+        if base.map_or(0, <[u8]>::len) + new.len() < IN_BACKGROUND_FROM {
+            return;
+        }
+        let (base, new): (Option<Arc<[u8]>>, Arc<[u8]>) = (base.map(Arc::from), Arc::from(new));
+        let (b, n, r) = (base.clone(), new.clone(), rel.to_string());
+        let running = Background::start(move || analyze(b.as_deref(), Some(&n), &r, true));
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|f| f.rel != rel);
+        if kept.len() == FORESEEN {
+            kept.pop_front();
+        }
+        kept.push_back(Foresight {
+            rel: rel.to_string(),
+            base,
+            new,
+            running,
+        });
+    }
+
+    /// The analysis started for exactly `w`, if any.
+    fn take(&self, w: &FileWrite) -> Option<Background<Analysis>> {
+        let new = w.new.as_deref().filter(|_| w.claim_lines)?;
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let at = kept.iter().position(|f| {
+            f.rel == w.path.rel && *f.new == *new && f.base.as_deref() == w.base.as_deref()
+        })?;
+        kept.remove(at).map(|f| f.running)
     }
 }
 
@@ -51,8 +109,12 @@ pub(super) fn analyze(
 pub(super) struct Analyzing(Option<Background<Analysis>>);
 
 impl Analyzing {
-    /// Starts the analysis of `w` on another thread when the write is large enough to gain.
-    pub(super) fn start(w: &FileWrite) -> Self {
+    /// The analysis of `w` foreseen when it was planned, or started now on another thread when
+    /// the write is large enough to gain.
+    pub(super) fn start(w: &FileWrite, foreseen: &Foreseen) -> Self {
+        if let Some(running) = foreseen.take(w) {
+            return Self(Some(running));
+        }
         let size = w.base.as_ref().map_or(0, Vec::len) + w.new.as_ref().map_or(0, Vec::len);
         if size < IN_BACKGROUND_FROM {
             return Self(None);
@@ -185,9 +247,9 @@ mod tests {
         ] {
             let w = write(&ws, &base, &new);
             let here = analyze(w.base.as_deref(), w.new.as_deref(), "src/big.rs", true);
-            let apart = Analyzing::start(&w).finish(&w);
+            let apart = Analyzing::start(&w, &Foreseen::default()).finish(&w);
             let on_runtime =
-                crate::journal::tests::rt().block_on(async { Analyzing::start(&w).finish(&w) });
+                crate::journal::tests::rt().block_on(async { Analyzing::start(&w, &Foreseen::default()).finish(&w) });
             for other in [apart, on_runtime] {
                 assert_eq!(other.ranges, here.ranges);
                 assert_eq!(other.hashed, here.hashed);
@@ -195,5 +257,62 @@ mod tests {
                 assert_eq!(other.unified, here.unified);
             }
         }
+    }
+
+    #[test]
+    fn an_analysis_foreseen_when_planned_is_not_used_when_the_person_edited_the_change() {
+        // The model's change was planned, then edited in the approval card: the record says
+        // what was written, not what was planned.
+        let (_tmp, ws, ledger, journal) = fixture();
+        let base = text(64, &[]);
+        let (planned, edited) = (text(64, &[3]), text(64, &[3, 1500]));
+        std::fs::write(ws.root().join("src/big.rs"), &base).expect("write");
+        journal.foresee("src/big.rs", Some(base.as_bytes()), planned.as_bytes());
+        let w = write(&ws, &base, &edited);
+        let here = analyze(w.base.as_deref(), w.new.as_deref(), "src/big.rs", true);
+        assert_eq!(here.ranges, [(4, 4), (1501, 1501)]);
+        let written = crate::journal::tests::rt()
+            .block_on(journal.write(ledger, w, |_| None))
+            .expect("write");
+        assert_eq!(written.ranges, here.ranges);
+        assert_eq!(written.new_hash, here.new_hash);
+        let ranges = written.record["files"][0]["conversations"][0]["ranges"]
+            .as_array()
+            .expect("ranges")
+            .clone();
+        let recorded: Vec<&str> = ranges
+            .iter()
+            .map(|r| r["content_hash"].as_str().expect("hash"))
+            .collect();
+        let expected: Vec<&str> = here.hashed.iter().map(|h| h.content_hash.as_str()).collect();
+        assert_eq!(recorded, expected);
+    }
+
+    #[test]
+    fn a_foreseen_analysis_is_taken_once_by_the_write_of_its_exact_bytes_and_few_are_kept() {
+        let (_tmp, ws, _ledger, _journal) = fixture();
+        let foreseen = Foreseen::default();
+        let (base, new) = (text(8, &[]), text(8, &[1]));
+        foreseen.start("src/big.rs", Some(base.as_bytes()), new.as_bytes());
+        // The file as planned was other bytes, or the write claims no lines (an undo).
+        assert!(foreseen.take(&write(&ws, &text(8, &[2]), &new)).is_none());
+        let mut undo = write(&ws, &base, &new);
+        undo.claim_lines = false;
+        assert!(foreseen.take(&undo).is_none());
+        let exact = write(&ws, &base, &new);
+        let running = foreseen.take(&exact).expect("foreseen");
+        let here = analyze(exact.base.as_deref(), exact.new.as_deref(), "src/big.rs", true);
+        let ran = running.wait().expect("ran");
+        assert_eq!((ran.ranges, ran.hashed), (here.ranges, here.hashed));
+        assert_eq!((ran.base_hash, ran.new_hash), (here.base_hash, here.new_hash));
+        assert!(foreseen.take(&exact).is_none(), "taken once");
+        // Planned writes that never came are not all kept, and small ones are not foreseen.
+        for n in 0..10 {
+            foreseen.start(&format!("src/{n}.rs"), Some(base.as_bytes()), new.as_bytes());
+        }
+        foreseen.start("src/small.rs", Some(b"a\n"), b"b\n");
+        let kept = foreseen.0.lock().expect("lock");
+        assert_eq!(kept.len(), FORESEEN);
+        assert!(kept.iter().all(|f| f.rel != "src/small.rs"));
     }
 }

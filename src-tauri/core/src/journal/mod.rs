@@ -1,10 +1,11 @@
 //! Governed writes as one atomic step across processes, and the ledger and the files kept in
 //! agreement through crashes and full disks.
 //!
-//! A write, start to end: start the diff and classification of a large change on another
-//! thread (see `analysis`); take the path's lock (in-process, then across processes); check that
-//! the file still holds what the change was planned on; write the new bytes (an unnamed file
-//! beside the target: see `staged`) and sync them on another thread; meanwhile build the ledger
+//! A write, start to end: the diff, classification and hashes of a large change run on another
+//! thread, started when the change was planned ([`Journal::foresee`]) or now (see `analysis`);
+//! take the path's lock (in-process, then across processes); check that the file still holds
+//! what the change was planned on; write the new bytes (an unnamed file beside the target: see
+//! `staged`) and sync them, on another thread; meanwhile build the ledger
 //! record from the analysis, write a journal entry (in a slot file of
 //! [`Ledger::journal_dir`], in the data directory, written in place: see `slots`; the path,
 //! both hashes, the temporary file, the prepared record) and start it towards the disk; while
@@ -40,14 +41,13 @@ pub use lock::{lock_path, try_lock_path, FileLock, PathLocks, LOCK_DIR};
 pub use recover::{recover, Recovered};
 
 use crate::checkpoint::CheckpointStore;
-use crate::fsutil::sha256_hex;
 use crate::hooks::Denial;
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{
     build_record_with_id, new_record_id, FileChange, Ledger, TraceEntry,
 };
 use crate::workspace::ResolvedPath;
-use analysis::{Analysis, Analyzing};
+use analysis::{Analysis, Analyzing, Foreseen};
 use staged::Staged;
 
 /// Where the journal once lay, in the workspace. Entries found there are not acted on: anyone
@@ -56,7 +56,7 @@ pub const WORKSPACE_JOURNAL_DIR: &str = crate::orchestration_file!(".journal");
 
 /// One interrupted-or-not governed write, as kept on disk until its record is in the ledger.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Entry {
+pub(crate) struct Entry<R = Value> {
     pub format: u32,
     /// Workspace-relative path.
     pub path: String,
@@ -66,8 +66,8 @@ pub(crate) struct Entry {
     pub after: Option<String>,
     /// The temporary file beside the target (its name only).
     pub temp: String,
-    /// The record, ready for the ledger but for `prev` and `digest`.
-    pub record: Value,
+    /// The record, ready for the ledger but for `prev` and `digest` (borrowed when written).
+    pub record: R,
 }
 
 /// A write the hooks and the person allowed.
@@ -134,6 +134,7 @@ pub struct Journal {
     locks: PathLocks,
     slots: Arc<slots::Slots>,
     pub checkpoints: Arc<CheckpointStore>,
+    foreseen: Arc<Foreseen>,
 }
 
 impl Journal {
@@ -143,7 +144,14 @@ impl Journal {
             locks: PathLocks::default(),
             slots: Arc::default(),
             checkpoints,
+            foreseen: Arc::default(),
         }
+    }
+
+    /// Starts the analysis of a planned write of `new` over `base` at `rel` now, so that the
+    /// write (if allowed, and if its bytes stay these) finds it done.
+    pub fn foresee(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) {
+        self.foreseen.start(rel, base, new);
     }
 
     /// Writes `w` as one step (see the module doc). `check` is the caller's last word on the
@@ -154,14 +162,15 @@ impl Journal {
         w: FileWrite,
         check: impl FnOnce(Option<&str>) -> Option<Denial> + Send + 'static,
     ) -> Result<Written, WriteError> {
-        let in_process = self.locks.lock_for(&w.path.rel);
+    let in_process = self.locks.lock_for(&w.path.rel);
         let _guard = in_process.lock().await;
         let root = self.root.clone();
         let checkpoints = self.checkpoints.clone();
-        let slots = self.slots.clone();
+        let (slots, foreseen) = (self.slots.clone(), self.foreseen.clone());
         let path = w.path.rel.clone();
         crate::fsutil::blocking(move || {
-            write_locked(&root, &ledger, &checkpoints, &slots, w, check)
+            let analysis = Analyzing::start(&w, &foreseen);
+            write_locked(&root, &ledger, &checkpoints, &slots, w, analysis, check)
         })
         .await
         .unwrap_or_else(|e| {
@@ -186,11 +195,12 @@ fn write_locked(
     checkpoints: &Arc<CheckpointStore>,
     slots: &slots::Slots,
     w: FileWrite,
+    analysis: Analyzing,
     check: impl FnOnce(Option<&str>) -> Option<Denial>,
 ) -> Result<Written, WriteError> {
-    // The diff and classification depend only on the bytes: worked out on another thread
-    // while the lock is taken and the bytes staged, used once the file proves to hold `base`.
-    let analysis = Analyzing::start(&w);
+    // The diff, the classification and the hashes depend only on the bytes: worked out on
+    // another thread (from when the write was planned, or from now) while the lock is taken
+    // and the bytes staged, used once the file proves to hold `base`.
     let rel = w.path.rel.clone();
     let io = io_error(&rel);
     let _lock = lock_path(root, &rel).map_err(&io)?;
@@ -202,11 +212,6 @@ fn write_locked(
     if current != w.base {
         return Err(WriteError::Moved { path: rel.clone() });
     }
-    let current_hash = current.as_deref().map(sha256_hex);
-    if let Some(denial) = check(current_hash.as_deref()) {
-        return Err(WriteError::Refused(denial));
-    }
-    let new_hash = w.new.as_deref().map(sha256_hex);
     let record_id = new_record_id();
     let file_name = w
         .path
@@ -215,18 +220,23 @@ fn write_locked(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
     let temp = format!(".{file_name}.mandate-{record_id}.tmp");
-    // The new bytes go to disk (on another thread) while the record and the journal entry are
-    // made: the rename needs both on disk.
-    let staged = Staged::write(&w, &temp, current_mode).map(|s| s.map(Staged::sync));
+    // The new bytes are written and synced on another thread while the record and the journal
+    // entry are made: the rename needs both on disk. (Dropped, what was written goes.)
+    let staged = Staged::start(&w, &temp, current_mode);
+    let head = ledger.head_state();
+    let rev = head.commit.clone();
+    let analysis = analysis.finish(&w);
+    // The hashes of the bytes the file holds (it holds `base`) and of the new ones.
+    let (current_hash, new_hash) = (analysis.base_hash.clone(), analysis.new_hash.clone());
+    if let Some(denial) = check(current_hash.as_deref()) {
+        return Err(WriteError::Refused(denial));
+    }
     let images = Images {
         before: current_hash.as_deref(),
         after: new_hash.as_deref(),
         before_mode: current_mode,
         after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
     };
-    let head = ledger.head_state();
-    let rev = head.commit.clone();
-    let analysis = analysis.finish(&w);
     // The images for undo are stored on another thread while the disk works on the entry, the
     // bytes and the record (started once the analysis is done, so as not to slow it); the
     // write waits for them before it returns.
@@ -244,20 +254,14 @@ fn write_locked(
         before: current_hash.clone(),
         after: new_hash.clone(),
         temp,
-        record: record.clone(),
+        record: &record,
     };
-    let finish_staged = |staged: io::Result<Option<staged::Syncing>>| {
-        staged.and_then(|s| s.map(staged::Syncing::finish).transpose())
-    };
+    let finish_staged =
+        |staged: Option<staged::Syncing>| staged.map(staged::Syncing::finish).transpose();
     let dir = ledger.journal_dir();
     let slot = match slots.take(&dir) {
         Ok(slot) => slot,
-        Err(e) => {
-            if let Ok(Some(temp)) = finish_staged(staged) {
-                let _ = fs::remove_file(temp);
-            }
-            return Err(io(e));
-        }
+        Err(e) => return Err(io(e)),
     };
     let done = |slot: slots::Slot| {
         // A slot that cannot be marked free is not used again (recovery will find its
@@ -271,7 +275,7 @@ fn write_locked(
     // the images for undo are stored while the disk works, then the entry and the new bytes
     // are waited for.
     let slot_written = slot.write(&bytes);
-    let prepared = ledger.prepare_append_at(record.clone(), Some(head));
+    let prepared = ledger.prepare_append_at(record, Some(head));
     let persisted = slot_written.and_then(|()| slot.sync());
     let staged = finish_staged(staged);
     let prepared = match prepared {
@@ -309,15 +313,18 @@ fn write_locked(
         // disks): closed on another thread, that does not hold up the write.
         crate::fsutil::in_background(move || drop(replaced));
     }
-    if let Err(e) = prepared.commit() {
-        let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
-        done(slot);
-        return Err(WriteError::Ledger {
-            path: rel.clone(),
-            message: e.to_string(),
-            rolled_back,
-        });
-    }
+    let record = match prepared.commit() {
+        Ok(sealed) => sealed,
+        Err(e) => {
+            let rolled_back = put_back(&w.path.abs, current.as_deref(), current_mode).is_ok();
+            done(slot);
+            return Err(WriteError::Ledger {
+                path: rel.clone(),
+                message: e.to_string(),
+                rolled_back,
+            });
+        }
+    };
     done(slot);
     if images_stored.is_some_and(|job| job.wait().is_err()) {
         tracing::warn!(path = %rel, "checkpoint images not stored; this change cannot be undone");
@@ -447,6 +454,7 @@ fn prepare_record(
         ranges: changed,
         hashed: ranges,
         unified,
+        ..
     } = analysis;
     let mut entry = w.entry.clone();
     if entry.mutation_computed.is_none() {

@@ -1,6 +1,6 @@
-//! The new bytes of a governed write, beside the target: written unnamed (`O_TMPFILE`), synced
-//! on another thread while the write prepares its record and journal entry, then named so the
-//! rename can put them in place.
+//! The new bytes of a governed write, beside the target: written unnamed (`O_TMPFILE`) and
+//! synced on another thread while the write prepares its record and journal entry, then named
+//! so the rename can put them in place.
 
 use std::fs;
 use std::io::{self, Write};
@@ -13,27 +13,52 @@ use crate::fsutil::Background;
 /// The new bytes of a write, written beside the target and not yet known to be on disk.
 pub(super) struct Staged {
     file: fs::File,
-    temp: PathBuf,
     /// Written unnamed (`O_TMPFILE`): named `temp` once synced.
     unnamed: bool,
 }
 
 impl Staged {
-    /// Writes the new bytes to a file beside the target (None for a removal).
-    pub(super) fn write(
+    /// Writes the new bytes and syncs them on another thread, started at once, so that the
+    /// write goes on with its record and journal entry meanwhile; None for a removal.
+    /// [`Syncing::finish`] waits for them and names them `temp_name` beside the target.
+    pub(super) fn start(
         w: &FileWrite,
         temp_name: &str,
         current_mode: Option<u32>,
-    ) -> io::Result<Option<Self>> {
-        let Some(new) = &w.new else {
-            return Ok(None);
-        };
-        let dir = w.path.abs.parent().unwrap_or(Path::new("."));
-        if current_mode.is_none() {
+    ) -> Option<Syncing> {
+        let new = w.new.clone()?;
+        let dir = w.path.abs.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let temp = dir.join(temp_name);
+        let mode = current_mode.or(w.mode);
+        let (at, creates) = (temp.clone(), current_mode.is_none());
+        let synced = Background::start(move || {
+            let staged = Staged::write(&dir, &at, &new, mode, creates)?;
+            match staged.file.sync_all() {
+                Ok(()) => Ok((staged.file, staged.unnamed)),
+                Err(e) => {
+                    discard(staged.unnamed, &at);
+                    Err(e)
+                }
+            }
+        });
+        Some(Syncing {
+            synced: Some(synced),
+            temp,
+        })
+    }
+
+    /// Writes `new` to a file in `dir` (named `temp` when it cannot be unnamed), with `mode`.
+    fn write(
+        dir: &Path,
+        temp: &Path,
+        new: &[u8],
+        mode: Option<u32>,
+        creates: bool,
+    ) -> io::Result<Self> {
+        if creates {
             // A new file, maybe in a new directory (a replaced file's directory exists).
             fs::create_dir_all(dir)?;
         }
-        let temp = dir.join(temp_name);
         // Written and synced unnamed, then named: a new name synced with its file costs a
         // synchronous write of the directory on some filesystems.
         // (An unnamed file is named through /proc; without it, a named temporary file.)
@@ -52,20 +77,18 @@ impl Staged {
         let staged = match unnamed {
             Ok(file) => Staged {
                 file,
-                temp,
                 unnamed: true,
             },
             Err(_) => Staged {
                 file: fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
-                    .open(&temp)?,
-                temp,
+                    .open(temp)?,
                 unnamed: false,
             },
         };
         let written = (|| {
-            if let Some(mode) = current_mode.or(w.mode) {
+            if let Some(mode) = mode {
                 staged
                     .file
                     .set_permissions(fs::Permissions::from_mode(mode))?;
@@ -73,53 +96,41 @@ impl Staged {
             (&staged.file).write_all(new)
         })();
         match written {
-            Ok(()) => Ok(Some(staged)),
+            Ok(()) => Ok(staged),
             Err(e) => {
-                discard(staged.unnamed, &staged.temp);
+                discard(staged.unnamed, temp);
                 Err(e)
             }
         }
     }
-
-    /// Starts syncing the bytes on another thread; [`Syncing::finish`] waits for it.
-    pub(super) fn sync(self) -> Syncing {
-        let Staged {
-            file,
-            temp,
-            unnamed,
-        } = self;
-        Syncing {
-            synced: Background::start(move || file.sync_all().map(|()| file)),
-            temp,
-            unnamed,
-        }
-    }
 }
 
-/// Staged bytes on their way to the disk.
+/// Staged bytes on their way to the disk: the file and whether it is unnamed, once synced
+/// (a failure has removed what it wrote). Dropped unfinished (the write stopped), what was
+/// written is removed.
 pub(super) struct Syncing {
-    synced: Background<io::Result<fs::File>>,
+    synced: Option<Background<io::Result<(fs::File, bool)>>>,
     temp: PathBuf,
-    unnamed: bool,
 }
 
 impl Syncing {
     /// Waits until the bytes are on disk and names them; returns the temporary file's path.
-    pub(super) fn finish(self) -> io::Result<PathBuf> {
-        let named = self.synced.wait().and_then(|synced| {
-            let file = synced?;
-            if self.unnamed {
-                crate::fsutil::link_unnamed(&file, &self.temp)
-            } else {
-                Ok(())
-            }
-        });
-        match named {
-            Ok(()) => Ok(self.temp),
-            Err(e) => {
-                discard(self.unnamed, &self.temp);
-                Err(e)
-            }
+    pub(super) fn finish(mut self) -> io::Result<PathBuf> {
+        let synced = self.synced.take().map(Background::wait);
+        let (file, unnamed) = synced
+            .unwrap_or_else(|| Err(io::Error::other("the staged bytes were waited for twice")))
+            .and_then(|synced| synced)?;
+        if unnamed {
+            crate::fsutil::link_unnamed(&file, &self.temp)?;
+        }
+        Ok(std::mem::take(&mut self.temp))
+    }
+}
+
+impl Drop for Syncing {
+    fn drop(&mut self) {
+        if let Some(Ok(Ok((_, unnamed)))) = self.synced.take().map(Background::wait) {
+            discard(unnamed, &self.temp);
         }
     }
 }

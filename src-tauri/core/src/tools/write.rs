@@ -53,7 +53,7 @@ pub(super) async fn apply(action: Action, cx: &RunCx<'_>) -> Result<ToolOutput, 
         cx.task.record_read(&rel, hash.clone());
     }
     cx.gov.code_index.touched(&rel);
-    let mut summary = format!("wrote {} lines", w.new_content.lines().count());
+    let mut summary = format!("wrote {} lines", crate::text::line_count(&w.new_content));
     let mut content = report(&w, &intent_id, &written, cx);
     if let Some((n, said)) = syntax_check(&w).await {
         summary.push_str(&format!(
@@ -136,7 +136,7 @@ fn report(
     let mut content = format!(
         "Wrote {} ({} lines; changed lines: {}). Recorded in the trace ledger under {intent_id} as {computed}.",
         w.path.rel,
-        w.new_content.lines().count(),
+        crate::text::line_count(&w.new_content),
         if ranges.is_empty() { "none (lines removed only)".into() } else { ranges.join(", ") },
     );
     if *computed != w.mutation_class {
