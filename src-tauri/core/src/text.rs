@@ -126,7 +126,16 @@ mod tests {
 
     #[test]
     fn lines_are_counted_and_the_first_changed_one_found_as_a_reader_counts_them() {
-        for s in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "a\r\nb\r\n", "é\n😀"] {
+        for s in [
+            "",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\nb\n",
+            "\n\n",
+            "a\r\nb\r\n",
+            "é\n😀",
+        ] {
             assert_eq!(line_count(s), s.lines().count(), "{s:?}");
         }
         // The line of the first differing byte, by a plain count, on many random pairs.
@@ -138,7 +147,9 @@ mod tests {
         };
         let mut seed = 7u64;
         let mut next = |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) % m
         };
         for _ in 0..2000 {

@@ -400,10 +400,7 @@ impl<'a> Card<'a> {
             .into_owned();
         (self.view.path, self.view.line) = match &planned.action {
             Action::Read { path } => (Some(path.rel.clone()), None),
-            Action::Write(w) => (
-                Some(w.path.rel.clone()),
-                Some(first_changed_line(w)),
-            ),
+            Action::Write(w) => (Some(w.path.rel.clone()), Some(first_changed_line(w))),
             _ => (None, None),
         };
         // Said on every card of such a call, from its start: what runs is not confined.

@@ -248,8 +248,8 @@ mod tests {
             let w = write(&ws, &base, &new);
             let here = analyze(w.base.as_deref(), w.new.as_deref(), "src/big.rs", true);
             let apart = Analyzing::start(&w, &Foreseen::default()).finish(&w);
-            let on_runtime =
-                crate::journal::tests::rt().block_on(async { Analyzing::start(&w, &Foreseen::default()).finish(&w) });
+            let on_runtime = crate::journal::tests::rt()
+                .block_on(async { Analyzing::start(&w, &Foreseen::default()).finish(&w) });
             for other in [apart, on_runtime] {
                 assert_eq!(other.ranges, here.ranges);
                 assert_eq!(other.hashed, here.hashed);
@@ -284,7 +284,11 @@ mod tests {
             .iter()
             .map(|r| r["content_hash"].as_str().expect("hash"))
             .collect();
-        let expected: Vec<&str> = here.hashed.iter().map(|h| h.content_hash.as_str()).collect();
+        let expected: Vec<&str> = here
+            .hashed
+            .iter()
+            .map(|h| h.content_hash.as_str())
+            .collect();
         assert_eq!(recorded, expected);
     }
 
@@ -301,14 +305,26 @@ mod tests {
         assert!(foreseen.take(&undo).is_none());
         let exact = write(&ws, &base, &new);
         let running = foreseen.take(&exact).expect("foreseen");
-        let here = analyze(exact.base.as_deref(), exact.new.as_deref(), "src/big.rs", true);
+        let here = analyze(
+            exact.base.as_deref(),
+            exact.new.as_deref(),
+            "src/big.rs",
+            true,
+        );
         let ran = running.wait().expect("ran");
         assert_eq!((ran.ranges, ran.hashed), (here.ranges, here.hashed));
-        assert_eq!((ran.base_hash, ran.new_hash), (here.base_hash, here.new_hash));
+        assert_eq!(
+            (ran.base_hash, ran.new_hash),
+            (here.base_hash, here.new_hash)
+        );
         assert!(foreseen.take(&exact).is_none(), "taken once");
         // Planned writes that never came are not all kept, and small ones are not foreseen.
         for n in 0..10 {
-            foreseen.start(&format!("src/{n}.rs"), Some(base.as_bytes()), new.as_bytes());
+            foreseen.start(
+                &format!("src/{n}.rs"),
+                Some(base.as_bytes()),
+                new.as_bytes(),
+            );
         }
         foreseen.start("src/small.rs", Some(b"a\n"), b"b\n");
         let kept = foreseen.0.lock().expect("lock");

@@ -162,7 +162,7 @@ impl Journal {
         w: FileWrite,
         check: impl FnOnce(Option<&str>) -> Option<Denial> + Send + 'static,
     ) -> Result<Written, WriteError> {
-    let in_process = self.locks.lock_for(&w.path.rel);
+        let in_process = self.locks.lock_for(&w.path.rel);
         let _guard = in_process.lock().await;
         let root = self.root.clone();
         let checkpoints = self.checkpoints.clone();
