@@ -271,7 +271,7 @@ async fn plan_and_check(
         if let (Action::Write(w), Decision::Allow | Decision::Ask(_)) = (&planned.action, &decision)
         {
             gov.journal
-                .foresee(&w.path.rel, w.old.as_deref(), w.new_content.as_bytes());
+                .foresee(&w.path.rel, w.old.as_deref(), &w.new_content);
         }
         Ok((planned, decision, intents))
     })

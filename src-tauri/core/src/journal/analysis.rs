@@ -1,13 +1,14 @@
 //! What a write changes, line by line: the mutation class, the changed ranges with their
-//! content hashes, the unified diff the record keeps, and the hashes of both versions. Worked
-//! out from the bytes alone, so for a large file it runs on another thread while the write
-//! takes its lock, reads the file and stages the new bytes; the write uses it only once the
-//! file is known to hold the bytes it was computed from.
+//! content hashes, and the unified diff the record keeps. Worked out from the bytes alone, so
+//! for a large file it runs on another thread (from when the write was planned, see
+//! [`Foreseen`], or from when it reaches the journal) while the write takes its lock, reads the
+//! file and stages the new bytes; the write uses it only once the file is known to hold the
+//! bytes it was computed from.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use crate::fsutil::{sha256_hex, Background};
+use crate::fsutil::Background;
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{hashed_ranges, HashedRange};
 
@@ -24,9 +25,6 @@ pub(super) struct Analysis {
     /// The ranges the record claims, with their content hashes.
     pub hashed: Vec<HashedRange>,
     pub unified: String,
-    /// SHA-256 of the old bytes (None: a new file) and of the new ones (None: a removal).
-    pub base_hash: Option<String>,
-    pub new_hash: Option<String>,
 }
 
 /// The analysis of `base` → `new` at `rel`.
@@ -36,12 +34,17 @@ pub(super) fn analyze(
     rel: &str,
     claim_lines: bool,
 ) -> Analysis {
-    let old_text = base.map(String::from_utf8_lossy);
     let new_text = new.map(String::from_utf8_lossy).unwrap_or_default();
-    let computed = crate::mutation::classify(old_text.as_deref(), &new_text);
-    let changes = crate::diff::analyze(old_text.as_deref().unwrap_or(""), &new_text, rel);
+    analyze_text(base, &new_text, rel, claim_lines)
+}
+
+/// [`analyze`] of new bytes known to be text (a removal: empty).
+fn analyze_text(base: Option<&[u8]>, new_text: &str, rel: &str, claim_lines: bool) -> Analysis {
+    let old_text = base.map(String::from_utf8_lossy);
+    let computed = crate::mutation::classify(old_text.as_deref(), new_text);
+    let changes = crate::diff::analyze(old_text.as_deref().unwrap_or(""), new_text, rel);
     let hashed = if claim_lines {
-        hashed_ranges(&changes.ranges, &new_text)
+        hashed_ranges(&changes.ranges, new_text)
     } else {
         Vec::new()
     };
@@ -50,8 +53,6 @@ pub(super) fn analyze(
         ranges: changes.ranges,
         hashed,
         unified: changes.unified,
-        base_hash: base.map(sha256_hex),
-        new_hash: new.map(sha256_hex),
     }
 }
 
@@ -64,23 +65,28 @@ pub(crate) struct Foreseen(Mutex<VecDeque<Foresight>>);
 struct Foresight {
     rel: String,
     base: Option<Arc<[u8]>>,
-    new: Arc<[u8]>,
+    new: Arc<str>,
     running: Background<Analysis>,
 }
 
 /// How many foreseen analyses are kept.
 const FORESEEN: usize = 4;
 
+/// Larger writes (old and new together) are not foreseen: the copies they keep would cost more
+/// memory than their analysis saves time.
+const FORESEEN_UP_TO: usize = 8 << 20;
+
 impl Foreseen {
     /// Starts the analysis of a planned write of `new` over `base` at `rel` (one that claims its
     /// lines) when it is large enough to gain.
-    pub(crate) fn start(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) {
-        if base.map_or(0, <[u8]>::len) + new.len() < IN_BACKGROUND_FROM {
+    pub(crate) fn start(&self, rel: &str, base: Option<&[u8]>, new: &str) {
+        let size = base.map_or(0, <[u8]>::len) + new.len();
+        if !(IN_BACKGROUND_FROM..=FORESEEN_UP_TO).contains(&size) {
             return;
         }
-        let (base, new): (Option<Arc<[u8]>>, Arc<[u8]>) = (base.map(Arc::from), Arc::from(new));
+        let (base, new): (Option<Arc<[u8]>>, Arc<str>) = (base.map(Arc::from), Arc::from(new));
         let (b, n, r) = (base.clone(), new.clone(), rel.to_string());
-        let running = Background::start(move || analyze(b.as_deref(), Some(&n), &r, true));
+        let running = Background::start(move || analyze_text(b.as_deref(), &n, &r, true));
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         kept.retain(|f| f.rel != rel);
         if kept.len() == FORESEEN {
@@ -99,7 +105,7 @@ impl Foreseen {
         let new = w.new.as_deref().filter(|_| w.claim_lines)?;
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let at = kept.iter().position(|f| {
-            f.rel == w.path.rel && *f.new == *new && f.base.as_deref() == w.base.as_deref()
+            f.rel == w.path.rel && f.new.as_bytes() == new && f.base.as_deref() == w.base.as_deref()
         })?;
         kept.remove(at).map(|f| f.running)
     }
@@ -267,7 +273,7 @@ mod tests {
         let base = text(64, &[]);
         let (planned, edited) = (text(64, &[3]), text(64, &[3, 1500]));
         std::fs::write(ws.root().join("src/big.rs"), &base).expect("write");
-        journal.foresee("src/big.rs", Some(base.as_bytes()), planned.as_bytes());
+        journal.foresee("src/big.rs", Some(base.as_bytes()), &planned);
         let w = write(&ws, &base, &edited);
         let here = analyze(w.base.as_deref(), w.new.as_deref(), "src/big.rs", true);
         assert_eq!(here.ranges, [(4, 4), (1501, 1501)]);
@@ -275,7 +281,10 @@ mod tests {
             .block_on(journal.write(ledger, w, |_| None))
             .expect("write");
         assert_eq!(written.ranges, here.ranges);
-        assert_eq!(written.new_hash, here.new_hash);
+        assert_eq!(
+            written.new_hash.as_deref(),
+            Some(crate::fsutil::sha256_hex(edited.as_bytes()).as_str())
+        );
         let ranges = written.record["files"][0]["conversations"][0]["ranges"]
             .as_array()
             .expect("ranges")
@@ -297,7 +306,7 @@ mod tests {
         let (_tmp, ws, _ledger, _journal) = fixture();
         let foreseen = Foreseen::default();
         let (base, new) = (text(8, &[]), text(8, &[1]));
-        foreseen.start("src/big.rs", Some(base.as_bytes()), new.as_bytes());
+        foreseen.start("src/big.rs", Some(base.as_bytes()), &new);
         // The file as planned was other bytes, or the write claims no lines (an undo).
         assert!(foreseen.take(&write(&ws, &text(8, &[2]), &new)).is_none());
         let mut undo = write(&ws, &base, &new);
@@ -313,22 +322,19 @@ mod tests {
         );
         let ran = running.wait().expect("ran");
         assert_eq!((ran.ranges, ran.hashed), (here.ranges, here.hashed));
-        assert_eq!(
-            (ran.base_hash, ran.new_hash),
-            (here.base_hash, here.new_hash)
-        );
+        assert_eq!((ran.computed, ran.unified), (here.computed, here.unified));
         assert!(foreseen.take(&exact).is_none(), "taken once");
         // Planned writes that never came are not all kept, and small ones are not foreseen.
         for n in 0..10 {
-            foreseen.start(
-                &format!("src/{n}.rs"),
-                Some(base.as_bytes()),
-                new.as_bytes(),
-            );
+            foreseen.start(&format!("src/{n}.rs"), Some(base.as_bytes()), &new);
         }
-        foreseen.start("src/small.rs", Some(b"a\n"), b"b\n");
+        // Small ones gain nothing; huge ones would keep their copies.
+        foreseen.start("src/small.rs", Some(b"a\n"), "b\n");
+        foreseen.start("src/huge.rs", None, &"x".repeat(FORESEEN_UP_TO + 1));
         let kept = foreseen.0.lock().expect("lock");
         assert_eq!(kept.len(), FORESEEN);
-        assert!(kept.iter().all(|f| f.rel != "src/small.rs"));
+        assert!(kept
+            .iter()
+            .all(|f| f.rel != "src/small.rs" && f.rel != "src/huge.rs"));
     }
 }

@@ -1,7 +1,7 @@
 //! Governed writes as one atomic step across processes, and the ledger and the files kept in
 //! agreement through crashes and full disks.
 //!
-//! A write, start to end: the diff, classification and hashes of a large change run on another
+//! A write, start to end: the diff and classification of a large change run on another
 //! thread, started when the change was planned ([`Journal::foresee`]) or now (see `analysis`);
 //! take the path's lock (in-process, then across processes); check that the file still holds
 //! what the change was planned on; write the new bytes (an unnamed file beside the target: see
@@ -41,6 +41,7 @@ pub use lock::{lock_path, try_lock_path, FileLock, PathLocks, LOCK_DIR};
 pub use recover::{recover, Recovered};
 
 use crate::checkpoint::CheckpointStore;
+use crate::fsutil::sha256_hex;
 use crate::hooks::Denial;
 use crate::mutation::Classified;
 use crate::orchestration::ledger::{
@@ -150,7 +151,7 @@ impl Journal {
 
     /// Starts the analysis of a planned write of `new` over `base` at `rel` now, so that the
     /// write (if allowed, and if its bytes stay these) finds it done.
-    pub fn foresee(&self, rel: &str, base: Option<&[u8]>, new: &[u8]) {
+    pub fn foresee(&self, rel: &str, base: Option<&[u8]>, new: &str) {
         self.foreseen.start(rel, base, new);
     }
 
@@ -223,14 +224,14 @@ fn write_locked(
     // The new bytes are written and synced on another thread while the record and the journal
     // entry are made: the rename needs both on disk. (Dropped, what was written goes.)
     let staged = Staged::start(&w, &temp, current_mode);
-    let head = ledger.head_state();
-    let rev = head.commit.clone();
-    let analysis = analysis.finish(&w);
-    // The hashes of the bytes the file holds (it holds `base`) and of the new ones.
-    let (current_hash, new_hash) = (analysis.base_hash.clone(), analysis.new_hash.clone());
+    let current_hash = current.as_deref().map(sha256_hex);
     if let Some(denial) = check(current_hash.as_deref()) {
         return Err(WriteError::Refused(denial));
     }
+    let new_hash = w.new.as_deref().map(sha256_hex);
+    let head = ledger.head_state();
+    let rev = head.commit.clone();
+    let analysis = analysis.finish(&w);
     let images = Images {
         before: current_hash.as_deref(),
         after: new_hash.as_deref(),
@@ -454,7 +455,6 @@ fn prepare_record(
         ranges: changed,
         hashed: ranges,
         unified,
-        ..
     } = analysis;
     let mut entry = w.entry.clone();
     if entry.mutation_computed.is_none() {
