@@ -199,7 +199,7 @@ fn write_locked(
     analysis: Analyzing,
     check: impl FnOnce(Option<&str>) -> Option<Denial>,
 ) -> Result<Written, WriteError> {
-    // The diff, the classification and the hashes depend only on the bytes: worked out on
+    // `analysis` (the diff and the classification) depends only on the bytes: worked out on
     // another thread (from when the write was planned, or from now) while the lock is taken
     // and the bytes staged, used once the file proves to hold `base`.
     let rel = w.path.rel.clone();
