@@ -36,6 +36,8 @@ pub struct MapRequest {
 struct Parsed {
     stamp: (u64, i128),
     symbols: Option<Arc<Symbols>>,
+    /// The last scan that saw the file.
+    scan: u64,
 }
 
 /// Parsed files, kept between maps (one per workspace), and the map each task was last shown.
@@ -43,47 +45,73 @@ struct Parsed {
 pub struct RepoMap {
     parsed: Mutex<HashMap<String, Parsed>>,
     shown: Mutex<HashMap<String, u64>>,
+    scans: std::sync::atomic::AtomicU64,
 }
 
 impl RepoMap {
     /// The symbols of every file under `root` (parsed again only where changed), sorted by
-    /// path; files of no known language carry None.
+    /// path; files of no known language carry None. What needs parsing is parsed on every
+    /// core, each taking the next file from a shared counter.
     pub fn scan(&self, root: &Path) -> Vec<(String, Option<Arc<Symbols>>)> {
         let mut files = crate::tools::walk::files_stamped(root, MAX_FILES);
+        files.retain(|(rel, _)| !rel.starts_with(".orchestration/"));
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        let generation = self
+            .scans
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         let until = std::time::Instant::now() + PARSE_FOR;
-        let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        let mut out = Vec::with_capacity(files.len());
-        let mut fresh = HashMap::with_capacity(files.len());
-        for (rel, now) in files {
-            if rel.starts_with(".orchestration/") {
-                continue;
+        // What is known already, or None where the file must be read and parsed (again).
+        let mut known: Vec<Option<Option<Arc<Symbols>>>> = files
+            .iter()
+            .map(|(rel, now)| match parsed.get(rel) {
+                Some(p) if p.stamp == *now => Some(p.symbols.clone()),
+                _ if Lang::of(rel).is_none() || now.0 > MAX_PARSED_BYTES => Some(None),
+                _ => None,
+            })
+            .collect();
+        let todo: Vec<usize> = (0..files.len()).filter(|&i| known[i].is_none()).collect();
+        if !todo.is_empty() {
+            let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+            let done = parse_all(root, &real_root, &files, &todo, until);
+            for (i, symbols) in done {
+                known[i] = Some(symbols);
             }
-            let symbols = match parsed.remove(&rel) {
-                Some(p) if p.stamp == now => p.symbols,
-                _ if Lang::of(&rel).is_some() && std::time::Instant::now() > until => {
-                    out.push((rel, None));
-                    continue;
-                }
-                _ => Lang::of(&rel)
-                    .filter(|_| now.0 <= MAX_PARSED_BYTES)
-                    .and_then(|lang| {
-                        let bytes = super::read_inside(root, &real_root, &rel, MAX_PARSED_BYTES)?;
-                        symbols(lang, &bytes).map(Arc::new)
-                    }),
+        }
+        let mut out = Vec::with_capacity(files.len());
+        let mut kept = 0;
+        for ((rel, now), symbols) in files.into_iter().zip(known) {
+            // Not reached before the deadline: listed by name, parsed by the next scan.
+            let Some(symbols) = symbols else {
+                parsed.remove(&rel);
+                out.push((rel, None));
+                continue;
             };
-            fresh.insert(
-                rel.clone(),
-                Parsed {
-                    stamp: now,
-                    symbols: symbols.clone(),
-                },
-            );
+            kept += 1;
+            match parsed.get_mut(&rel) {
+                Some(p) => {
+                    p.stamp = now;
+                    p.symbols.clone_from(&symbols);
+                    p.scan = generation;
+                }
+                None => {
+                    parsed.insert(
+                        rel.clone(),
+                        Parsed {
+                            stamp: now,
+                            symbols: symbols.clone(),
+                            scan: generation,
+                        },
+                    );
+                }
+            }
             out.push((rel, symbols));
         }
         // Files gone since are forgotten.
-        *parsed = fresh;
+        if parsed.len() != kept {
+            parsed.retain(|_, p| p.scan == generation);
+        }
         out
     }
 
@@ -104,6 +132,80 @@ impl RepoMap {
     }
 }
 
+/// Reads and parses the files `todo` (indices into `files`) on every core until `until`;
+/// returns what each parsed file gave (a file not reached is left out).
+fn parse_all(
+    root: &Path,
+    real_root: &Path,
+    files: &[(String, (u64, i128))],
+    todo: &[usize],
+    until: std::time::Instant,
+) -> Vec<(usize, Option<Arc<Symbols>>)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = todo.get(k) else { break };
+            if std::time::Instant::now() > until {
+                break;
+            }
+            let rel = &files[i].0;
+            let symbols = Lang::of(rel).and_then(|lang| {
+                let bytes = super::read_inside(root, real_root, rel, MAX_PARSED_BYTES)?;
+                symbols(lang, &bytes).map(Arc::new)
+            });
+            mine.push((i, symbols));
+        }
+        mine
+    };
+    // A few files are parsed here: a thread costs more than it saves.
+    let threads = if todo.len() < 16 {
+        1
+    } else {
+        crate::orchestration::chain::threads()
+    };
+    if threads == 1 {
+        return work();
+    }
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
+        for h in helpers {
+            all.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
+    })
+}
+
+/// The files that define a name, in order, each once.
+enum Definers {
+    One([u32; 1]),
+    Many(Vec<u32>),
+}
+
+impl Definers {
+    fn push(&mut self, file: u32) {
+        match self {
+            Definers::One([only]) if *only != file => *self = Definers::Many(vec![*only, file]),
+            Definers::One(_) => {}
+            Definers::Many(list) => {
+                if list.last() != Some(&file) {
+                    list.push(file);
+                }
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Definers::One(one) => one,
+            Definers::Many(list) => list,
+        }
+    }
+}
+
 /// Each file's rank: a PageRank over "file A uses a name file B defines" (weighted by how
 /// often, and shared among the files that define the name), personalized toward `focus` and
 /// toward the files that define a `mentioned` name.
@@ -112,13 +214,21 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
     if n == 0 {
         return Vec::new();
     }
-    let mut definers: FastMap<&str, Vec<usize>> = FastMap::default();
+    let total: usize = files
+        .iter()
+        .filter_map(|(_, s)| s.as_ref())
+        .map(|s| s.definitions.len())
+        .sum();
+    // Most names have one definer: no list is allocated for them (a list per name was most of
+    // a warm map's time at 10k files).
+    let mut definers: FastMap<&str, Definers> = FastMap::default();
+    definers.reserve(total);
     for (i, (_, s)) in files.iter().enumerate() {
         for d in s.iter().flat_map(|s| &s.definitions) {
-            let list = definers.entry(d.name.as_str()).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
+            definers
+                .entry(d.name.as_str())
+                .and_modify(|list| list.push(i as u32))
+                .or_insert(Definers::One([i as u32]));
         }
     }
     // Edges: from the file that uses a name to the files that define it, each file's weights
@@ -131,11 +241,12 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
                 continue;
             };
             // A name many files define (`new`, `get`) says little about any of them.
-            let weight = 1.0 / defs.len() as f64;
+            let weight = 1.0 / defs.as_slice().len() as f64;
             edges.extend(
-                defs.iter()
-                    .filter(|&&d| d != i)
-                    .map(|&d| (d as u32, weight)),
+                defs.as_slice()
+                    .iter()
+                    .filter(|&&d| d as usize != i)
+                    .map(|&d| (d, weight)),
             );
         }
         edges.sort_unstable_by_key(|e| e.0);
@@ -164,8 +275,11 @@ pub fn rank(files: &[(String, Option<Arc<Symbols>>)], request: &MapRequest) -> V
         }
     }
     for name in request.mentioned.iter().filter(|n| n.len() > 2) {
-        for &i in definers.get(name.as_str()).into_iter().flatten() {
-            personal[i] += 1.0;
+        for &i in definers
+            .get(name.as_str())
+            .map_or(&[][..], Definers::as_slice)
+        {
+            personal[i as usize] += 1.0;
         }
         // A mentioned file name (`parser.rs`, `src/parser`) counts too.
         let folder = format!("/{name}/");

@@ -188,3 +188,76 @@ fn the_map_follows_an_edit_and_keeps_to_its_budget() {
     assert!(small.len() <= 64 * 4 + 200, "{small}");
     assert!(small.contains("more files left out for space"), "{small}");
 }
+
+#[test]
+fn a_map_of_many_files_is_parsed_on_every_core_and_each_file_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for k in 0..60 {
+        let abs = tmp.path().join(format!("src/m{}/f{k}.rs", k % 7));
+        std::fs::create_dir_all(abs.parent().expect("parent")).expect("mkdir");
+        // Each file defines its own function and calls the next one's.
+        let text = format!("pub fn defined_{k}() {{ defined_{}(); }}\n", (k + 1) % 60);
+        std::fs::write(abs, text).expect("write");
+    }
+    let map = RepoMap::default();
+    let scanned = map.scan(tmp.path());
+    assert_eq!(scanned.len(), 60);
+    let mut paths: Vec<&str> = scanned.iter().map(|(p, _)| p.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        scanned.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>()
+    );
+    for (path, symbols) in &scanned {
+        let k: usize = path
+            .rsplit_once("/f")
+            .expect("name")
+            .1
+            .trim_end_matches(".rs")
+            .parse()
+            .expect("k");
+        let symbols = symbols.as_ref().expect("parsed");
+        assert_eq!(
+            symbols.definitions[0].name,
+            format!("defined_{k}"),
+            "{path}"
+        );
+    }
+    // Scanned again unchanged: the same parses, shared, not made again.
+    let again = map.scan(tmp.path());
+    for ((_, a), (_, b)) in scanned.iter().zip(&again) {
+        assert!(std::sync::Arc::ptr_eq(
+            a.as_ref().expect("a"),
+            b.as_ref().expect("b")
+        ));
+    }
+    // One file removed, one added, one edited: only those change.
+    std::fs::remove_file(tmp.path().join("src/m0/f0.rs")).expect("rm");
+    std::fs::write(tmp.path().join("src/m1/new.rs"), "pub fn brand_new() {}\n").expect("add");
+    std::fs::write(tmp.path().join("src/m1/f1.rs"), "pub fn edited() {}\n").expect("edit");
+    let third = map.scan(tmp.path());
+    assert_eq!(third.len(), 60);
+    let find = |p: &str| {
+        third
+            .iter()
+            .find(|(q, _)| q == p)
+            .and_then(|(_, s)| s.clone())
+    };
+    assert!(third.iter().all(|(p, _)| p != "src/m0/f0.rs"));
+    assert_eq!(
+        find("src/m1/new.rs").expect("new").definitions[0].name,
+        "brand_new"
+    );
+    assert_eq!(
+        find("src/m1/f1.rs").expect("edited").definitions[0].name,
+        "edited"
+    );
+    let untouched = scanned
+        .iter()
+        .find(|(p, _)| p == "src/m2/f2.rs")
+        .and_then(|(_, s)| s.clone());
+    assert!(std::sync::Arc::ptr_eq(
+        &untouched.expect("2"),
+        &find("src/m2/f2.rs").expect("2")
+    ));
+}

@@ -103,7 +103,11 @@ pub fn files_stamped(root: &Path, limit: usize) -> Vec<(String, (u64, i128))> {
     let found = Mutex::new(Vec::new());
     let count = AtomicUsize::new(0);
     walker(root, None).build_parallel().run(|| {
-        let (found, count) = (&found, &count);
+        let count = &count;
+        let mut collector = Collector {
+            local: Vec::new(),
+            shared: &found,
+        };
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -121,10 +125,7 @@ pub fn files_stamped(root: &Path, limit: usize) -> Vec<(String, (u64, i128))> {
                 meta.len(),
                 i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
             );
-            found
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((rel, stamp));
+            collector.local.push((rel, stamp));
             WalkState::Continue
         })
     });
@@ -152,12 +153,13 @@ pub fn list_for_model(dir: &ResolvedPath, recursive: bool) -> Result<String, Too
 }
 
 /// Per-thread buffer of a parallel walk, handed over when the walker thread drops it.
-struct Collector<'a> {
-    local: Vec<String>,
-    shared: &'a Mutex<Vec<String>>,
+/// One walker thread's finds, added to the shared list once, when the thread is done.
+struct Collector<'a, T = String> {
+    local: Vec<T>,
+    shared: &'a Mutex<Vec<T>>,
 }
 
-impl Drop for Collector<'_> {
+impl<T> Drop for Collector<'_, T> {
     fn drop(&mut self) {
         self.shared
             .lock()
