@@ -134,7 +134,7 @@ impl RepoMap {
 
 /// Reads and parses the files `todo` (indices into `files`) on every core until `until`;
 /// returns what each parsed file gave (a file not reached is left out).
-fn parse_all(
+pub(super) fn parse_all(
     root: &Path,
     real_root: &Path,
     files: &[(String, (u64, i128))],

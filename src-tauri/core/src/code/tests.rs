@@ -261,3 +261,66 @@ fn a_map_of_many_files_is_parsed_on_every_core_and_each_file_once() {
         &find("src/m2/f2.rs").expect("2")
     ));
 }
+
+#[test]
+fn links_out_of_the_workspace_are_never_parsed_into_the_map_on_any_core() {
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(
+        outside.path().join("secret.rs"),
+        "pub fn stolen_secret_key() {}\n",
+    )
+    .expect("secret");
+    std::fs::create_dir(outside.path().join("lib")).expect("dir");
+    std::fs::write(
+        outside.path().join("lib/inner.rs"),
+        "pub fn stolen_inner_fn() {}\n",
+    )
+    .expect("inner");
+    let tmp = tempfile::tempdir().expect("tmp");
+    // Enough files that they are parsed on every core.
+    for k in 0..40 {
+        let abs = tmp.path().join(format!("src/f{k}.rs"));
+        std::fs::create_dir_all(abs.parent().expect("parent")).expect("mkdir");
+        std::fs::write(abs, format!("pub fn own_{k}() {{}}\n")).expect("write");
+    }
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.rs"),
+        tmp.path().join("src/key.rs"),
+    )
+    .expect("file link");
+    std::os::unix::fs::symlink(outside.path().join("lib"), tmp.path().join("src/lib"))
+        .expect("folder link");
+    let map = RepoMap::default();
+    let text = map.render(
+        tmp.path(),
+        &MapRequest {
+            budget_tokens: 100_000,
+            ..MapRequest::default()
+        },
+    );
+    assert!(text.contains("pub fn own_39() {}"), "{text}");
+    assert!(!text.contains("stolen_"), "{text}");
+    let scanned = map.scan(tmp.path());
+    assert!(scanned.iter().all(|(_, s)| s
+        .as_ref()
+        .is_none_or(|s| s.definitions.iter().all(|d| !d.name.starts_with("stolen_")))));
+    // A file listed as a regular file and swapped for a link before it is read (what a command
+    // running meanwhile could do): the readers on every core refuse it.
+    let mut files: Vec<(String, (u64, i128))> =
+        (0..40).map(|k| (format!("src/f{k}.rs"), (1, 1))).collect();
+    files.push(("src/key.rs".into(), (1, 1)));
+    files.push(("src/lib/inner.rs".into(), (1, 1)));
+    let todo: Vec<usize> = (0..files.len()).collect();
+    let real_root = tmp.path().canonicalize().expect("real");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let parsed = super::map::parse_all(tmp.path(), &real_root, &files, &todo, until);
+    assert_eq!(parsed.len(), files.len());
+    for (i, symbols) in parsed {
+        let rel = &files[i].0;
+        if rel == "src/key.rs" || rel == "src/lib/inner.rs" {
+            assert!(symbols.is_none(), "{rel} was read through its link");
+        } else {
+            assert!(symbols.is_some(), "{rel}");
+        }
+    }
+}
