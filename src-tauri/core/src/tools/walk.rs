@@ -152,8 +152,7 @@ pub fn list_for_model(dir: &ResolvedPath, recursive: bool) -> Result<String, Too
     Ok(out)
 }
 
-/// Per-thread buffer of a parallel walk, handed over when the walker thread drops it.
-/// One walker thread's finds, added to the shared list once, when the thread is done.
+/// One walker thread's finds, added to the shared list once, when the thread drops it.
 struct Collector<'a, T = String> {
     local: Vec<T>,
     shared: &'a Mutex<Vec<T>>,
