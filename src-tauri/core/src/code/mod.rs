@@ -6,6 +6,7 @@
 pub mod check;
 mod check_parse;
 pub mod check_run;
+mod grammar;
 pub mod map;
 pub mod search;
 
@@ -58,39 +59,60 @@ impl Lang {
         })
     }
 
-    fn language(self) -> Language {
+    /// The name of the language's grammar (its entry point is `tree_sitter_<name>`).
+    fn grammar_name(self) -> &'static str {
         match self {
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-            Lang::C => tree_sitter_c::LANGUAGE.into(),
-            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+            Lang::Rust => "rust",
+            Lang::TypeScript => "typescript",
+            Lang::Tsx => "tsx",
+            Lang::JavaScript => "javascript",
+            Lang::Python => "python",
+            Lang::Go => "go",
+            Lang::Java => "java",
+            Lang::C => "c",
+            Lang::Cpp => "cpp",
         }
+    }
+
+    /// The language's grammar, loaded once per process on first use; None if it cannot be
+    /// loaded (then the language's files are known by name only, and the reason is logged).
+    fn language(self) -> Option<&'static Language> {
+        static LANGUAGES: [OnceLock<Option<Language>>; 9] = [const { OnceLock::new() }; 9];
+        LANGUAGES[self.index()]
+            .get_or_init(|| {
+                let name = self.grammar_name();
+                let loaded = grammar::embedded(name)
+                    .ok_or_else(|| grammar::GrammarError::NoEntry(name.to_string()))
+                    .and_then(|packed| grammar::load(name, packed));
+                match loaded {
+                    Ok(language) => Some(language),
+                    Err(e) => {
+                        tracing::error!(lang = ?self, error = %e, "grammar not loaded");
+                        None
+                    }
+                }
+            })
+            .as_ref()
     }
 
     /// The grammar's own tags query (TypeScript's adds to JavaScript's; C++'s to C's).
     fn tags_query(self) -> String {
+        macro_rules! tags {
+            ($name:literal) => {
+                include_str!(concat!(env!("OUT_DIR"), "/tags-", $name, ".scm"))
+            };
+        }
         match self {
-            Lang::Rust => tree_sitter_rust::TAGS_QUERY.into(),
-            Lang::TypeScript | Lang::Tsx => format!(
-                "{}\n{}",
-                tree_sitter_javascript::TAGS_QUERY,
-                tree_sitter_typescript::TAGS_QUERY
-            ),
-            Lang::JavaScript => tree_sitter_javascript::TAGS_QUERY.into(),
-            Lang::Python => tree_sitter_python::TAGS_QUERY.into(),
-            Lang::Go => tree_sitter_go::TAGS_QUERY.into(),
-            Lang::Java => tree_sitter_java::TAGS_QUERY.into(),
-            Lang::C => tree_sitter_c::TAGS_QUERY.into(),
-            Lang::Cpp => format!(
-                "{}\n{}",
-                tree_sitter_c::TAGS_QUERY,
-                tree_sitter_cpp::TAGS_QUERY
-            ),
+            Lang::Rust => tags!("rust").into(),
+            Lang::TypeScript | Lang::Tsx => {
+                format!("{}\n{}", tags!("javascript"), tags!("typescript"))
+            }
+            Lang::JavaScript => tags!("javascript").into(),
+            Lang::Python => tags!("python").into(),
+            Lang::Go => tags!("go").into(),
+            Lang::Java => tags!("java").into(),
+            Lang::C => tags!("c").into(),
+            Lang::Cpp => format!("{}\n{}", tags!("c"), tags!("cpp")),
         }
     }
 
@@ -103,8 +125,9 @@ impl Lang {
     fn tags(self) -> Option<&'static TagsConfiguration> {
         static CONFIGS: [OnceLock<Option<TagsConfiguration>>; 9] = [const { OnceLock::new() }; 9];
         CONFIGS[self.index()]
-            .get_or_init(
-                || match TagsConfiguration::new(self.language(), &self.tags_query(), "") {
+            .get_or_init(|| {
+                let language = self.language()?.clone();
+                match TagsConfiguration::new(language, &self.tags_query(), "") {
                     Ok(config) => Some(config),
                     Err(e) => {
                         // A pattern of one grammar's query that the other grammar lacks: the
@@ -112,8 +135,8 @@ impl Lang {
                         tracing::warn!(lang = ?self, error = %e, "tags query did not compile");
                         None
                     }
-                },
-            )
+                }
+            })
             .as_ref()
     }
 }
@@ -223,8 +246,11 @@ pub fn syntax_problems(path: &str, text: &str) -> Vec<SyntaxProblem> {
     let Some(lang) = Lang::of(path) else {
         return Vec::new();
     };
+    let Some(language) = lang.language() else {
+        return Vec::new();
+    };
     let mut parser = tree_sitter::Parser::new();
-    if parser.set_language(&lang.language()).is_err() {
+    if parser.set_language(language).is_err() {
         return Vec::new();
     }
     let Some(tree) = parser.parse(text, None) else {

@@ -324,3 +324,74 @@ fn links_out_of_the_workspace_are_never_parsed_into_the_map_on_any_core() {
         }
     }
 }
+
+#[test]
+fn every_embedded_grammar_loads_and_parses_from_a_sealed_memory_file() {
+    for lang in ALL {
+        let name = lang.grammar_name();
+        let packed = grammar::embedded(name).expect("embedded");
+        let language = grammar::load(name, packed).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&language).expect("ABI version");
+        assert!(parser.parse("x", None).is_some(), "{name} parses");
+    }
+}
+
+#[test]
+fn a_grammar_that_is_damaged_too_large_foreign_or_misnamed_is_refused_with_its_reason() {
+    use std::io::Write;
+    let deflate = |bytes: &[u8]| {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).expect("deflate");
+        encoder.finish().expect("deflate")
+    };
+    let damaged = grammar::load("rust", b"\xff\xfe not deflate at all").unwrap_err();
+    assert!(
+        matches!(damaged, grammar::GrammarError::Inflate(_)),
+        "{damaged}"
+    );
+    let bomb = grammar::load("rust", &deflate(&vec![0u8; (64 << 20) + 1])).unwrap_err();
+    assert!(matches!(bomb, grammar::GrammarError::TooLarge), "{bomb}");
+    let foreign = grammar::load("rust", &deflate(b"#!/bin/sh\necho not a shared object\n"));
+    let foreign = foreign.unwrap_err();
+    assert!(
+        matches!(foreign, grammar::GrammarError::Open(_)),
+        "{foreign}"
+    );
+    // Go's shared object asked for Rust's entry point.
+    let packed = grammar::embedded("go").expect("embedded");
+    let misnamed = grammar::load("rust", packed).unwrap_err();
+    assert!(
+        misnamed.to_string().contains("tree_sitter_rust"),
+        "{misnamed}"
+    );
+    assert!(grammar::embedded("cobol").is_none());
+}
+
+#[test]
+fn the_memory_file_a_grammar_is_loaded_from_cannot_be_changed_once_written() {
+    use std::io::{Seek, Write};
+    let fd = grammar::sealed_memory_file("test", b"\x7fELF and the rest").expect("memfd");
+    let mut file = std::fs::File::from(fd);
+    let seals = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GET_SEALS) };
+    let all = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    assert_eq!(seals & all, all, "seals {seals:#x}");
+    file.rewind().expect("seek");
+    assert!(
+        file.write_all(b"\x7fELF and other code").is_err(),
+        "overwritten"
+    );
+    assert!(file.set_len(4).is_err(), "shrunk");
+    assert!(file.set_len(1 << 20).is_err(), "grown");
+    let mut path = std::path::PathBuf::from("/proc/self/fd");
+    path.push(std::os::fd::AsRawFd::as_raw_fd(&file).to_string());
+    assert!(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(b"x"))
+            .is_err(),
+        "written through /proc"
+    );
+}
