@@ -69,7 +69,7 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     tags_queries(&out);
     let roots = crate_roots();
-    let failed: Vec<String> = std::thread::scope(|scope| {
+    let failed: Vec<BuildError> = std::thread::scope(|scope| {
         let builds: Vec<_> = GRAMMARS
             .iter()
             .map(|grammar| {
@@ -83,7 +83,7 @@ fn main() {
             .filter_map(|b| match b.join() {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e),
-                Err(_) => Some("a grammar's build panicked".to_string()),
+                Err(_) => Some(BuildError::Panicked),
             })
             .collect()
     });
@@ -178,21 +178,52 @@ fn fail(message: &str) -> ! {
     std::process::exit(1);
 }
 
+/// Why a grammar could not be built.
+#[derive(Debug, thiserror::Error)]
+enum BuildError {
+    #[error("{0}: not exactly one copy of its sources in cargo metadata")]
+    Sources(&'static str),
+    #[error("{krate}: compiling: {error}")]
+    Compile {
+        krate: &'static str,
+        error: cc::Error,
+    },
+    #[error("{krate}: cannot run the C compiler to link: {error}")]
+    Spawn {
+        krate: &'static str,
+        error: std::io::Error,
+    },
+    #[error("{krate}: linking its shared object failed: {stderr}")]
+    Link { krate: &'static str, stderr: String },
+    #[error("{path}: {error}")]
+    File {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("a grammar's build panicked")]
+    Panicked,
+}
+
+fn file_error(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+    move |error| BuildError::File {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
 /// Compiles one grammar into `OUT_DIR/grammar-<name>.so.deflate`.
-fn build(grammar: &Grammar, roots: &[(String, PathBuf)], out: &Path) -> Result<(), String> {
-    let mut candidates = roots.iter().filter(|(name, _)| name == grammar.krate);
+fn build(grammar: &Grammar, roots: &[(String, PathBuf)], out: &Path) -> Result<(), BuildError> {
+    let krate = grammar.krate;
+    let mut candidates = roots.iter().filter(|(name, _)| name == krate);
     let (Some((_, root)), None) = (candidates.next(), candidates.next()) else {
-        return Err(format!(
-            "{}: not exactly one copy of its sources in cargo metadata",
-            grammar.krate
-        ));
+        return Err(BuildError::Sources(krate));
     };
     let src = root.join(grammar.dir);
     let parser = src.join("parser.c");
     let scanner = src.join("scanner.c");
     println!("cargo:rerun-if-changed={}", parser.display());
     let work = out.join(format!("grammar-{}", grammar.name));
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    std::fs::create_dir_all(&work).map_err(file_error(&work))?;
     let mut cc = cc::Build::new();
     cc.std("c11")
         .include(&src)
@@ -209,7 +240,7 @@ fn build(grammar: &Grammar, roots: &[(String, PathBuf)], out: &Path) -> Result<(
     }
     let objects = cc
         .try_compile_intermediates()
-        .map_err(|e| format!("{}: {e}", grammar.krate))?;
+        .map_err(|error| BuildError::Compile { krate, error })?;
     let shared = work.join(format!("libtree-sitter-{}.so", grammar.name));
     let linked = cc
         .get_compiler()
@@ -221,20 +252,17 @@ fn build(grammar: &Grammar, roots: &[(String, PathBuf)], out: &Path) -> Result<(
         .args(["-Wl,--gc-sections", "-Wl,-z,relro", "-Wl,-z,now", "-Wl,-s"])
         .arg(format!("-Wl,-soname,libtree-sitter-{}.so", grammar.name))
         .output()
-        .map_err(|e| format!("{}: cannot run the C compiler to link: {e}", grammar.krate))?;
+        .map_err(|error| BuildError::Spawn { krate, error })?;
     if !linked.status.success() {
-        return Err(format!(
-            "{}: linking its shared object failed: {}",
-            grammar.krate,
-            String::from_utf8_lossy(&linked.stderr)
-        ));
+        let stderr = String::from_utf8_lossy(&linked.stderr).into_owned();
+        return Err(BuildError::Link { krate, stderr });
     }
-    let bytes = std::fs::read(&shared).map_err(|e| format!("{}: {e}", shared.display()))?;
+    let bytes = std::fs::read(&shared).map_err(file_error(&shared))?;
+    let target = out.join(format!("grammar-{}.so.deflate", grammar.name));
     let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
     let packed = encoder
         .write_all(&bytes)
         .and_then(|()| encoder.finish())
-        .map_err(|e| format!("{}: compressing: {e}", grammar.krate))?;
-    let target = out.join(format!("grammar-{}.so.deflate", grammar.name));
-    std::fs::write(&target, packed).map_err(|e| format!("{}: {e}", target.display()))
+        .map_err(file_error(&target))?;
+    std::fs::write(&target, packed).map_err(file_error(&target))
 }
