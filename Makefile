@@ -17,7 +17,7 @@ DESTDIR ?=
 # those and builds nothing (CI installs the test build this way instead of a second build).
 BUILT ?=
 
-APT_BUILD := build-essential pkg-config libssl-dev libdbus-1-dev libwebkit2gtk-4.1-dev librsvg2-dev libxdo-dev
+APT_BUILD := build-essential pkg-config libssl-dev libdbus-1-dev liblzma-dev libwebkit2gtk-4.1-dev librsvg2-dev libxdo-dev
 APT_TEST := git:git desktop-file-utils:desktop-file-validate xvfb xauth webkit2gtk-driver gnome-keyring dbus-x11 libsecret-tools imagemagick xclip nodejs:node npm:npm ripgrep:rg bubblewrap:bwrap python3:python3 python3-pytest util-linux:setpriv dunst xdotool
 TAURI_DRIVER_VERSION := 2.1.0
 TOOLS := $(CURDIR)/target/tools

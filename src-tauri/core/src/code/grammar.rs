@@ -1,6 +1,6 @@
 //! The grammars, loaded on first use. Each is a shared object built by `build.rs` from its
-//! crate's C sources and embedded deflated (the parse tables are most of a grammar and shrink
-//! tenfold). Loading one inflates it into an anonymous memory file, seals that file so that
+//! crate's C sources and embedded xz-compressed (the parse tables are most of a grammar and
+//! shrink fifteenfold). Loading one decodes it into an anonymous memory file, seals it so that
 //! nothing can change it any more, and opens it with the dynamic loader through
 //! `/proc/self/fd`: nothing is written to disk, and no other file can stand in for it.
 
@@ -10,15 +10,18 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
 use tree_sitter::Language;
 
-/// A shared object larger than this once inflated is not one of ours.
+/// A shared object larger than this once decoded is not one of ours.
 const MAX_INFLATED: u64 = 64 << 20;
+/// What the decoder may allocate: the dictionaries `build.rs` writes are at most the object's
+/// size, so a stream that asks for more is not one of ours either.
+const DECODER_MEMORY: u64 = 2 * MAX_INFLATED;
 
 /// Why a grammar could not be loaded (its language's files are then known by name only).
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
-    #[error("the embedded grammar does not inflate: {0}")]
+    #[error("the embedded grammar does not decode: {0}")]
     Inflate(std::io::Error),
-    #[error("the embedded grammar inflates to over {MAX_INFLATED} bytes")]
+    #[error("the embedded grammar decodes to over {MAX_INFLATED} bytes")]
     TooLarge,
     #[error("no memory file for the grammar: {0}")]
     MemoryFile(std::io::Error),
@@ -32,7 +35,7 @@ pub enum GrammarError {
 pub(super) fn embedded(name: &str) -> Option<&'static [u8]> {
     macro_rules! grammar {
         ($name:literal) => {
-            include_bytes!(concat!(env!("OUT_DIR"), "/grammar-", $name, ".so.deflate")).as_slice()
+            include_bytes!(concat!(env!("OUT_DIR"), "/grammar-", $name, ".so.xz")).as_slice()
         };
     }
     Some(match name {
@@ -49,7 +52,7 @@ pub(super) fn embedded(name: &str) -> Option<&'static [u8]> {
     })
 }
 
-/// Loads the grammar `name` from its deflated shared object `packed`. The loaded object
+/// Loads the grammar `name` from its compressed shared object `packed`. The loaded object
 /// stays for the life of the process (a `Language` may point into it from anywhere).
 pub(super) fn load(name: &str, packed: &[u8]) -> Result<Language, GrammarError> {
     let object = inflate(packed)?;
@@ -84,7 +87,9 @@ pub(super) fn load(name: &str, packed: &[u8]) -> Result<Language, GrammarError> 
 
 fn inflate(packed: &[u8]) -> Result<Vec<u8>, GrammarError> {
     let mut object = Vec::with_capacity(packed.len() * 8);
-    flate2::read::DeflateDecoder::new(packed)
+    let stream = xz2::stream::Stream::new_stream_decoder(DECODER_MEMORY, 0)
+        .map_err(|e| GrammarError::Inflate(e.into()))?;
+    xz2::read::XzDecoder::new_stream(packed, stream)
         .take(MAX_INFLATED + 1)
         .read_to_end(&mut object)
         .map_err(GrammarError::Inflate)?;

@@ -340,20 +340,19 @@ fn every_embedded_grammar_loads_and_parses_from_a_sealed_memory_file() {
 #[test]
 fn a_grammar_that_is_damaged_too_large_foreign_or_misnamed_is_refused_with_its_reason() {
     use std::io::Write;
-    let deflate = |bytes: &[u8]| {
-        let mut encoder =
-            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-        encoder.write_all(bytes).expect("deflate");
-        encoder.finish().expect("deflate")
+    let xz = |bytes: &[u8]| {
+        let mut encoder = xz2::write::XzEncoder::new(Vec::new(), 1);
+        encoder.write_all(bytes).expect("xz");
+        encoder.finish().expect("xz")
     };
-    let damaged = grammar::load("rust", b"\xff\xfe not deflate at all").unwrap_err();
+    let damaged = grammar::load("rust", b"\xff\xfe not xz at all").unwrap_err();
     assert!(
         matches!(damaged, grammar::GrammarError::Inflate(_)),
         "{damaged}"
     );
-    let bomb = grammar::load("rust", &deflate(&vec![0u8; (64 << 20) + 1])).unwrap_err();
+    let bomb = grammar::load("rust", &xz(&vec![0u8; (64 << 20) + 1])).unwrap_err();
     assert!(matches!(bomb, grammar::GrammarError::TooLarge), "{bomb}");
-    let foreign = grammar::load("rust", &deflate(b"#!/bin/sh\necho not a shared object\n"));
+    let foreign = grammar::load("rust", &xz(b"#!/bin/sh\necho not a shared object\n"));
     let foreign = foreign.unwrap_err();
     assert!(
         matches!(foreign, grammar::GrammarError::Open(_)),
