@@ -11,17 +11,17 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use tree_sitter::Language;
 
 /// A shared object larger than this once decoded is not one of ours.
-const MAX_INFLATED: u64 = 64 << 20;
+const MAX_DECODED: u64 = 64 << 20;
 /// What the decoder may allocate: the dictionaries `build.rs` writes are at most the object's
 /// size, so a stream that asks for more is not one of ours either.
-const DECODER_MEMORY: u64 = 2 * MAX_INFLATED;
+const DECODER_MEMORY: u64 = 2 * MAX_DECODED;
 
 /// Why a grammar could not be loaded (its language's files are then known by name only).
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
     #[error("the embedded grammar does not decode: {0}")]
     Inflate(std::io::Error),
-    #[error("the embedded grammar decodes to over {MAX_INFLATED} bytes")]
+    #[error("the embedded grammar decodes to over {MAX_DECODED} bytes")]
     TooLarge,
     #[error("no memory file for the grammar: {0}")]
     MemoryFile(std::io::Error),
@@ -55,7 +55,7 @@ pub(super) fn embedded(name: &str) -> Option<&'static [u8]> {
 /// Loads the grammar `name` from its compressed shared object `packed`. The loaded object
 /// stays for the life of the process (a `Language` may point into it from anywhere).
 pub(super) fn load(name: &str, packed: &[u8]) -> Result<Language, GrammarError> {
-    let object = inflate(packed)?;
+    let object = decode(packed)?;
     let file = sealed_memory_file(name, &object).map_err(GrammarError::MemoryFile)?;
     let path = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .map_err(|e| GrammarError::Open(e.to_string()))?;
@@ -85,15 +85,15 @@ pub(super) fn load(name: &str, packed: &[u8]) -> Result<Language, GrammarError> 
     }))
 }
 
-fn inflate(packed: &[u8]) -> Result<Vec<u8>, GrammarError> {
-    let mut object = Vec::with_capacity(packed.len() * 8);
+fn decode(packed: &[u8]) -> Result<Vec<u8>, GrammarError> {
+    let mut object = Vec::with_capacity(packed.len() * 16);
     let stream = xz2::stream::Stream::new_stream_decoder(DECODER_MEMORY, 0)
         .map_err(|e| GrammarError::Inflate(e.into()))?;
     xz2::read::XzDecoder::new_stream(packed, stream)
-        .take(MAX_INFLATED + 1)
+        .take(MAX_DECODED + 1)
         .read_to_end(&mut object)
         .map_err(GrammarError::Inflate)?;
-    if object.len() as u64 > MAX_INFLATED {
+    if object.len() as u64 > MAX_DECODED {
         return Err(GrammarError::TooLarge);
     }
     Ok(object)
