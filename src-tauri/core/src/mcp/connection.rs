@@ -1,5 +1,5 @@
-//! One live connection to a server, through the official SDK (`rmcp`): a child process on
-//! stdin/stdout, or streamable HTTP. Connecting includes `initialize` and listing the tools,
+//! One live connection to a server ([`super::rpc`]): a child process on stdin/stdout, or
+//! streamable HTTP. Connecting includes `initialize` and listing the tools,
 //! both within the server's start-up time limit.
 //!
 //! A stdio server is a program run confined ([`super::jail`]) with an allow-listed environment
@@ -11,13 +11,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use super::catalog::ToolInfo;
 use super::jail::{Jail, Place};
+use super::rpc::{Peer, Session};
 use super::starting::StartingWatch;
 use crate::sandbox::{CommandSandbox, ConfinedCommand, Confinement};
 
@@ -183,7 +182,7 @@ impl Drop for ChildGuard {
 
 /// A connected, initialized server.
 pub struct Connection {
-    pub service: RunningService<RoleClient, ClientConfig>,
+    pub service: Session,
     pub tools: Vec<Result<ToolInfo, (String, String)>>,
     pub child: Option<ChildGuard>,
     pub stderr: StderrTail,
@@ -192,16 +191,9 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn peer(&self) -> Peer<RoleClient> {
+    pub fn peer(&self) -> Peer {
         self.service.peer().clone()
     }
-}
-
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("mandate", env!("CARGO_PKG_VERSION")),
-    )
 }
 
 /// THE ONE PLACE a stdio server's `Command` is built: the program (an argv, never a shell) in
@@ -231,9 +223,7 @@ pub async fn connect(
             connect_stdio(name, command, args, env, place, limit).await
         }
         Resolved::Http { url, headers } => {
-            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            use rmcp::transport::StreamableHttpClientTransport;
-            let mut map = std::collections::HashMap::new();
+            let mut map = http::HeaderMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::from_bytes(k.as_bytes())
                     .map_err(|e| ConnectError::Config(format!("header `{k}`: {e}")))?;
@@ -244,10 +234,7 @@ pub async fn connect(
                 })?;
                 map.insert(name, value);
             }
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let served = tokio::time::timeout(limit, client_info().serve(transport)).await;
+            let served = tokio::time::timeout(limit, super::rpc::http(url, map)).await;
             let service = match served {
                 Ok(Ok(service)) => service,
                 Ok(Err(e)) => {
@@ -356,7 +343,7 @@ async fn handshake(
     stderr: StderrTail,
     limit: Duration,
 ) -> Result<Connection, ConnectError> {
-    let served = tokio::time::timeout(limit, client_info().serve((stdout, stdin))).await;
+    let served = tokio::time::timeout(limit, super::rpc::stdio(stdout, stdin)).await;
     let service = match served {
         Ok(Ok(service)) => service,
         Ok(Err(e)) => {
@@ -382,7 +369,7 @@ async fn handshake(
 
 async fn finish(
     name: &str,
-    service: RunningService<RoleClient, ClientConfig>,
+    service: Session,
     child: Option<ChildGuard>,
     stderr: StderrTail,
     limit: Duration,
@@ -409,20 +396,13 @@ async fn finish(
 }
 
 /// Every page of `tools/list` (up to a limit), each tool checked.
-async fn list_tools(
-    peer: &Peer<RoleClient>,
-) -> Result<Vec<Result<ToolInfo, (String, String)>>, String> {
+async fn list_tools(peer: &Peer) -> Result<Vec<Result<ToolInfo, (String, String)>>, String> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_TOOL_PAGES {
-        let params = PaginatedRequestParams::default().with_cursor(cursor);
-        let page = peer
-            .list_tools(Some(params))
-            .await
-            .map_err(|e| e.to_string())?;
-        for tool in &page.tools {
-            let wire = serde_json::to_value(tool).unwrap_or(Value::Null);
-            out.push(ToolInfo::from_wire(&wire).map_err(|why| {
+        let (tools, next) = peer.list_tools(cursor).await.map_err(|e| e.to_string())?;
+        for wire in &tools {
+            out.push(ToolInfo::from_wire(wire).map_err(|why| {
                 let name = wire.get("name").and_then(Value::as_str).unwrap_or("?");
                 (super::config::printable(name, 80), why)
             }));
@@ -430,9 +410,9 @@ async fn list_tools(
                 return Ok(out);
             }
         }
-        match page.next_cursor {
-            Some(next) if !next.is_empty() => cursor = Some(next),
-            _ => return Ok(out),
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(out),
         }
     }
     Ok(out)

@@ -1,5 +1,6 @@
 //! MCP servers behind the gate: the tools of the person's MCP servers (stdio and streamable
-//! HTTP, through the official SDK, `rmcp`) offered to the model and governed like Mandate's own.
+//! HTTP, through Mandate's own bounded client, [`rpc`]) offered to the model and governed like
+//! Mandate's own.
 //!
 //! Decisions, in the order a call meets them:
 //!
@@ -81,6 +82,7 @@ mod launchers;
 mod manage;
 pub mod refs;
 pub mod result;
+pub mod rpc;
 pub mod server;
 mod starting;
 mod tool;

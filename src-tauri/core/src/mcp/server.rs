@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -42,7 +41,7 @@ pub struct State {
     pub tools: Arc<Vec<ToolInfo>>,
     /// Tools it listed that cannot be offered, with the reason.
     pub refused: Arc<Vec<(String, String)>>,
-    peer: Option<Peer<RoleClient>>,
+    peer: Option<super::rpc::Peer>,
     /// The running stdio server's confinement.
     jail: Option<Arc<Jail>>,
 }

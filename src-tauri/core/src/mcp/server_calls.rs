@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use crate::mcp::rpc::{Peer, RpcError};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -62,7 +61,6 @@ impl Server {
         cancel: &CancellationToken,
     ) -> Result<Value, CallError> {
         let peer = self.ready_peer(cancel).await?;
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let limit = self.def.tool_timeout;
         // A watched server runs only for the duration of a call. Checked again right before
         // it is continued: it may have been woken while this call's watch began.
@@ -80,7 +78,7 @@ impl Server {
             jail.thaw();
         }
         let outcome = tokio::select! {
-            r = tokio::time::timeout(limit, peer.call_tool(params)) => Some(r),
+            r = tokio::time::timeout(limit, peer.call_tool(tool, arguments)) => Some(r),
             () = cancel.cancelled() => None,
         };
         if let Some(jail) = &watched {
@@ -95,10 +93,10 @@ impl Server {
         };
         let server = self.def.name.clone();
         match outcome {
-            Ok(Ok(result)) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
-            Ok(Err(ServiceError::McpError(e))) => Err(CallError::Refused {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(RpcError::Refused { message, .. })) => Err(CallError::Refused {
                 server,
-                message: crate::mcp::result::redact(&e.message),
+                message: crate::mcp::result::redact(&message),
             }),
             Ok(Err(e)) => Err(CallError::Lost {
                 server,
@@ -118,7 +116,7 @@ impl Server {
         self.ready_peer(cancel).await.map(|_| ())
     }
 
-    async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer<RoleClient>, CallError> {
+    async fn ready_peer(&self, cancel: &CancellationToken) -> Result<Peer, CallError> {
         let mut rx = self.state.subscribe();
         // A restart pauses at most 16 s, then has its start-up time.
         let limit = self.def.startup_timeout + Duration::from_secs(20);
