@@ -320,6 +320,24 @@ mod tests {
         assert_eq!(target.map(|t| t.name).as_deref(), Some(".orchestration"));
     }
 
+    /// The parse kept with a judged line is searched from where each command runs.
+    #[test]
+    fn a_line_judged_before_is_searched_from_the_directory_it_runs_in_now() {
+        let (_tmp, root) = workspace();
+        let policy = super::super::CommandPolicy::builtin();
+        let line = "rm -rf .orchestration";
+        let (first, target) = policy.classify_in(line, &root, &root.join("src"));
+        assert_eq!(
+            (first.class, target),
+            (super::super::CommandClass::Destructive, None)
+        );
+        let (again, target) = policy.classify_in(line, &root, &root);
+        assert_eq!(again, first);
+        assert_eq!(target.map(|t| t.name).as_deref(), Some(".orchestration"));
+        let (_, target) = policy.classify_in(line, &root, &root.join("src"));
+        assert_eq!(target, None);
+    }
+
     #[test]
     fn other_paths_are_not_the_mandate() {
         for line in [
