@@ -3,8 +3,11 @@
 //!
 //! Verify hashes about 1.3 times the ledger's bytes, and one core's SHA instructions hash one
 //! message at a time. With AVX-512, sixteen messages go through the compression function side
-//! by side, one per 32-bit lane, about twice the bytes per second of the SHA instructions on
-//! the machines we measured. The digest message shares the line's first blocks: its lane takes
+//! by side, one per 32-bit lane: about twice the bytes per second of the SHA instructions on
+//! the machine of 2026-12-02, 1.1 to 1.2 times on a slower one (2026-12-03), where copying each
+//! block and gathering its words one by one had made the lanes slower than the SHA instructions;
+//! blocks are now read where they lie in the line and turned into words in the vector
+//! registers. The digest message shares the line's first blocks: its lane takes
 //! over the line's state where they part, so those blocks are hashed once. Without AVX-512, or
 //! for fewer lines than fill the lanes, each line is hashed by `sha2`. The tests hold both paths
 //! to `sha2` for every length and cut around block boundaries and for random batches.
@@ -54,6 +57,9 @@ mod lanes {
 
     const LANES: usize = 16;
 
+    /// The block an idle lane hashes (its state is not read).
+    static IDLE: [u8; 64] = [0; 64];
+
     const IV: [u32; 8] = [
         0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
         0x5be0cd19,
@@ -94,13 +100,39 @@ mod lanes {
         fork: Option<(usize, usize)>,
     }
 
-    impl Job<'_> {
+    impl<'a> Job<'a> {
         fn blocks(&self) -> usize {
             (self.len + 9).div_ceil(64) - self.base / 64
         }
 
+        /// The next block: in the message itself when it lies wholly in one piece (no copy),
+        /// otherwise assembled in `room`, padding included.
+        fn block<'r>(&self, room: &'r mut [u8; 64]) -> &'r [u8; 64]
+        where
+            'a: 'r,
+        {
+            let [first, second] = self.pieces;
+            let at = self.done;
+            let whole = if at + 64 <= first.len() {
+                Some(&first[at..at + 64])
+            } else if at >= first.len() && at - first.len() + 64 <= second.len() {
+                let at = at - first.len();
+                Some(&second[at..at + 64])
+            } else {
+                None
+            };
+            // A block wholly of message bytes is never the last: that one holds the length.
+            match whole.and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
+                Some(block) => block,
+                None => {
+                    self.assemble(room);
+                    room
+                }
+            }
+        }
+
         /// The next block, padding included, into `block`.
-        fn block(&self, block: &mut [u8; 64]) {
+        fn assemble(&self, block: &mut [u8; 64]) {
             let at = self.base + self.done;
             let [first, second] = self.pieces;
             let mut filled = 0;
@@ -138,8 +170,8 @@ mod lanes {
         let mut out = vec![[0u8; 32]; 2 * cuts.len()];
         let mut lanes: [Option<Job>; LANES] = [None; LANES];
         let mut state = [[0u32; LANES]; 8];
-        let mut words = [[0u32; LANES]; 16];
-        let mut block = [0u8; 64];
+        // Where blocks not wholly in one piece of their message are assembled, per lane.
+        let mut rooms = [[0u8; 64]; LANES];
         // Digest messages ready to run: their job and the state they start from.
         let mut ready: Vec<(Job, [u32; 8])> = Vec::new();
         let mut next = 0;
@@ -168,7 +200,8 @@ mod lanes {
             if lanes.iter().all(Option::is_none) {
                 break;
             }
-            for (lane, slot) in lanes.iter_mut().enumerate() {
+            let mut blocks: [&[u8; 64]; LANES] = [&IDLE; LANES];
+            for (lane, (slot, room)) in lanes.iter_mut().zip(rooms.iter_mut()).enumerate() {
                 let Some(job) = slot.as_mut() else {
                     continue;
                 };
@@ -187,18 +220,10 @@ mod lanes {
                         job.fork = None;
                     }
                 }
-                job.block(&mut block);
-                for (t, word) in words.iter_mut().enumerate() {
-                    word[lane] = u32::from_be_bytes([
-                        block[4 * t],
-                        block[4 * t + 1],
-                        block[4 * t + 2],
-                        block[4 * t + 3],
-                    ]);
-                }
+                blocks[lane] = job.block(room);
             }
             // SAFETY: `available` found AVX-512F on this machine (checked above).
-            unsafe { compress(&mut state, &words) };
+            unsafe { compress(&mut state, &blocks) };
             for (lane, slot) in lanes.iter_mut().enumerate() {
                 let Some(job) = slot.as_mut() else {
                     continue;
@@ -249,14 +274,54 @@ mod lanes {
         };
     }
 
-    /// One block of each of the sixteen lanes: `state[word][lane]`, `words[t][lane]`.
+    /// The sixteen blocks as rows in, their words as columns out: `rows[lane]` holds lane's
+    /// block; the result's `[t]` holds word t of every lane, read big-endian.
     #[target_feature(enable = "avx512f")]
-    unsafe fn compress(state: &mut [[u32; LANES]; 8], words: &[[u32; LANES]; 16]) {
-        // No closures here: a closure would not be compiled with AVX-512.
-        let mut w = [_mm512_setzero_si512(); 16];
-        for (v, p) in w.iter_mut().zip(words) {
-            *v = _mm512_loadu_si512(p.as_ptr().cast());
+    unsafe fn words_of(rows: [__m512i; LANES]) -> [__m512i; 16] {
+        let mut r = rows;
+        let mut t = [_mm512_setzero_si512(); 16];
+        for k in 0..8 {
+            t[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+            t[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
         }
+        for b in [0, 4, 8, 12] {
+            r[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
+            r[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
+            r[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+            r[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+        }
+        for b in [0, 8] {
+            for i in 0..4 {
+                t[b + i] = _mm512_shuffle_i32x4::<0x88>(r[b + i], r[b + i + 4]);
+                t[b + i + 4] = _mm512_shuffle_i32x4::<0xdd>(r[b + i], r[b + i + 4]);
+            }
+        }
+        for i in 0..8 {
+            r[i] = _mm512_shuffle_i32x4::<0x88>(t[i], t[i + 8]);
+            r[i + 8] = _mm512_shuffle_i32x4::<0xdd>(t[i], t[i + 8]);
+        }
+        // Big-endian words: bytes 0 and 2 of each from the left rotation, 1 and 3 from the
+        // right one.
+        let even = _mm512_set1_epi32(0x00ff_00ff);
+        for v in r.iter_mut() {
+            *v = _mm512_ternarylogic_epi32::<0xca>(
+                even,
+                _mm512_rol_epi32::<8>(*v),
+                _mm512_ror_epi32::<8>(*v),
+            );
+        }
+        r
+    }
+
+    /// One block of each of the sixteen lanes: `state[word][lane]`, `blocks[lane]`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn compress(state: &mut [[u32; LANES]; 8], blocks: &[&[u8; 64]; LANES]) {
+        // No closures here: a closure would not be compiled with AVX-512.
+        let mut rows = [_mm512_setzero_si512(); LANES];
+        for (v, b) in rows.iter_mut().zip(blocks) {
+            *v = _mm512_loadu_si512(b.as_ptr().cast());
+        }
+        let mut w = words_of(rows);
         let mut s = [_mm512_setzero_si512(); 8];
         for (v, p) in s.iter_mut().zip(state.iter()) {
             *v = _mm512_loadu_si512(p.as_ptr().cast());
