@@ -113,16 +113,12 @@ mod lanes {
         {
             let [first, second] = self.pieces;
             let at = self.done;
-            let whole = if at + 64 <= first.len() {
-                Some(&first[at..at + 64])
-            } else if at >= first.len() && at - first.len() + 64 <= second.len() {
-                let at = at - first.len();
-                Some(&second[at..at + 64])
-            } else {
-                None
+            let whole = match at.checked_sub(first.len()) {
+                None => first[at..].first_chunk::<64>(),
+                Some(at) => second.get(at..).and_then(<[u8]>::first_chunk::<64>),
             };
             // A block wholly of message bytes is never the last: that one holds the length.
-            match whole.and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
+            match whole {
                 Some(block) => block,
                 None => {
                     self.assemble(room);
