@@ -75,13 +75,18 @@ export function initSlash() {
   const input = byId('composer-input', HTMLTextAreaElement);
   input.setAttribute('aria-controls', 'slash-list');
   input.setAttribute('aria-autocomplete', 'list');
+  /** The list is read again each time a `/` starts a message; keystrokes typed while it is
+   * on its way wait for it, and every handler filters by the text as it is when it resumes
+   * (not as it was when its key was pressed), so the last one to run shows the right list. */
+  let loading = Promise.resolve();
   input.addEventListener('input', async () => {
+    if (typedName(input.value) === '') loading = loadCommands();
+    await loading;
     const name = typedName(input.value);
     if (name === null) {
       close();
       return;
     }
-    if (name === '') await loadCommands();
     const all = [...commands, COMPACT];
     shown = all.filter((c) => c.name.startsWith(name)).slice(0, 20);
     active = 0;
