@@ -85,15 +85,32 @@ pub fn setup(root: &Path) -> Vec<Row> {
             parts[2].push(total - prepared);
             total
         };
+        // bubblewrap alone with the arguments every command gets, run as the bare `bash` is:
+        // what bubblewrap's own start costs on this machine before anything of Mandate's.
+        let floor = |bwrap: &Path| {
+            let t = Instant::now();
+            let status = Command::new(bwrap)
+                .args(mandate_core::sandbox::bwrap_fixed_arguments())
+                .arg("--")
+                .arg(mandate_core::sandbox::bash())
+                .args(["--noprofile", "--norc", "-c", "true"])
+                .stdin(Stdio::null())
+                .status();
+            assert!(status.is_ok_and(|s| s.success()), "bwrap alone failed");
+            t.elapsed()
+        };
         let first_bare = bare();
         // The first command at this level: everything kept per session (the watchdog, the
         // spawner thread, the hidden paths and the secrets found around the workspace) is
         // made here.
         let first = confined();
         // The first run counts in the median too.
-        let (mut plain, mut boxed) = (vec![first_bare], vec![first]);
+        let (mut plain, mut boxed, mut alone) = (vec![first_bare], vec![first], Vec::new());
         for _ in 0..100 {
             plain.push(bare());
+            if let Some(bwrap) = &level.bwrap {
+                alone.push(floor(bwrap));
+            }
             boxed.push(confined());
         }
         let (plain, boxed) = (median(plain), median(boxed));
@@ -106,6 +123,7 @@ pub fn setup(root: &Path) -> Vec<Row> {
             ms(spawned)
         );
         let added = boxed.saturating_sub(plain);
+        let alone = (!alone.is_empty()).then(|| median(alone));
         rows.push(Row {
             figure: if level.bwrap.is_some() {
                 "command confinement set-up, landlock + bwrap (median)"
@@ -124,6 +142,21 @@ pub fn setup(root: &Path) -> Vec<Row> {
             budget: "<= +5 ms",
             ok: added <= Duration::from_millis(5),
         });
+        if let Some(alone) = alone {
+            rows.push(Row {
+                figure: "  ... bubblewrap alone, the arguments every command gets (median)",
+                measured: format!(
+                    "{} (+{}); Mandate's part +{}",
+                    ms(alone),
+                    ms(alone.saturating_sub(plain)),
+                    ms(boxed.saturating_sub(alone))
+                ),
+                reference: format!("bare bash -c true {}", ms(plain)),
+                ratio: format!("{:.2}x", alone.as_secs_f64() / plain.as_secs_f64()),
+                budget: "(informative)",
+                ok: true,
+            });
+        }
     }
     if rows.is_empty() {
         println!("    no confinement on this machine: set-up not measured");

@@ -43,6 +43,29 @@ pub(super) fn find_working() -> Option<PathBuf> {
     works.then_some(program)
 }
 
+/// The arguments every command gets, whatever it is: a read-only `/`, fresh `/dev`, `/proc`,
+/// `/tmp` and `/run`. `/run` holds the session and system buses and Docker's socket, through
+/// which a command could start programs outside the confinement; with the network granted only
+/// the resolver's directory comes back (see [`arguments`]), so that names still resolve.
+pub(super) const FIXED: [&str; 16] = [
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--cap-drop",
+    "ALL",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "--tmpfs",
+    "/run",
+];
+
 fn arg(list: &mut Vec<OsString>, words: &[&str]) {
     list.extend(words.iter().map(OsString::from));
 }
@@ -61,29 +84,7 @@ fn bind(list: &mut Vec<OsString>, how: &str, path: &Path) {
 /// namespace for a command without network (see [`super::Confinement::net_namespace`]).
 pub(super) fn arguments(sandbox: &CommandSandbox, net_namespace: bool) -> Vec<OsString> {
     let mut a = Vec::new();
-    arg(
-        &mut a,
-        &[
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--cap-drop",
-            "ALL",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-        ],
-    );
-    // `/run` holds the session and system buses and Docker's socket, through which a
-    // command could start programs outside the confinement; with the network granted only
-    // the resolver's directory comes back, so that names still resolve.
-    arg(&mut a, &["--tmpfs", "/run"]);
+    arg(&mut a, &FIXED);
     if net_namespace {
         arg(&mut a, &["--unshare-net"]);
     } else if sandbox.network && Path::new("/run/systemd/resolve").is_dir() {

@@ -209,6 +209,12 @@ fn net_namespace(level: ConfinementLevel, landlock_abi: u32) -> bool {
     level == ConfinementLevel::LandlockAndBwrap && landlock_abi < 6
 }
 
+/// bubblewrap's arguments that do not depend on the command (what each command's start costs
+/// before any of its own mounts): the benchmark measures bubblewrap with only these.
+pub fn bwrap_fixed_arguments() -> &'static [&'static str] {
+    &bwrap::FIXED
+}
+
 /// The kernel's Landlock ABI version, or `None` when Landlock is not enabled.
 pub fn landlock_abi() -> Option<u32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
