@@ -33,7 +33,7 @@ fn sandbox(base: &Path) -> CommandSandbox {
 }
 
 /// The processes whose command line (its words separated by NUL) holds `marker`.
-fn processes_with(marker: &str) -> Vec<i32> {
+pub(super) fn processes_with(marker: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()

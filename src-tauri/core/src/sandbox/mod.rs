@@ -60,6 +60,8 @@ pub mod secrets;
 #[cfg(test)]
 mod secrets_tests;
 #[cfg(test)]
+mod sequence_tests;
+#[cfg(test)]
 pub(crate) mod server_tests;
 mod spawn;
 mod spawner;
