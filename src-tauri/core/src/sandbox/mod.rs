@@ -42,6 +42,9 @@ mod bwrap;
 mod death_tests;
 pub mod env;
 mod freeze;
+mod kept;
+#[cfg(test)]
+mod kept_tests;
 mod landlock_rules;
 mod made_dirs;
 #[cfg(test)]
@@ -116,6 +119,11 @@ pub struct Confinement {
     pub bwrap: Option<PathBuf>,
     /// What this confinement does not stop, in the user's words (empty when complete).
     pub gaps: Vec<String>,
+    /// Whether bubblewrap builds each command's whole view itself, instead of each command
+    /// adding its own mounts to a namespace kept for the session (`kept.rs`; the default,
+    /// and bubblewrap's way where that namespace cannot be made).
+    #[serde(skip)]
+    pub(crate) bwrap_per_command: bool,
 }
 
 impl Confinement {
@@ -174,7 +182,16 @@ impl Confinement {
             landlock_abi,
             bwrap,
             gaps,
+            bwrap_per_command: false,
         }
+    }
+
+    /// The same confinement with bubblewrap building every command's view itself (tests run
+    /// both ways).
+    #[cfg(test)]
+    pub(crate) fn bwrap_per_command(mut self) -> Confinement {
+        self.bwrap_per_command = true;
+        self
     }
 
     /// Whether a command without network is kept off it by bubblewrap's empty network

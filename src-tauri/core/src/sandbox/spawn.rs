@@ -98,14 +98,42 @@ fn build(
     let net_namespace = !sandbox.network && confinement.net_namespace();
     // Kept off the network by Landlock (TCP) and the system-call filter (the rest).
     let filtered = confinement.is_confined() && !sandbox.network && !net_namespace;
+    let landlock = match confinement.level {
+        ConfinementLevel::None => None,
+        // bubblewrap's mounts would be refused under Landlock file rules; with or without it,
+        // Landlock scopes signals and abstract sockets, and refuses TCP unless an empty
+        // network namespace already has none.
+        level => landlock_rules::prepare(
+            sandbox,
+            Restrict {
+                filesystem: level == ConfinementLevel::LandlockOnly,
+                tcp: filtered,
+            },
+        )?,
+    };
+    // The namespace kept for the session where it works and holds this command's view (an
+    // empty network namespace is bubblewrap's per command). Its first process shares
+    // Mandate's memory: the command must be in a Landlock domain, which refuses it `ptrace`
+    // and `/proc/1/mem` of a process outside.
+    let keep = with_bwrap && !net_namespace && landlock.is_some() && !confinement.bwrap_per_command;
+    let kept = match (&confinement.bwrap, keep) {
+        (Some(bwrap), true) => super::kept::session(bwrap).and_then(|s| s.plan(sandbox)),
+        _ => None,
+    };
     let (exe, argv, cwd): (OsString, Vec<OsString>, _) = match (&confinement.bwrap, with_bwrap) {
-        (Some(bwrap), true) => {
+        (Some(bwrap), true) if kept.is_none() => {
             let mut argv = vec![bwrap.clone().into_os_string()];
             argv.extend(bwrap::arguments(sandbox, net_namespace));
             argv.push("--".into());
             argv.push(program.to_os_string());
             argv.extend(args.iter().cloned());
             (bwrap.clone().into_os_string(), argv, None)
+        }
+        (_, true) => {
+            // The directory is changed inside the command's view.
+            let mut argv = vec![program.to_os_string()];
+            argv.extend(args.iter().cloned());
+            (program.to_os_string(), argv, None)
         }
         _ => {
             let mut argv = vec![program.to_os_string()];
@@ -123,19 +151,6 @@ fn build(
             c_string(kv)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let landlock = match confinement.level {
-        ConfinementLevel::None => None,
-        // bubblewrap's mounts would be refused under Landlock file rules; with or without it,
-        // Landlock scopes signals and abstract sockets, and refuses TCP unless an empty
-        // network namespace already has none.
-        level => landlock_rules::prepare(
-            sandbox,
-            Restrict {
-                filesystem: level == ConfinementLevel::LandlockOnly,
-                tcp: filtered,
-            },
-        )?,
-    };
     let filter = match purpose {
         // Unix sockets by path: below Landlock ABI 9 only the filter refuses them without
         // bubblewrap; with it they reach only what its mounts show (not `/run`, not `/tmp`).
@@ -173,6 +188,7 @@ fn build(
         cwd,
         setup: child,
         io: [Io::Inherit; 3],
+        kept,
     })
 }
 
@@ -203,8 +219,14 @@ fn check(rc: libc::c_long) -> std::io::Result<()> {
 
 impl ChildSetup {
     pub(super) fn apply(&self) -> std::io::Result<()> {
-        // SAFETY (whole block): plain system calls with integer arguments or pointers to data
-        // owned by `self`, valid for the call.
+        self.apply_outer()?;
+        self.apply_inner(self.drop_capabilities)
+    }
+
+    /// The part that ties the process to Mandate: it dies with Mandate, starts a session, and
+    /// registers its group with the watchdog.
+    pub(super) fn apply_outer(&self) -> std::io::Result<()> {
+        // SAFETY (whole block): plain system calls with integer arguments.
         unsafe {
             // Dies with Mandate (with the thread that forked it: see `super::spawner`), even
             // when Mandate is killed; if Mandate is already gone, it does not start at all.
@@ -220,6 +242,15 @@ impl ChildSetup {
             if let Some(reaper) = &self.reaper {
                 super::reaper::register_self(reaper.as_raw_fd())?;
             }
+        }
+        Ok(())
+    }
+
+    /// The part that confines the process itself, last before `execve`.
+    pub(super) fn apply_inner(&self, drop_capabilities: bool) -> std::io::Result<()> {
+        // SAFETY (whole block): plain system calls with integer arguments or pointers to data
+        // owned by `self`, valid for the call.
+        unsafe {
             // Descriptors Mandate holds must not leak into the command.
             libc::syscall(
                 libc::SYS_close_range,
@@ -227,7 +258,7 @@ impl ChildSetup {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
-            if self.drop_capabilities {
+            if drop_capabilities {
                 drop_all_capabilities()?;
             }
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
@@ -243,6 +274,12 @@ impl ChildSetup {
             }
         }
         Ok(())
+    }
+
+    /// The descriptors the set-up itself uses (the Landlock ruleset), which a process that
+    /// closes all others before it applies [`Self::apply_inner`] must keep.
+    pub(super) fn own_descriptors(&self) -> impl Iterator<Item = libc::c_int> + '_ {
+        self.landlock.iter().map(|fd| fd.as_raw_fd())
     }
 }
 

@@ -15,6 +15,7 @@ pub(super) fn levels() -> Vec<Confinement> {
         out.push(Confinement::from_parts(here.landlock_abi, None));
         if here.bwrap.is_some() {
             out.push(here.clone());
+            out.push(here.clone().bwrap_per_command());
         }
     }
     out

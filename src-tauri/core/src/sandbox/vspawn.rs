@@ -41,6 +41,9 @@ pub struct Launch {
     pub(super) cwd: Option<CString>,
     pub(super) setup: ChildSetup,
     pub(super) io: [Io; 3],
+    /// The namespace kept for the session and this process's mounts in it, instead of
+    /// bubblewrap (see `super::kept`).
+    pub(super) kept: Option<super::kept::Plan>,
 }
 
 impl Launch {
@@ -144,7 +147,7 @@ impl BlockingChild {
     }
 }
 
-fn wait_blocking(pid: libc::pid_t) -> io::Result<ExitStatus> {
+pub(super) fn wait_blocking(pid: libc::pid_t) -> io::Result<ExitStatus> {
     let mut status = 0;
     loop {
         // SAFETY: waitpid on this process's own child, with a status owned by this frame.
@@ -179,16 +182,15 @@ struct Shared<'a> {
     error: AtomicI32,
 }
 
-/// The child's stack: enough for the set-up, which calls no library code that recurses.
-const STACK: usize = 256 * 1024;
+/// The child's ends of its standard streams (kept open until it has started), Mandate's ends,
+/// and the descriptors the child puts in place (None: inherited).
+pub(super) type Streams = (Vec<OwnedFd>, [Option<OwnedFd>; 3], [Option<RawFd>; 3]);
 
-/// Starts `launch` as a child of this process, from the calling thread (the thread its
-/// parent-death signal is tied to).
-pub(super) fn start(launch: &Launch) -> io::Result<Raw> {
+/// Opens the standard streams `launch` asks for (see [`Streams`]).
+pub(super) fn streams(launch: &Launch) -> io::Result<Streams> {
     let mut child_ends: Vec<OwnedFd> = Vec::new();
     let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
     let mut streams = [None; 3];
-    let program = resolve(launch)?;
     for (i, io) in launch.io.iter().enumerate() {
         let child = match io {
             Io::Inherit => continue,
@@ -211,6 +213,54 @@ pub(super) fn start(launch: &Launch) -> io::Result<Raw> {
         streams[i] = Some(child.as_raw_fd());
         child_ends.push(child);
     }
+    Ok((child_ends, parent_ends, streams))
+}
+
+/// In a child, between clone and exec: Mandate's signal handlers back to the default (they are
+/// Mandate's code; SIGPIPE is ignored by Mandate, not by programs), then the standard streams
+/// put in place. Returns the error number of a failed `dup2`.
+///
+/// # Safety
+/// Only in a child after clone: it changes the calling process's signal dispositions.
+pub(super) unsafe fn reset_signals_and_streams(streams: &[Option<RawFd>; 3]) -> Result<(), i32> {
+    // SAFETY (whole block): sigaction and dup2 on stack data and integers.
+    unsafe {
+        for sig in 1..65 {
+            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+                continue;
+            }
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut current) != 0 {
+                continue;
+            }
+            if current.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &default, std::ptr::null_mut());
+            }
+        }
+        for (target, stream) in streams.iter().enumerate() {
+            if let Some(fd) = *stream {
+                if libc::dup2(fd, target as RawFd) < 0 {
+                    return Err(*libc::__errno_location());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The child's stack: enough for the set-up, which calls no library code that recurses.
+const STACK: usize = 256 * 1024;
+
+/// Starts `launch` as a child of this process, from the calling thread (the thread its
+/// parent-death signal is tied to).
+pub(super) fn start(launch: &Launch) -> io::Result<Raw> {
+    if let Some(plan) = &launch.kept {
+        return super::kept::start(launch, plan);
+    }
+    let (child_ends, parent_ends, streams) = streams(launch)?;
+    let program = resolve(launch)?;
     let terminated = |list: &[CString]| {
         list.iter()
             .map(|s| s.as_ptr())
@@ -269,7 +319,7 @@ pub(super) fn start(launch: &Launch) -> io::Result<Raw> {
 
 /// The program's path: as given when it names a directory, else the first executable file
 /// of that name on the child's `PATH` (as `execvp` looks it up).
-fn resolve(launch: &Launch) -> io::Result<CString> {
+pub(super) fn resolve(launch: &Launch) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt as _;
     use std::os::unix::fs::PermissionsExt as _;
     let program = launch.program.as_bytes();
@@ -313,7 +363,7 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 fills the two descriptors, which are then owned here.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -334,27 +384,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     };
     // SAFETY (whole block): system calls on data owned by `shared` or this frame.
     unsafe {
-        for sig in 1..65 {
-            if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-                continue;
-            }
-            let mut current: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut current) != 0 {
-                continue;
-            }
-            // Handlers are Mandate's code; SIGPIPE is ignored by Mandate, not by programs.
-            if current.sa_sigaction != libc::SIG_IGN || sig == libc::SIGPIPE {
-                let mut default: libc::sigaction = std::mem::zeroed();
-                default.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(sig, &default, std::ptr::null_mut());
-            }
-        }
-        for (target, stream) in shared.streams.iter().enumerate() {
-            if let Some(fd) = *stream {
-                if libc::dup2(fd, target as RawFd) < 0 {
-                    return fail(*libc::__errno_location());
-                }
-            }
+        if let Err(errno) = reset_signals_and_streams(&shared.streams) {
+            return fail(errno);
         }
         if let Some(cwd) = &shared.launch.cwd {
             if libc::chdir(cwd.as_ptr()) != 0 {
@@ -525,6 +556,7 @@ mod tests {
             cwd: cwd.map(|d| c(&d.display().to_string())),
             setup: super::super::spawn::plain_setup(parent),
             io: [Io::Inherit; 3],
+            kept: None,
         }
     }
 

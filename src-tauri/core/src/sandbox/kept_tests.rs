@@ -1,0 +1,168 @@
+//! The namespace kept for the session (`kept.rs`), as a command would try to use it: to reach
+//! the machine's `/tmp` and `/run` the session keeps, to leave something for the next command
+//! where the view is shared (`/dev`, `/dev/shm`, `/dev/pts`), to keep the root it is in the
+//! session, or to hold a pipe of Mandate's open. Each test runs under bubblewrap both ways.
+
+use std::io::{Read as _, Write as _};
+use std::time::{Duration, Instant};
+
+use super::tests::{levels, run, sandbox, scratch};
+use super::*;
+
+fn bubblewrap_levels() -> Vec<Confinement> {
+    levels()
+        .into_iter()
+        .filter(|l| l.level == ConfinementLevel::LandlockAndBwrap)
+        .collect()
+}
+
+#[test]
+fn a_command_runs_in_the_kept_namespace_as_the_person_with_nothing_more() {
+    let Some(kept) = bubblewrap_levels()
+        .into_iter()
+        .find(|l| !l.bwrap_per_command)
+    else {
+        return;
+    };
+    let Some(bwrap) = &kept.bwrap else { return };
+    assert!(
+        super::kept::session(bwrap).is_some(),
+        "bubblewrap works here, so the session's namespace must be made"
+    );
+    let s = scratch();
+    let sb = sandbox(&s, &["src/auth/**"], false);
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (code, out) = run(
+        &sb,
+        &kept,
+        "echo $$; tr '\\0' ' ' < /proc/1/cmdline; echo; id -u; id -g; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    // The command is the second process of its PID namespace, after Mandate's, not
+    // bubblewrap's.
+    assert_eq!(lines[0], "2", "{out}");
+    assert!(!lines[1].contains("bwrap"), "pid 1: {out}");
+    assert_eq!(lines[2], uid.to_string(), "{out}");
+    assert_eq!(lines[3], gid.to_string(), "{out}");
+    for cap in ["CapEff", "CapPrm", "CapBnd"] {
+        let line = lines.iter().find(|l| l.starts_with(cap)).expect(cap);
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    assert!(out.contains("Seccomp:\t2"), "{out}");
+}
+
+#[test]
+fn the_machine_s_tmp_and_run_kept_by_the_session_cannot_be_reached() {
+    for level in bubblewrap_levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let marker = format!("/tmp/mandate-kept-{}", std::process::id());
+        std::fs::write(&marker, "kept-by-the-machine").expect("marker");
+        let (_, out) = run(
+            &sb,
+            &level,
+            &format!(
+                "ls -a /run; cat {marker} /run/.mandate-host/tmp/{name} 2>&1; \
+                 ls /run/.mandate-host 2>&1; ls /run/user 2>&1; \
+                 umount /run 2>&1; umount -l /run 2>&1; ls /run/.mandate-host 2>&1",
+                name = marker.trim_start_matches("/tmp/")
+            ),
+        );
+        let _ = std::fs::remove_file(&marker);
+        assert!(
+            !out.contains("kept-by-the-machine"),
+            "{}: {out}",
+            level.summary()
+        );
+        assert!(
+            !out.contains("mandate-host\n"),
+            "{}: {out}",
+            level.summary()
+        );
+        assert!(!out.contains("\ntmp\n"), "{}: {out}", level.summary());
+    }
+}
+
+#[test]
+fn what_a_command_leaves_in_dev_the_next_one_does_not_see() {
+    for level in bubblewrap_levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let name = level.summary();
+        let (_, out) = run(
+            &sb,
+            &level,
+            "echo left > /dev/shm/left; echo left > /dev/left; mkdir /dev/dir; \
+             python3 -c 'import os, pty; m, s = pty.openpty(); print(os.ttyname(s))' 2>&1; \
+             ls /dev/pts",
+        );
+        let (code, after) = run(
+            &sb,
+            &level,
+            "ls /dev/shm /dev/pts; cat /dev/shm/left /dev/left 2>&1; ls -d /dev/dir 2>&1; \
+             echo ok > /dev/null && head -c 4 /dev/zero | wc -c",
+        );
+        assert_eq!(code, Some(0), "{name}: {after}");
+        assert!(!after.contains("left\n"), "{name}: {out} / {after}");
+        assert!(
+            !after.lines().any(|l| l.trim() == "0" || l.trim() == "1"),
+            "{name}: a pty of the first command is seen by the next: {out} / {after}"
+        );
+        assert!(
+            after.ends_with("4\n"),
+            "{name}: /dev/null and /dev/zero: {after}"
+        );
+    }
+}
+
+#[test]
+fn a_command_holds_no_pipe_of_another_one() {
+    // `cat` ends when its stdin is closed; a second command started while it runs must not
+    // hold that stdin's writing end (the process between Mandate and each command lives as
+    // long as the command, with a copy of Mandate's descriptors until it closes them).
+    for level in bubblewrap_levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let mut first = ConfinedCommand::command(&sb, &level, "cat").expect("command");
+        first.stdin(Io::Piped).stdout(Io::Piped);
+        let started = super::vspawn::start(&first).expect("start cat");
+        let mut second = ConfinedCommand::command(&sb, &level, "sleep 5").expect("command");
+        second.stdin(Io::Null);
+        let sleeper = super::vspawn::start(&second).expect("start sleep");
+        let mut stdin = std::fs::File::from(started.stdin.expect("stdin"));
+        stdin.write_all(b"through\n").expect("write");
+        drop(stdin);
+        let t = Instant::now();
+        let mut out = String::new();
+        std::fs::File::from(started.stdout.expect("stdout"))
+            .read_to_string(&mut out)
+            .expect("read");
+        let status = super::vspawn::wait_blocking(started.pid).expect("wait");
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "{}: `cat` saw the end of its input only when the other command ended",
+            level.summary()
+        );
+        assert_eq!(out, "through\n");
+        assert!(status.success(), "{status:?}");
+        // SAFETY: kills this test's own child's group.
+        unsafe { libc::kill(-sleeper.pid, libc::SIGKILL) };
+        let _ = super::vspawn::wait_blocking(sleeper.pid);
+    }
+}
+
+#[test]
+fn the_command_s_status_is_its_own() {
+    for level in bubblewrap_levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        assert_eq!(run(&sb, &level, "exit 3").0, Some(3), "{}", level.summary());
+        let (code, _) = run(&sb, &level, "kill -9 $$");
+        assert_eq!(code, Some(137), "{}", level.summary());
+        let (code, out) = run(&sb, &level, "/nonexistent/program");
+        assert_eq!(code, Some(127), "{}: {out}", level.summary());
+    }
+}
