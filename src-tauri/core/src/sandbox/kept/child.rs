@@ -1,0 +1,393 @@
+//! The processes between Mandate and a command in the namespace kept for the session (see
+//! the parent module): between clone and exec they make only system calls, on data prepared
+//! in Mandate.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd as _, RawFd};
+use std::sync::atomic::Ordering;
+
+use super::{Child, Kind, Plan};
+use crate::sandbox::vspawn;
+
+fn ok(rc: libc::c_long) -> Result<(), i32> {
+    if rc < 0 {
+        // SAFETY: reads this thread's error number.
+        Err(unsafe { *libc::__errno_location() })
+    } else {
+        Ok(())
+    }
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr` on `path` relative to `dir` (or on `dir` itself with an empty path).
+unsafe fn set_attributes(
+    dir: RawFd,
+    path: &CStr,
+    recursive: bool,
+    set: u64,
+    clear: u64,
+) -> Result<(), i32> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let mut flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    if path.is_empty() {
+        flags |= libc::AT_EMPTY_PATH;
+    }
+    // SAFETY: pointers to data valid for the call.
+    ok(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dir,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+}
+
+unsafe fn mount_fs(fs: &CStr, target: &CStr, flags: libc::c_ulong, data: &CStr) -> Result<(), i32> {
+    // SAFETY: NUL-terminated strings valid for the call.
+    ok(unsafe {
+        libc::mount(
+            fs.as_ptr(),
+            target.as_ptr(),
+            fs.as_ptr(),
+            flags,
+            data.as_ptr().cast(),
+        )
+    } as libc::c_long)
+}
+
+/// Makes `target` and the directories above it (under a fresh `/tmp` or `/run`): a
+/// directory, or an empty file when `dir` is false. Uses a copy of the path on the stack.
+unsafe fn make_target(target: &CStr, dir: bool) -> Result<(), i32> {
+    let bytes = target.to_bytes();
+    let mut path = [0u8; 4096];
+    if bytes.len() >= path.len() {
+        return Err(libc::ENAMETOOLONG);
+    }
+    path[..bytes.len()].copy_from_slice(bytes);
+    // SAFETY (whole block): `path` is NUL-terminated at every point it is passed.
+    unsafe {
+        for i in 1..bytes.len() {
+            if path[i] == b'/' {
+                path[i] = 0;
+                libc::mkdir(path.as_ptr().cast(), 0o755);
+                path[i] = b'/';
+            }
+        }
+        if dir {
+            if libc::mkdir(path.as_ptr().cast(), 0o755) != 0
+                && *libc::__errno_location() != libc::EEXIST
+            {
+                return Err(*libc::__errno_location());
+            }
+        } else {
+            // An existing file may lie in a read-only mount made before.
+            let there = libc::open(
+                path.as_ptr().cast(),
+                libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            );
+            if there >= 0 {
+                libc::close(there);
+                return Ok(());
+            }
+            let fd = libc::open(
+                path.as_ptr().cast(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o644,
+            );
+            if fd < 0 {
+                return Err(*libc::__errno_location());
+            }
+            libc::close(fd);
+        }
+    }
+    Ok(())
+}
+
+/// The command's view in a copy of the session's mount namespace (see the module's text).
+unsafe fn make_view(plan: &Plan) -> Result<(), i32> {
+    // SAFETY (whole block): system calls on NUL-terminated strings and descriptors of this
+    // process.
+    unsafe {
+        ok(libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) as libc::c_long)?;
+        let host = libc::open(
+            c"/run/.mandate-host".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        ok(host as libc::c_long)?;
+        let fresh = libc::MS_NOSUID | libc::MS_NODEV;
+        mount_fs(c"tmpfs", c"/tmp", fresh, c"mode=0755")?;
+        mount_fs(c"tmpfs", c"/run", fresh, c"mode=0755")?;
+        mount_fs(c"tmpfs", c"/dev/shm", fresh, c"mode=0755")?;
+        mount_fs(
+            c"devpts",
+            c"/dev/pts",
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            c"newinstance,ptmxmode=0666,mode=620",
+        )?;
+        // The session's /dev itself, shared by every command, is read-only.
+        set_attributes(libc::AT_FDCWD, c"/dev", false, MOUNT_ATTR_RDONLY, 0)?;
+        for op in &plan.ops {
+            let Some((from_host, source)) = &op.source else {
+                if op.create.is_some() {
+                    make_target(&op.target, true)?;
+                }
+                mount_fs(c"tmpfs", &op.target, libc::MS_RDONLY | fresh, c"mode=0755")?;
+                continue;
+            };
+            let dir = if *from_host { host } else { libc::AT_FDCWD };
+            let tree = libc::syscall(
+                libc::SYS_open_tree,
+                dir,
+                source.as_ptr(),
+                OPEN_TREE_CLONE
+                    | libc::AT_RECURSIVE as libc::c_uint
+                    | libc::O_CLOEXEC as libc::c_uint
+                    | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
+            );
+            ok(tree)?;
+            let tree = tree as RawFd;
+            let done = (|| {
+                let (set, clear) = match op.kind {
+                    Kind::Writable => (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
+                    _ => (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0),
+                };
+                set_attributes(tree, c"", true, set, clear)?;
+                if let Some(dir) = op.create {
+                    make_target(&op.target, dir)?;
+                }
+                ok(libc::syscall(
+                    libc::SYS_move_mount,
+                    tree,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    op.target.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH,
+                ))
+            })();
+            libc::close(tree);
+            done?;
+        }
+        libc::close(host);
+    }
+    Ok(())
+}
+
+/// The process between Mandate and the command: joins the session's namespaces, makes the
+/// command's view, starts the command and exits with its status.
+pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
+    let child = unsafe { &*(arg as *const Child<'_>) };
+    let fail = |errno: i32| -> libc::c_int {
+        child.error.store(errno.max(1), Ordering::SeqCst);
+        // SAFETY: ends this process at once, running nothing of Mandate's.
+        unsafe { libc::_exit(127) }
+    };
+    // SAFETY (whole block): system calls on data owned by `child` or this frame.
+    unsafe {
+        if let Err(errno) = vspawn::reset_signals_and_streams(&child.streams) {
+            return fail(errno);
+        }
+        if let Err(e) = child.launch.setup.apply_outer() {
+            return fail(e.raw_os_error().unwrap_or(libc::EPERM));
+        }
+        // This process lives as long as the command: it keeps no descriptor of Mandate's
+        // (a pipe's end held here would keep its reader waiting).
+        let mut from = 3u32;
+        for &fd in &child.keep {
+            if fd as u32 > from {
+                libc::syscall(libc::SYS_close_range, from, fd as u32 - 1, 0u32);
+            }
+            from = from.max(fd as u32 + 1);
+        }
+        libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32);
+        let session = child.plan.session;
+        if let Some(user) = &session.user {
+            if let Err(errno) = ok(libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) as _) {
+                return fail(errno);
+            }
+        }
+        if let Err(errno) = ok(libc::setns(session.mount.as_raw_fd(), libc::CLONE_NEWNS) as _) {
+            return fail(errno);
+        }
+        let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
+        if let Err(errno) = ok(libc::unshare(namespaces) as _) {
+            return fail(errno);
+        }
+        if let Err(errno) = make_view(child.plan) {
+            return fail(errno);
+        }
+        // Not waited for: it lives as long as the command. It closes its copy of the report
+        // once the command runs, as the command's own closes at `execve`.
+        let pid = libc::clone(init, child.init_stack, libc::CLONE_VM | libc::SIGCHLD, arg);
+        if pid < 0 {
+            return fail(*libc::__errno_location());
+        }
+        // Once the report is closed Mandate goes on and `child` is gone: nothing of it is
+        // read after.
+        libc::close(child.report);
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) != pid {}
+        libc::_exit(exit_code(status))
+    }
+}
+
+/// A process's exit code for its parent, as bubblewrap gives it: its own, or 128 + the signal
+/// that killed it.
+fn exit_code(status: libc::c_int) -> libc::c_int {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// The first process of the command's PID namespace, as bubblewrap's: its `/proc`, Mandate's
+/// own ids again, then the command as its child; it reaps what is left to it and exits with
+/// the command's status. It blocks every signal (a command's `kill 1` does nothing).
+extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
+    let child = unsafe { &*(arg as *const Child<'_>) };
+    let fail = |errno: i32| -> libc::c_int {
+        child.error.store(errno.max(1), Ordering::SeqCst);
+        // SAFETY: ends this process at once, running nothing of Mandate's.
+        unsafe { libc::_exit(127) }
+    };
+    // SAFETY (whole block): system calls on data owned by `child` or this frame.
+    unsafe {
+        if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
+            return fail(errno);
+        }
+        let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        if let Err(errno) = mount_fs(c"proc", c"/proc", proc_flags, c"") {
+            return fail(errno);
+        }
+        // As bubblewrap does: what root could write under /proc stays read-only.
+        for path in [
+            c"/proc/sys",
+            c"/proc/sysrq-trigger",
+            c"/proc/irq",
+            c"/proc/bus",
+        ] {
+            let bound = libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            );
+            if bound == 0 {
+                let all =
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+                if let Err(errno) = set_attributes(libc::AT_FDCWD, path, true, all, 0) {
+                    return fail(errno);
+                }
+            }
+        }
+        let session = child.plan.session;
+        if session.user.is_some() {
+            // Mandate's own ids again, not the session's root.
+            if let Err(errno) = ok(libc::unshare(libc::CLONE_NEWUSER) as _) {
+                return fail(errno);
+            }
+            for (file, text) in [
+                (c"/proc/self/setgroups", c"deny"),
+                (c"/proc/self/uid_map", session.uid_map.as_c_str()),
+                (c"/proc/self/gid_map", session.gid_map.as_c_str()),
+            ] {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return fail(*libc::__errno_location());
+                }
+                let bytes = text.to_bytes();
+                let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+                libc::close(fd);
+                if written != bytes.len() as isize {
+                    return fail(*libc::__errno_location());
+                }
+            }
+        }
+        let pid = libc::clone(
+            command,
+            child.command_stack,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        );
+        if pid < 0 {
+            return fail(*libc::__errno_location());
+        }
+        if child.error.load(Ordering::SeqCst) != 0 {
+            libc::_exit(127);
+        }
+        // The report among them: `child` is not read after this.
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let reaped = libc::waitpid(-1, &mut status, 0);
+            if reaped == pid {
+                libc::_exit(exit_code(status));
+            }
+            if reaped < 0 && *libc::__errno_location() == libc::ECHILD {
+                libc::_exit(127);
+            }
+        }
+    }
+}
+
+/// The command, second process of its PID namespace: its directory, the confinement, then
+/// `execve`.
+extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Child` the parent passed, alive while this process's parent waits.
+    let child = unsafe { &*(arg as *const Child<'_>) };
+    let fail = |errno: i32| -> libc::c_int {
+        child.error.store(errno.max(1), Ordering::SeqCst);
+        // SAFETY: ends this process at once, running nothing of Mandate's.
+        unsafe { libc::_exit(127) }
+    };
+    // SAFETY (whole block): system calls on data owned by `child` or this frame.
+    unsafe {
+        if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
+            return fail(errno);
+        }
+        if libc::chdir(child.plan.cwd.as_ptr()) != 0 {
+            return fail(*libc::__errno_location());
+        }
+        if let Err(e) = child.launch.setup.apply_inner(true) {
+            return fail(e.raw_os_error().unwrap_or(libc::EPERM));
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
+        libc::execve(
+            child.program.as_ptr(),
+            child.argv.as_ptr(),
+            child.envp.as_ptr(),
+        );
+        fail(*libc::__errno_location())
+    }
+}
