@@ -12,7 +12,7 @@
 //! ones, makes the command's mounts ([`super::bwrap::mounts`], the same list bubblewrap is
 //! given), and starts the first process of a new PID namespace, which starts the command and
 //! exits with its status (as bubblewrap's does); the first process waits for it and exits with
-//! that status. The command sees Mandate's user (a user namespace of its own maps it back)
+//! that status. The command sees Mandate's user (the session's user namespace maps it to itself)
 //! with no capability, `no_new_privs`, the system-call filter and Landlock, as under
 //! bubblewrap. The two processes before it share Mandate's memory and never execute anything:
 //! the command is kept from them by its PID namespace (the first is not in it) and by its
@@ -45,13 +45,46 @@ const HOST: &str = "/run/.mandate-host";
 
 /// The namespaces kept for the session.
 pub(super) struct Session {
-    /// Its user namespace; none when Mandate runs as root (bubblewrap makes none then).
+    /// The user namespace that owns its mount namespace, which maps Mandate's own ids to
+    /// themselves; none when Mandate runs as root (bubblewrap makes none then).
     user: Option<OwnedFd>,
     mount: OwnedFd,
-    /// `/proc/self/uid_map` and `gid_map` of the command's own user namespace: Mandate's ids,
-    /// which are root in the session's.
-    uid_map: CString,
-    gid_map: CString,
+}
+
+/// The session's arguments: every command's ([`bwrap::FIXED`]) but `/dev` made of its parts,
+/// as bubblewrap's `--dev` makes it, without the `devpts` (each command mounts its own). With
+/// `--dev`, bubblewrap maps Mandate's user to root in an outer user namespace (to mount
+/// `devpts`) and back in a nested one; without it there is one, which maps Mandate's ids to
+/// themselves, and the command needs no user namespace of its own.
+fn session_arguments() -> Vec<String> {
+    let mut args = Vec::new();
+    let mut fixed = bwrap::FIXED.iter();
+    while let Some(&arg) = fixed.next() {
+        if arg != "--dev" {
+            args.push(arg.to_string());
+            continue;
+        }
+        let _ = fixed.next();
+        args.extend(["--tmpfs", "/dev"].map(String::from));
+        for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+            let path = format!("/dev/{node}");
+            args.extend(["--dev-bind".to_string(), path.clone(), path]);
+        }
+        for (link, to) in [
+            ("/dev/fd", "/proc/self/fd"),
+            ("/dev/stdin", "/proc/self/fd/0"),
+            ("/dev/stdout", "/proc/self/fd/1"),
+            ("/dev/stderr", "/proc/self/fd/2"),
+            ("/dev/core", "/proc/kcore"),
+            ("/dev/ptmx", "pts/ptmx"),
+        ] {
+            args.extend(["--symlink", to, link].map(String::from));
+        }
+        args.extend(["--dir", "/dev/shm", "--dir", "/dev/pts"].map(String::from));
+    }
+    args.extend(["--bind", "/tmp", &format!("{HOST}/tmp")].map(String::from));
+    args.extend(["--bind", "/run", &format!("{HOST}/run")].map(String::from));
+    args
 }
 
 /// The session's namespaces, made on first use; none where they cannot be made (the command
@@ -84,11 +117,8 @@ impl Session {
                 return Err(io::Error::other("the kernel lacks the new mount calls"));
             }
         }
-        let host_tmp = format!("{HOST}/tmp");
-        let host_run = format!("{HOST}/run");
         let mut holder = Command::new(bwrap)
-            .args(bwrap::FIXED)
-            .args(["--bind", "/tmp", &host_tmp, "--bind", "/run", &host_run])
+            .args(session_arguments())
             .args(["--info-fd", "1", "--", "/bin/sh", "-c", "read _ || :"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -111,10 +141,19 @@ impl Session {
             }
             let pid =
                 child_pid(&info).ok_or_else(|| io::Error::other("bubblewrap gave no child pid"))?;
-            let open = |ns: &str| -> io::Result<OwnedFd> {
-                Ok(std::fs::File::open(format!("/proc/{pid}/ns/{ns}"))?.into())
-            };
-            Ok::<_, io::Error>((open("user")?, open("mnt")?))
+            let mount: OwnedFd = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))?.into();
+            // The user namespace that owns it (not the process's own, which bubblewrap may
+            // change after it reported the pid).
+            const NS_GET_USERNS: u64 = 0xb701;
+            // SAFETY: an ioctl without argument on a descriptor owned here; the result is a new
+            // descriptor, owned by the OwnedFd.
+            let user = unsafe { libc::ioctl(mount.as_raw_fd(), NS_GET_USERNS as _) };
+            if user < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: just made, owned by nobody else.
+            let user = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(user) };
+            Ok::<_, io::Error>((user, mount))
         })();
         drop(holder.stdin.take());
         let status = holder.wait()?;
@@ -125,15 +164,7 @@ impl Session {
         let ours = std::fs::metadata("/proc/self/ns/user")?;
         let theirs = std::fs::File::from(user.try_clone()?).metadata()?;
         let user = (ours.ino() != theirs.ino() || ours.dev() != theirs.dev()).then_some(user);
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let map = |id: u32| CString::new(format!("{id} 0 1\n")).map_err(io::Error::other);
-        Ok(Session {
-            user,
-            mount,
-            uid_map: map(uid)?,
-            gid_map: map(gid)?,
-        })
+        Ok(Session { user, mount })
     }
 
     /// The command's mounts in the session's view, or none when one cannot be made there
@@ -275,7 +306,44 @@ struct Child<'a> {
     init_stack: *mut libc::c_void,
     command_stack: *mut libc::c_void,
     mask: libc::sigset_t,
+    /// Where the set-up failed (a `STEP_` value, or the index of the mount in the plan) and
+    /// the error number.
+    step: AtomicI32,
     error: AtomicI32,
+}
+
+const STEP_SETUP: i32 = -1;
+const STEP_JOIN: i32 = -2;
+const STEP_UNSHARE: i32 = -3;
+const STEP_FRESH: i32 = -4;
+const STEP_PROC: i32 = -5;
+const STEP_START: i32 = -7;
+const STEP_DIR: i32 = -8;
+const STEP_CONFINE: i32 = -9;
+const STEP_EXEC: i32 = -10;
+
+/// The error of a failed start, saying which step failed (an `execve` error stays as it is).
+fn failure(plan: &Plan, step: i32, errno: i32) -> io::Error {
+    let error = io::Error::from_raw_os_error(errno);
+    let what = match step {
+        STEP_EXEC => return error,
+        STEP_SETUP => "setting up the process".to_string(),
+        STEP_JOIN => "joining the namespaces kept for the session".to_string(),
+        STEP_UNSHARE => "making the command's namespaces".to_string(),
+        STEP_FRESH => "mounting the command's fresh /tmp, /run, /dev/shm and /dev/pts".to_string(),
+        STEP_PROC => "mounting the command's /proc".to_string(),
+        STEP_START => "starting the command's processes".to_string(),
+        STEP_DIR => format!("entering `{}`", plan.cwd.to_string_lossy()),
+        STEP_CONFINE => "confining the command".to_string(),
+        i => match plan.ops.get(i as usize) {
+            Some(op) => format!(
+                "mounting `{}` in the command's view",
+                op.target.to_string_lossy()
+            ),
+            None => "making the command's view".to_string(),
+        },
+    };
+    io::Error::new(error.kind(), format!("{what}: {error}"))
 }
 
 /// Starts `launch` in the session's namespaces with `plan`'s mounts, from the calling thread
@@ -311,6 +379,7 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
         command_stack: (stack.base + COMMAND_STACK) as *mut libc::c_void,
         // SAFETY: an all-zero sigset_t is a valid value for pthread_sigmask to fill.
         mask: unsafe { std::mem::zeroed() },
+        step: AtomicI32::new(0),
         error: AtomicI32::new(0),
     };
     let top = (stack.base + STACK) as *mut libc::c_void;
@@ -354,7 +423,7 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
     let error = child.error.load(Ordering::SeqCst);
     if error != 0 {
         let _ = vspawn::wait_blocking(pid);
-        return Err(io::Error::from_raw_os_error(error));
+        return Err(failure(plan, child.step.load(Ordering::SeqCst), error));
     }
     let [stdin, stdout, stderr] = parent_ends;
     Ok(Raw {

@@ -166,3 +166,26 @@ fn the_command_s_status_is_its_own() {
         assert_eq!(code, Some(127), "{}: {out}", level.summary());
     }
 }
+
+#[test]
+fn the_command_cannot_read_the_memory_or_environment_of_the_process_before_it() {
+    // The first process of the command's PID namespace shares Mandate's memory: its
+    // environment and memory are Mandate's. Each read must be refused. (Under bubblewrap per
+    // command the first process is bubblewrap's, in the command's own Landlock domain.)
+    for level in bubblewrap_levels()
+        .into_iter()
+        .filter(|l| !l.bwrap_per_command)
+    {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let (_, out) = run(
+            &sb,
+            &level,
+            "for f in environ maps mem stack auxv; do \
+               if head -c 64 /proc/1/$f > /dev/null 2>&1; then echo \"read $f\"; fi; done; \
+             if readlink /proc/1/fd/0 > /dev/null 2>&1; then echo 'read fd'; fi; \
+             if ls /proc/1/root/ > /dev/null 2>&1; then echo 'read root'; fi",
+        );
+        assert!(!out.contains("read "), "{}: {out}", level.summary());
+    }
+}

@@ -186,10 +186,9 @@ impl Confinement {
         }
     }
 
-    /// The same confinement with bubblewrap building every command's view itself (tests run
-    /// both ways).
-    #[cfg(test)]
-    pub(crate) fn bwrap_per_command(mut self) -> Confinement {
+    /// The same confinement with bubblewrap building every command's view itself, as where
+    /// no namespace can be kept for the session (tests and the benchmark run both ways).
+    pub fn bwrap_per_command(mut self) -> Confinement {
         self.bwrap_per_command = true;
         self
     }

@@ -6,7 +6,10 @@ use std::ffi::CStr;
 use std::os::fd::{AsRawFd as _, RawFd};
 use std::sync::atomic::Ordering;
 
-use super::{Child, Kind, Plan};
+use super::{
+    Child, Kind, Plan, STEP_CONFINE, STEP_DIR, STEP_EXEC, STEP_FRESH, STEP_JOIN, STEP_PROC,
+    STEP_SETUP, STEP_START, STEP_UNSHARE,
+};
 use crate::sandbox::vspawn;
 
 fn ok(rc: libc::c_long) -> Result<(), i32> {
@@ -126,40 +129,45 @@ unsafe fn make_target(target: &CStr, dir: bool) -> Result<(), i32> {
 }
 
 /// The command's view in a copy of the session's mount namespace (see the module's text).
-unsafe fn make_view(plan: &Plan) -> Result<(), i32> {
+unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
     // SAFETY (whole block): system calls on NUL-terminated strings and descriptors of this
     // process.
     unsafe {
+        let fixed = |e: i32| (STEP_FRESH, e);
         ok(libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) as libc::c_long)?;
+        ) as libc::c_long)
+        .map_err(fixed)?;
         let host = libc::open(
             c"/run/.mandate-host".as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         );
-        ok(host as libc::c_long)?;
+        ok(host as libc::c_long).map_err(fixed)?;
         let fresh = libc::MS_NOSUID | libc::MS_NODEV;
-        mount_fs(c"tmpfs", c"/tmp", fresh, c"mode=0755")?;
-        mount_fs(c"tmpfs", c"/run", fresh, c"mode=0755")?;
-        mount_fs(c"tmpfs", c"/dev/shm", fresh, c"mode=0755")?;
+        mount_fs(c"tmpfs", c"/tmp", fresh, c"mode=0755").map_err(fixed)?;
+        mount_fs(c"tmpfs", c"/run", fresh, c"mode=0755").map_err(fixed)?;
+        mount_fs(c"tmpfs", c"/dev/shm", fresh, c"mode=0755").map_err(fixed)?;
         mount_fs(
             c"devpts",
             c"/dev/pts",
             libc::MS_NOSUID | libc::MS_NOEXEC,
             c"newinstance,ptmxmode=0666,mode=620",
-        )?;
+        )
+        .map_err(fixed)?;
         // The session's /dev itself, shared by every command, is read-only.
-        set_attributes(libc::AT_FDCWD, c"/dev", false, MOUNT_ATTR_RDONLY, 0)?;
-        for op in &plan.ops {
+        set_attributes(libc::AT_FDCWD, c"/dev", false, MOUNT_ATTR_RDONLY, 0).map_err(fixed)?;
+        for (i, op) in plan.ops.iter().enumerate() {
+            let at = |e: i32| (i as i32, e);
             let Some((from_host, source)) = &op.source else {
                 if op.create.is_some() {
-                    make_target(&op.target, true)?;
+                    make_target(&op.target, true).map_err(at)?;
                 }
-                mount_fs(c"tmpfs", &op.target, libc::MS_RDONLY | fresh, c"mode=0755")?;
+                mount_fs(c"tmpfs", &op.target, libc::MS_RDONLY | fresh, c"mode=0755")
+                    .map_err(at)?;
                 continue;
             };
             let dir = if *from_host { host } else { libc::AT_FDCWD };
@@ -172,7 +180,7 @@ unsafe fn make_view(plan: &Plan) -> Result<(), i32> {
                     | libc::O_CLOEXEC as libc::c_uint
                     | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
             );
-            ok(tree)?;
+            ok(tree).map_err(at)?;
             let tree = tree as RawFd;
             let done = (|| {
                 let (set, clear) = match op.kind {
@@ -193,7 +201,7 @@ unsafe fn make_view(plan: &Plan) -> Result<(), i32> {
                 ))
             })();
             libc::close(tree);
-            done?;
+            done.map_err(at)?;
         }
         libc::close(host);
     }
@@ -205,7 +213,8 @@ unsafe fn make_view(plan: &Plan) -> Result<(), i32> {
 pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |errno: i32| -> libc::c_int {
+    let fail = |step: i32, errno: i32| -> libc::c_int {
+        child.step.store(step, Ordering::SeqCst);
         child.error.store(errno.max(1), Ordering::SeqCst);
         // SAFETY: ends this process at once, running nothing of Mandate's.
         unsafe { libc::_exit(127) }
@@ -213,10 +222,10 @@ pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = vspawn::reset_signals_and_streams(&child.streams) {
-            return fail(errno);
+            return fail(STEP_SETUP, errno);
         }
         if let Err(e) = child.launch.setup.apply_outer() {
-            return fail(e.raw_os_error().unwrap_or(libc::EPERM));
+            return fail(STEP_SETUP, e.raw_os_error().unwrap_or(libc::EPERM));
         }
         // This process lives as long as the command: it keeps no descriptor of Mandate's
         // (a pipe's end held here would keep its reader waiting).
@@ -231,24 +240,24 @@ pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
         let session = child.plan.session;
         if let Some(user) = &session.user {
             if let Err(errno) = ok(libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) as _) {
-                return fail(errno);
+                return fail(STEP_JOIN, errno);
             }
         }
         if let Err(errno) = ok(libc::setns(session.mount.as_raw_fd(), libc::CLONE_NEWNS) as _) {
-            return fail(errno);
+            return fail(STEP_JOIN, errno);
         }
         let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID;
         if let Err(errno) = ok(libc::unshare(namespaces) as _) {
-            return fail(errno);
+            return fail(STEP_UNSHARE, errno);
         }
-        if let Err(errno) = make_view(child.plan) {
-            return fail(errno);
+        if let Err((step, errno)) = make_view(child.plan) {
+            return fail(step, errno);
         }
         // Not waited for: it lives as long as the command. It closes its copy of the report
         // once the command runs, as the command's own closes at `execve`.
         let pid = libc::clone(init, child.init_stack, libc::CLONE_VM | libc::SIGCHLD, arg);
         if pid < 0 {
-            return fail(*libc::__errno_location());
+            return fail(STEP_START, *libc::__errno_location());
         }
         // Once the report is closed Mandate goes on and `child` is gone: nothing of it is
         // read after.
@@ -269,13 +278,14 @@ fn exit_code(status: libc::c_int) -> libc::c_int {
     }
 }
 
-/// The first process of the command's PID namespace, as bubblewrap's: its `/proc`, Mandate's
-/// own ids again, then the command as its child; it reaps what is left to it and exits with
+/// The first process of the command's PID namespace, as bubblewrap's: its `/proc`, then the
+/// command as its child; it reaps what is left to it and exits with
 /// the command's status. It blocks every signal (a command's `kill 1` does nothing).
 extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |errno: i32| -> libc::c_int {
+    let fail = |step: i32, errno: i32| -> libc::c_int {
+        child.step.store(step, Ordering::SeqCst);
         child.error.store(errno.max(1), Ordering::SeqCst);
         // SAFETY: ends this process at once, running nothing of Mandate's.
         unsafe { libc::_exit(127) }
@@ -283,11 +293,11 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
-            return fail(errno);
+            return fail(STEP_PROC, errno);
         }
         let proc_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         if let Err(errno) = mount_fs(c"proc", c"/proc", proc_flags, c"") {
-            return fail(errno);
+            return fail(STEP_PROC, errno);
         }
         // As bubblewrap does: what root could write under /proc stays read-only.
         for path in [
@@ -307,30 +317,7 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
                 let all =
                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
                 if let Err(errno) = set_attributes(libc::AT_FDCWD, path, true, all, 0) {
-                    return fail(errno);
-                }
-            }
-        }
-        let session = child.plan.session;
-        if session.user.is_some() {
-            // Mandate's own ids again, not the session's root.
-            if let Err(errno) = ok(libc::unshare(libc::CLONE_NEWUSER) as _) {
-                return fail(errno);
-            }
-            for (file, text) in [
-                (c"/proc/self/setgroups", c"deny"),
-                (c"/proc/self/uid_map", session.uid_map.as_c_str()),
-                (c"/proc/self/gid_map", session.gid_map.as_c_str()),
-            ] {
-                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return fail(*libc::__errno_location());
-                }
-                let bytes = text.to_bytes();
-                let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-                libc::close(fd);
-                if written != bytes.len() as isize {
-                    return fail(*libc::__errno_location());
+                    return fail(STEP_PROC, errno);
                 }
             }
         }
@@ -341,7 +328,7 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
             arg,
         );
         if pid < 0 {
-            return fail(*libc::__errno_location());
+            return fail(STEP_START, *libc::__errno_location());
         }
         if child.error.load(Ordering::SeqCst) != 0 {
             libc::_exit(127);
@@ -366,7 +353,8 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
 extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive while this process's parent waits.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |errno: i32| -> libc::c_int {
+    let fail = |step: i32, errno: i32| -> libc::c_int {
+        child.step.store(step, Ordering::SeqCst);
         child.error.store(errno.max(1), Ordering::SeqCst);
         // SAFETY: ends this process at once, running nothing of Mandate's.
         unsafe { libc::_exit(127) }
@@ -374,13 +362,13 @@ extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
-            return fail(errno);
+            return fail(STEP_START, errno);
         }
         if libc::chdir(child.plan.cwd.as_ptr()) != 0 {
-            return fail(*libc::__errno_location());
+            return fail(STEP_DIR, *libc::__errno_location());
         }
         if let Err(e) = child.launch.setup.apply_inner(true) {
-            return fail(e.raw_os_error().unwrap_or(libc::EPERM));
+            return fail(STEP_CONFINE, e.raw_os_error().unwrap_or(libc::EPERM));
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
         libc::execve(
@@ -388,6 +376,6 @@ extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
             child.argv.as_ptr(),
             child.envp.as_ptr(),
         );
-        fail(*libc::__errno_location())
+        fail(STEP_EXEC, *libc::__errno_location())
     }
 }
