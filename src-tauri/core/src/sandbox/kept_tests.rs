@@ -189,3 +189,33 @@ fn the_command_cannot_read_the_memory_or_environment_of_the_process_before_it() 
         assert!(!out.contains("read "), "{}: {out}", level.summary());
     }
 }
+
+#[test]
+fn a_symlink_planted_on_a_granted_path_after_the_plan_moves_no_mount() {
+    // Another command with a wider grant could swap a directory the next command is granted
+    // for a symbolic link to a place that command should not write, between the plan and the
+    // start. The mount is refused and the command does not run.
+    let Some(kept) = bubblewrap_levels()
+        .into_iter()
+        .find(|l| !l.bwrap_per_command)
+    else {
+        return;
+    };
+    let s = scratch();
+    let sb = sandbox(&s, &["src/auth/**"], false);
+    let mut cmd =
+        ConfinedCommand::command(&sb, &kept, "echo planted > src/auth/written").expect("plan");
+    cmd.stdin(Io::Null);
+    let auth = s.root.join("src/auth");
+    std::fs::rename(&auth, s.root.join("src/auth-moved")).expect("move");
+    std::os::unix::fs::symlink(&s.outside, &auth).expect("symlink");
+    let started = super::vspawn::start(&cmd);
+    let error = started.err().expect("the command must not start");
+    assert!(
+        error.to_string().contains("src/auth")
+            && error.to_string().contains("in the command's view"),
+        "{error}"
+    );
+    assert!(!s.outside.join("written").exists());
+    assert!(!s.root.join("src/auth-moved/written").exists());
+}

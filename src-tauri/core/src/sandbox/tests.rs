@@ -24,7 +24,7 @@ pub(super) fn levels() -> Vec<Confinement> {
 pub(super) struct Scratch {
     _tmp: tempfile::TempDir,
     pub(super) root: PathBuf,
-    outside: PathBuf,
+    pub(super) outside: PathBuf,
     temp: PathBuf,
 }
 

@@ -27,6 +27,7 @@ const MOUNT_ATTR_NODEV: u64 = 0x4;
 const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 #[repr(C)]
 struct MountAttr {
@@ -128,6 +129,119 @@ unsafe fn make_target(target: &CStr, dir: bool) -> Result<(), i32> {
     Ok(())
 }
 
+/// `path` (relative to `dir`, beneath it when `dir` is a descriptor) as an `O_PATH`
+/// descriptor, refused if a symbolic link lies anywhere on it.
+unsafe fn open_path(dir: RawFd, path: &CStr) -> Result<RawFd, i32> {
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS;
+    if dir != libc::AT_FDCWD {
+        how.resolve |= libc::RESOLVE_BENEATH;
+    }
+    // SAFETY: pointers to data valid for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    ok(fd)?;
+    Ok(fd as RawFd)
+}
+
+/// Moves the detached mount `tree` onto `target` (descriptors).
+unsafe fn move_onto(tree: RawFd, target: RawFd) -> Result<(), i32> {
+    // SAFETY: descriptors of this process and empty paths.
+    ok(unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            target,
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    })
+}
+
+/// An empty read-only directory (a new tmpfs) over `target`.
+unsafe fn mount_empty(target: RawFd) -> Result<(), i32> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    // SAFETY (whole block): NUL-terminated strings and descriptors of this process.
+    unsafe {
+        let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC);
+        ok(fs)?;
+        let fs = fs as RawFd;
+        let mounted = (|| {
+            ok(libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_SET_STRING,
+                c"mode".as_ptr(),
+                c"0755".as_ptr(),
+                0,
+            ))?;
+            ok(libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<libc::c_char>(),
+                std::ptr::null::<libc::c_void>(),
+                0,
+            ))?;
+            let attributes = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+            let mount = libc::syscall(libc::SYS_fsmount, fs, FSMOUNT_CLOEXEC, attributes);
+            ok(mount)?;
+            let moved = move_onto(mount as RawFd, target);
+            libc::close(mount as RawFd);
+            moved
+        })();
+        libc::close(fs);
+        mounted
+    }
+}
+
+/// `source` (under the machine's `/tmp` and `/run` kept at `host`, or in the session's view)
+/// bound onto `target` with the flags of `kind`.
+unsafe fn bind(
+    from_host: bool,
+    host: RawFd,
+    source: &CStr,
+    kind: Kind,
+    target: RawFd,
+) -> Result<(), i32> {
+    // SAFETY (whole block): descriptors of this process and NUL-terminated strings.
+    unsafe {
+        let from = open_path(if from_host { host } else { libc::AT_FDCWD }, source)?;
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            from,
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::AT_RECURSIVE as libc::c_uint
+                | libc::AT_EMPTY_PATH as libc::c_uint
+                | libc::O_CLOEXEC as libc::c_uint,
+        );
+        libc::close(from);
+        ok(tree)?;
+        let tree = tree as RawFd;
+        let (set, clear) = match kind {
+            Kind::Writable => (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
+            _ => (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0),
+        };
+        let done =
+            set_attributes(tree, c"", true, set, clear).and_then(|()| move_onto(tree, target));
+        libc::close(tree);
+        done
+    }
+}
+
 /// The command's view in a copy of the session's mount namespace (see the module's text).
 unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
     // SAFETY (whole block): system calls on NUL-terminated strings and descriptors of this
@@ -162,45 +276,17 @@ unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
         set_attributes(libc::AT_FDCWD, c"/dev", false, MOUNT_ATTR_RDONLY, 0).map_err(fixed)?;
         for (i, op) in plan.ops.iter().enumerate() {
             let at = |e: i32| (i as i32, e);
-            let Some((from_host, source)) = &op.source else {
-                if op.create.is_some() {
-                    make_target(&op.target, true).map_err(at)?;
-                }
-                mount_fs(c"tmpfs", &op.target, libc::MS_RDONLY | fresh, c"mode=0755")
-                    .map_err(at)?;
-                continue;
+            if let Some(dir) = op.create {
+                make_target(&op.target, dir).map_err(at)?;
+            }
+            // The place is found without following any symbolic link: one planted on a path
+            // of the plan since it was made does not move a mount elsewhere.
+            let target = open_path(libc::AT_FDCWD, &op.target).map_err(at)?;
+            let done = match &op.source {
+                None => mount_empty(target),
+                Some((from_host, source)) => bind(*from_host, host, source, op.kind, target),
             };
-            let dir = if *from_host { host } else { libc::AT_FDCWD };
-            let tree = libc::syscall(
-                libc::SYS_open_tree,
-                dir,
-                source.as_ptr(),
-                OPEN_TREE_CLONE
-                    | libc::AT_RECURSIVE as libc::c_uint
-                    | libc::O_CLOEXEC as libc::c_uint
-                    | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint,
-            );
-            ok(tree).map_err(at)?;
-            let tree = tree as RawFd;
-            let done = (|| {
-                let (set, clear) = match op.kind {
-                    Kind::Writable => (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
-                    _ => (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0),
-                };
-                set_attributes(tree, c"", true, set, clear)?;
-                if let Some(dir) = op.create {
-                    make_target(&op.target, dir)?;
-                }
-                ok(libc::syscall(
-                    libc::SYS_move_mount,
-                    tree,
-                    c"".as_ptr(),
-                    libc::AT_FDCWD,
-                    op.target.as_ptr(),
-                    MOVE_MOUNT_F_EMPTY_PATH,
-                ))
-            })();
-            libc::close(tree);
+            libc::close(target);
             done.map_err(at)?;
         }
         libc::close(host);
