@@ -90,20 +90,26 @@ fn session_arguments() -> Vec<String> {
 /// The session's namespaces, made on first use; none where they cannot be made (the command
 /// then runs under bubblewrap alone, as before).
 pub(super) fn session(bwrap: &Path) -> Option<&'static Session> {
-    static SESSION: OnceLock<Option<Session>> = OnceLock::new();
-    SESSION
-        .get_or_init(|| match Session::start(bwrap) {
+    static SESSION: OnceLock<Option<&'static Session>> = OnceLock::new();
+    *SESSION.get_or_init(|| {
+        let made = Session::start(bwrap).and_then(|session| {
+            // Kept for the whole process.
+            let session: &'static Session = Box::leak(Box::new(session));
+            session.trial()?;
+            Ok(session)
+        });
+        match made {
             Ok(session) => Some(session),
             Err(e) => {
                 tracing::warn!(error = %e, "no namespace kept for the session: each command starts bubblewrap");
                 None
             }
-        })
-        .as_ref()
+        }
+    })
 }
 
 impl Session {
-    fn start(bwrap: &Path) -> io::Result<Session> {
+    pub(super) fn start(bwrap: &Path) -> io::Result<Session> {
         // open_tree, move_mount and mount_setattr (Linux 5.12): refused for the bad
         // descriptor where they exist.
         for call in [
@@ -164,7 +170,38 @@ impl Session {
         let ours = std::fs::metadata("/proc/self/ns/user")?;
         let theirs = std::fs::File::from(user.try_clone()?).metadata()?;
         let user = (ours.ino() != theirs.ino() || ours.dev() != theirs.dev()).then_some(user);
+        // Above the standard descriptors, which the processes before a command replace.
+        let user = user.map(vspawn::above_stdio).transpose()?;
+        let mount = vspawn::above_stdio(mount)?;
         Ok(Session { user, mount })
+    }
+
+    /// One command with no mount of its own, started as every command is: where a step is
+    /// refused here (a system-call filter around Mandate, a setuid bubblewrap whose namespaces
+    /// Mandate cannot join), commands start their own bubblewrap instead of all failing.
+    pub(super) fn trial(&'static self) -> io::Result<()> {
+        let plan = Plan {
+            session: self,
+            ops: Vec::new(),
+            cwd: c"/".into(),
+        };
+        let launch = Launch {
+            program: c"/bin/sh".into(),
+            argv: vec![c"sh".into(), c"-c".into(), c"exit 0".into()],
+            envp: Vec::new(),
+            cwd: None,
+            setup: super::spawn::plain_setup(super::spawn::parent_pid()),
+            io: [vspawn::Io::Null; 3],
+            kept: None,
+        };
+        let raw = start(&launch, &plan)?;
+        let status = vspawn::wait_blocking(raw.pid)?;
+        if !status.success() {
+            return Err(io::Error::other(format!(
+                "the trial command ended with {status}"
+            )));
+        }
+        Ok(())
     }
 
     /// The command's mounts in the session's view, or none when one cannot be made there
@@ -243,11 +280,25 @@ pub struct Plan {
     cwd: CString,
 }
 
-/// One stack for the process between Mandate and a command, which lives as long as the
-/// command: reused once the kernel has cleared `tid` (`CLONE_CHILD_CLEARTID`), at its exit.
+/// One stack for the processes between Mandate and a command, which live as long as the
+/// command: reused once the kernel has cleared the word of each (`CLONE_CHILD_CLEARTID`) at
+/// its exit (and the command's at its `execve`).
 struct Stack {
     base: usize,
-    tid: AtomicI32,
+    /// `first`'s, `init`'s and the command's.
+    tids: [AtomicI32; 3],
+}
+
+impl Stack {
+    fn free(&self) -> bool {
+        self.tids.iter().all(|t| t.load(Ordering::SeqCst) == 0)
+    }
+
+    fn take(&self) {
+        for t in &self.tids {
+            t.store(-1, Ordering::SeqCst);
+        }
+    }
 }
 
 const STACK: usize = 512 * 1024;
@@ -260,14 +311,10 @@ const COMMAND_STACK: usize = 160 * 1024;
 fn stack() -> io::Result<&'static Stack> {
     static STACKS: Mutex<Vec<&'static Stack>> = Mutex::new(Vec::new());
     let mut stacks = STACKS.lock().unwrap_or_else(|e| e.into_inner());
-    for stack in stacks.iter() {
-        if stack
-            .tid
-            .compare_exchange(0, -1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return Ok(stack);
-        }
+    // Under the lock: no other start takes the same stack meanwhile.
+    if let Some(stack) = stacks.iter().find(|s| s.free()) {
+        stack.take();
+        return Ok(stack);
     }
     // SAFETY: a fresh private anonymous mapping, never unmapped (stacks are reused).
     let base = unsafe {
@@ -285,7 +332,7 @@ fn stack() -> io::Result<&'static Stack> {
     }
     let stack: &'static Stack = Box::leak(Box::new(Stack {
         base: base as usize,
-        tid: AtomicI32::new(-1),
+        tids: [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)],
     }));
     stacks.push(stack);
     Ok(stack)
@@ -305,6 +352,9 @@ struct Child<'a> {
     report: RawFd,
     init_stack: *mut libc::c_void,
     command_stack: *mut libc::c_void,
+    /// Cleared by the kernel when `init` exits, and when the command executes or exits.
+    init_tid: *mut libc::pid_t,
+    command_tid: *mut libc::pid_t,
     mask: libc::sigset_t,
     /// Where the set-up failed (a `STEP_` value, or the index of the mount in the plan) and
     /// the error number.
@@ -352,6 +402,8 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
     let (child_ends, parent_ends, streams) = vspawn::streams(launch)?;
     let program = vspawn::resolve(launch)?;
     let (report_read, report_write) = vspawn::pipe()?;
+    // Above the standard descriptors, which `first` replaces before it is done with this one.
+    let report_write = vspawn::above_stdio(report_write)?;
     let session = plan.session;
     let mut keep: Vec<RawFd> = [report_write.as_raw_fd(), session.mount.as_raw_fd()]
         .into_iter()
@@ -377,6 +429,8 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
         report: report_write.as_raw_fd(),
         init_stack: (stack.base + INIT_STACK) as *mut libc::c_void,
         command_stack: (stack.base + COMMAND_STACK) as *mut libc::c_void,
+        init_tid: stack.tids[1].as_ptr(),
+        command_tid: stack.tids[2].as_ptr(),
         // SAFETY: an all-zero sigset_t is a valid value for pthread_sigmask to fill.
         mask: unsafe { std::mem::zeroed() },
         step: AtomicI32::new(0),
@@ -385,8 +439,8 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
     let top = (stack.base + STACK) as *mut libc::c_void;
     // SAFETY (whole block): signal masks of this thread, on stack data; `clone` runs `first`
     // on its own stack with a pointer to `child`, which lives until the report pipe is closed
-    // (the command has been executed, or the child has exited); the kernel clears `tid` when
-    // the child exits, and the stack is not reused before.
+    // (the command has been executed, or the processes have exited); the kernel clears each
+    // process's word in the stack's record, and the stack is not reused before.
     let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
@@ -398,27 +452,38 @@ pub(super) fn start(launch: &Launch, plan: &Plan) -> io::Result<Raw> {
             (&raw mut child).cast(),
             std::ptr::null_mut::<libc::pid_t>(),
             std::ptr::null_mut::<libc::c_void>(),
-            stack.tid.as_ptr(),
+            stack.tids[0].as_ptr(),
         );
-        let spawn_error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
         if pid < 0 {
-            stack.tid.store(0, Ordering::SeqCst);
+            let spawn_error = io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
+            for t in &stack.tids {
+                t.store(0, Ordering::SeqCst);
+            }
             return Err(spawn_error);
         }
         pid
     };
     drop(report_write);
+    // Until the report closes, the processes read `child`, the launch and the plan, and share
+    // this thread's `errno`: nothing returns before, and this thread takes no signal meanwhile
+    // (its mask is still full).
     let mut report = std::fs::File::from(report_read);
     let mut byte = [0u8; 1];
     loop {
         match report.read(&mut byte) {
             Ok(0) => break,
             Ok(_) => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(_) => {
+                // Not expected on a pipe of this process: end them all and wait for the end.
+                // SAFETY: signals this process's own child's group.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
     }
+    // SAFETY: the mask saved before the clone, for this thread.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut()) };
     drop(child_ends);
     let error = child.error.load(Ordering::SeqCst);
     if error != 0 {

@@ -184,10 +184,13 @@ fn the_command_cannot_read_the_memory_or_environment_of_the_process_before_it() 
             "for f in environ maps mem stack auxv; do \
                if head -c 64 /proc/1/$f > /dev/null 2>&1; then echo \"read $f\"; fi; done; \
              if readlink /proc/1/fd/0 > /dev/null 2>&1; then echo 'read fd'; fi; \
+             if echo 1000 > /proc/1/oom_score_adj; then echo 'read oom'; fi 2>/dev/null; \
              if ls /proc/1/root/ > /dev/null 2>&1; then echo 'read root'; fi",
         );
         assert!(!out.contains("read "), "{}: {out}", level.summary());
     }
+    let ours = std::fs::read_to_string("/proc/self/oom_score_adj").expect("oom_score_adj");
+    assert_eq!(ours.trim(), "0", "Mandate's OOM score was changed");
 }
 
 #[test]
@@ -218,4 +221,139 @@ fn a_symlink_planted_on_a_granted_path_after_the_plan_moves_no_mount() {
     );
     assert!(!s.outside.join("written").exists());
     assert!(!s.root.join("src/auth-moved/written").exists());
+}
+
+#[test]
+fn nothing_is_writable_in_the_view_but_what_the_command_was_given() {
+    // Every mount the command can write: its fresh /tmp, /run, /dev/shm, /dev/pts and /proc,
+    // its temporary directory and its grants. Anything else writable (a mount that arrived
+    // in the session's view with the machine's flags) would be a hole.
+    for level in bubblewrap_levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let (code, out) = run(&sb, &level, "cat /proc/self/mountinfo");
+        assert_eq!(code, Some(0), "{out}");
+        // Device nodes are written through, whatever their mount says.
+        let mut allowed: Vec<String> = [
+            "/tmp",
+            "/run",
+            "/dev/shm",
+            "/dev/pts",
+            "/proc",
+            "/dev/null",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/random",
+            "/dev/urandom",
+            "/dev/tty",
+        ]
+        .map(String::from)
+        .to_vec();
+        allowed.extend(sb.writable.iter().map(|g| g.path.display().to_string()));
+        allowed.push(sb.temp_dir.display().to_string());
+        if level.bwrap_per_command {
+            // bubblewrap's own /dev, per command.
+            allowed.push("/dev".into());
+        }
+        for line in out.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let (point, options) = (fields[4], fields[5]);
+            if options.split(',').any(|o| o == "rw") {
+                assert!(
+                    allowed.iter().any(|a| a == point),
+                    "{}: `{point}` is writable: {line}",
+                    level.summary()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_kernel_keyrings_are_refused() {
+    // Not confined by any namespace a command gets: a command could read what another program
+    // keeps in the user's keyring, or leave a key for the next command.
+    for level in levels() {
+        let s = scratch();
+        let sb = sandbox(&s, &["src/auth/**"], false);
+        let (code, out) = run(
+            &sb,
+            &level,
+            "python3 -c 'import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+             r = libc.syscall(248, b\"user\", b\"mandate-test\", b\"x\", 1, -4)\n\
+             print(r, os.strerror(ctypes.get_errno()))\n\
+             r = libc.syscall(250, 0, -4, 0)\nprint(r, os.strerror(ctypes.get_errno()))'",
+        );
+        assert_eq!(code, Some(0), "{}: {out}", level.summary());
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with("-1 Operation not permitted"))
+                .count(),
+            2,
+            "{}: {out}",
+            level.summary()
+        );
+    }
+}
+
+#[test]
+fn a_filesystem_mounted_after_the_session_began_is_read_only_in_the_command() {
+    // The session's view follows the machine's mounts; one made later (a USB drive, an NFS
+    // home mounted again) arrives there with the machine's flags, writable.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // mounting on the machine needs root
+    }
+    let Some(level) = bubblewrap_levels()
+        .into_iter()
+        .find(|l| !l.bwrap_per_command)
+    else {
+        return;
+    };
+    let sh = |line: &str| {
+        let status = std::process::Command::new("sh")
+            .args(["-c", line])
+            .status()
+            .expect("sh");
+        assert!(status.success(), "{line}");
+    };
+    let base = tempfile::tempdir_in("/var/tmp").expect("tmp");
+    let shared = base.path().join("shared");
+    let sub = shared.join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let (shared_s, sub_s) = (shared.display().to_string(), sub.display().to_string());
+    // Mounts under `shared` reach every copy of it, the session's view among them.
+    sh(&format!(
+        "mount --bind {shared_s} {shared_s} && mount --make-shared {shared_s}"
+    ));
+    let session =
+        super::kept::Session::start(level.bwrap.as_ref().expect("bwrap")).expect("session");
+    let session: &'static super::kept::Session = Box::leak(Box::new(session));
+    sh(&format!("mount -t tmpfs mandate-test {sub_s}"));
+    let s = scratch();
+    let sb = sandbox(&s, &["src/auth/**"], false);
+    let mut cmd = ConfinedCommand::command(
+        &sb,
+        &level,
+        &format!("grep -c ' {sub_s} ' /proc/self/mountinfo; touch {sub_s}/written; touch {shared_s}/written"),
+    )
+    .expect("command");
+    cmd.kept = Some(session.plan(&sb).expect("plan"));
+    let out = cmd.output().expect("run");
+    let written = (
+        sub.join("written").exists(),
+        shared.join("written").exists(),
+    );
+    sh(&format!("umount {sub_s}; umount {shared_s}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("1\n"),
+        "the new mount did not reach the session's view, so this test shows nothing: {text}"
+    );
+    assert_eq!(written, (false, false), "{text}");
+    assert!(text.contains("Read-only file system"), "{text}");
 }

@@ -65,6 +65,7 @@ fn prelude() -> Option<Vec<libc::sock_filter>> {
 pub(super) fn command_filter(without_network: Option<bool>) -> Option<Vec<libc::sock_filter>> {
     let mut program = prelude()?;
     stay_in_group(&mut program)?;
+    no_kernel_keyring(&mut program)?;
     match without_network {
         Some(block_unix) => program.extend(no_network(block_unix)?),
         None => program.push(op(RET, 0, 0, ALLOW)),
@@ -75,6 +76,18 @@ pub(super) fn command_filter(without_network: Option<bool>) -> Option<Vec<libc::
 /// Refuses `setsid` and `setpgid`: one pair of instructions each, after the prelude.
 fn stay_in_group(program: &mut Vec<libc::sock_filter>) -> Option<()> {
     for nr in [libc::SYS_setsid, libc::SYS_setpgid] {
+        let nr = u32::try_from(nr).ok()?;
+        program.extend([op(JEQ, 0, 1, nr), op(RET, 0, 0, ERRNO | libc::EPERM as u32)]);
+    }
+    Some(())
+}
+
+/// Refuses the kernel's keyrings (`add_key`, `keyctl`, `request_key`), as container runtimes
+/// do: they are not confined by any namespace a command gets here (the user's keyring is the
+/// person's, or the one every command of the session shares), so a command could read what
+/// another program keeps there or leave something for the next command.
+fn no_kernel_keyring(program: &mut Vec<libc::sock_filter>) -> Option<()> {
+    for nr in [libc::SYS_add_key, libc::SYS_keyctl, libc::SYS_request_key] {
         let nr = u32::try_from(nr).ok()?;
         program.extend([op(JEQ, 0, 1, nr), op(RET, 0, 0, ERRNO | libc::EPERM as u32)]);
     }
@@ -149,6 +162,7 @@ pub(super) fn install(filter: &[libc::sock_filter]) -> std::io::Result<()> {
 pub(super) fn server_filter() -> Option<Vec<libc::sock_filter>> {
     let mut program = prelude()?;
     stay_in_group(&mut program)?;
+    no_kernel_keyring(&mut program)?;
     // Each refused call: "if nr == X return error", one pair of instructions.
     let mut refuse = |nr: libc::c_long, errno: i32| -> Option<()> {
         let nr = u32::try_from(nr).ok()?;

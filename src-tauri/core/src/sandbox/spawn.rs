@@ -129,7 +129,12 @@ fn build(
             argv.extend(args.iter().cloned());
             (bwrap.clone().into_os_string(), argv, None)
         }
-        (_, true) => {
+        (None, true) => {
+            return Err(SandboxError::Spawn(
+                "the confinement names bubblewrap but no bubblewrap program".into(),
+            ))
+        }
+        (Some(_), true) => {
             // The directory is changed inside the command's view.
             let mut argv = vec![program.to_os_string()];
             argv.extend(args.iter().cloned());
@@ -204,7 +209,7 @@ pub(super) struct ChildSetup {
     reaper: Option<Arc<OwnedFd>>,
 }
 
-fn parent_pid() -> libc::pid_t {
+pub(super) fn parent_pid() -> libc::pid_t {
     // SAFETY: getpid takes no argument and cannot fail.
     unsafe { libc::getpid() }
 }
@@ -330,8 +335,7 @@ unsafe fn drop_all_capabilities() -> std::io::Result<()> {
 }
 
 /// The child's setup without confinement, expecting `parent` as its parent (tests of the
-/// parent-death guard).
-#[cfg(test)]
+/// parent-death guard, and the trial of the namespace kept for the session).
 pub(super) fn plain_setup(parent: libc::pid_t) -> ChildSetup {
     ChildSetup {
         landlock: None,

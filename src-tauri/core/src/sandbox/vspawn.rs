@@ -350,7 +350,7 @@ pub(super) fn resolve(launch: &Launch) -> io::Result<CString> {
 }
 
 /// `fd`, or a copy of it numbered 3 or above (close-on-exec like the original).
-fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+pub(super) fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }

@@ -231,12 +231,17 @@ unsafe fn bind(
         libc::close(from);
         ok(tree)?;
         let tree = tree as RawFd;
-        let (set, clear) = match kind {
-            Kind::Writable => (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY),
-            _ => (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0),
-        };
-        let done =
-            set_attributes(tree, c"", true, set, clear).and_then(|()| move_onto(tree, target));
+        // As bubblewrap: flags are only added beneath; a writable bind is writable at its top
+        // mount only, and what was read-only inside it stays so.
+        let mut set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if kind != Kind::Writable {
+            set |= MOUNT_ATTR_RDONLY;
+        }
+        let mut done = set_attributes(tree, c"", true, set, 0);
+        if kind == Kind::Writable {
+            done = done.and_then(|()| set_attributes(tree, c"", false, 0, MOUNT_ATTR_RDONLY));
+        }
+        let done = done.and_then(|()| move_onto(tree, target));
         libc::close(tree);
         done
     }
@@ -256,6 +261,21 @@ unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
             std::ptr::null(),
         ) as libc::c_long)
         .map_err(fixed)?;
+        // The session's view follows the machine's mounts: one made since the session began
+        // arrives with the machine's flags (writable). Everything is read-only again, without
+        // set-user-id or devices, but the device nodes of /dev.
+        let shut = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        set_attributes(libc::AT_FDCWD, c"/", true, shut, 0).map_err(fixed)?;
+        for node in [
+            c"/dev/null",
+            c"/dev/zero",
+            c"/dev/full",
+            c"/dev/random",
+            c"/dev/urandom",
+            c"/dev/tty",
+        ] {
+            set_attributes(libc::AT_FDCWD, node, false, 0, MOUNT_ATTR_NODEV).map_err(fixed)?;
+        }
         let host = libc::open(
             c"/run/.mandate-host".as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
@@ -272,8 +292,6 @@ unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
             c"newinstance,ptmxmode=0666,mode=620",
         )
         .map_err(fixed)?;
-        // The session's /dev itself, shared by every command, is read-only.
-        set_attributes(libc::AT_FDCWD, c"/dev", false, MOUNT_ATTR_RDONLY, 0).map_err(fixed)?;
         for (i, op) in plan.ops.iter().enumerate() {
             let at = |e: i32| (i as i32, e);
             if let Some(dir) = op.create {
@@ -318,11 +336,20 @@ pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
         let mut from = 3u32;
         for &fd in &child.keep {
             if fd as u32 > from {
-                libc::syscall(libc::SYS_close_range, from, fd as u32 - 1, 0u32);
+                if let Err(errno) = ok(libc::syscall(
+                    libc::SYS_close_range,
+                    from,
+                    fd as u32 - 1,
+                    0u32,
+                )) {
+                    return fail(STEP_SETUP, errno);
+                }
             }
             from = from.max(fd as u32 + 1);
         }
-        libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32);
+        if let Err(errno) = ok(libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32)) {
+            return fail(STEP_SETUP, errno);
+        }
         let session = child.plan.session;
         if let Some(user) = &session.user {
             if let Err(errno) = ok(libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) as _) {
@@ -341,7 +368,15 @@ pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
         }
         // Not waited for: it lives as long as the command. It closes its copy of the report
         // once the command runs, as the command's own closes at `execve`.
-        let pid = libc::clone(init, child.init_stack, libc::CLONE_VM | libc::SIGCHLD, arg);
+        let pid = libc::clone(
+            init,
+            child.init_stack,
+            libc::CLONE_VM | libc::CLONE_CHILD_CLEARTID | libc::SIGCHLD,
+            arg,
+            std::ptr::null_mut::<libc::pid_t>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            child.init_tid,
+        );
         if pid < 0 {
             return fail(STEP_START, *libc::__errno_location());
         }
@@ -399,19 +434,37 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
                 libc::MS_BIND | libc::MS_REC,
                 std::ptr::null(),
             );
-            if bound == 0 {
-                let all =
-                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-                if let Err(errno) = set_attributes(libc::AT_FDCWD, path, true, all, 0) {
-                    return fail(STEP_PROC, errno);
+            if bound != 0 {
+                let errno = *libc::__errno_location();
+                if errno == libc::ENOENT {
+                    continue;
                 }
+                return fail(STEP_PROC, errno);
             }
+            let all = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+            if let Err(errno) = set_attributes(libc::AT_FDCWD, path, true, all, 0) {
+                return fail(STEP_PROC, errno);
+            }
+        }
+        // This process shares Mandate's memory: what its /proc entries change (the OOM
+        // killer's score, the core dump filter, the pages' dirty bits) would be Mandate's.
+        // An empty read-only directory over them; the command is pid 2 and sees its own.
+        if let Err(errno) = mount_fs(
+            c"tmpfs",
+            c"/proc/1",
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"mode=0555",
+        ) {
+            return fail(STEP_PROC, errno);
         }
         let pid = libc::clone(
             command,
             child.command_stack,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_CHILD_CLEARTID | libc::SIGCHLD,
             arg,
+            std::ptr::null_mut::<libc::pid_t>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            child.command_tid,
         );
         if pid < 0 {
             return fail(STEP_START, *libc::__errno_location());
