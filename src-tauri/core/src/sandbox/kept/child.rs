@@ -312,17 +312,22 @@ unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
     Ok(())
 }
 
+impl Child<'_> {
+    /// Says where and why the set-up failed, for Mandate, and ends the calling process at once.
+    fn fail(&self, step: i32, errno: i32) -> ! {
+        self.step.store(step, Ordering::SeqCst);
+        self.error.store(errno.max(1), Ordering::SeqCst);
+        // SAFETY: ends this process at once, running nothing of Mandate's.
+        unsafe { libc::_exit(127) }
+    }
+}
+
 /// The process between Mandate and the command: joins the session's namespaces, makes the
 /// command's view, starts the command and exits with its status.
 pub(super) extern "C" fn first(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |step: i32, errno: i32| -> libc::c_int {
-        child.step.store(step, Ordering::SeqCst);
-        child.error.store(errno.max(1), Ordering::SeqCst);
-        // SAFETY: ends this process at once, running nothing of Mandate's.
-        unsafe { libc::_exit(127) }
-    };
+    let fail = |step: i32, errno: i32| -> libc::c_int { child.fail(step, errno) };
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = vspawn::reset_signals_and_streams(&child.streams) {
@@ -405,12 +410,7 @@ fn exit_code(status: libc::c_int) -> libc::c_int {
 extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive until the report pipe closes.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |step: i32, errno: i32| -> libc::c_int {
-        child.step.store(step, Ordering::SeqCst);
-        child.error.store(errno.max(1), Ordering::SeqCst);
-        // SAFETY: ends this process at once, running nothing of Mandate's.
-        unsafe { libc::_exit(127) }
-    };
+    let fail = |step: i32, errno: i32| -> libc::c_int { child.fail(step, errno) };
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
@@ -492,12 +492,7 @@ extern "C" fn init(arg: *mut libc::c_void) -> libc::c_int {
 extern "C" fn command(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Child` the parent passed, alive while this process's parent waits.
     let child = unsafe { &*(arg as *const Child<'_>) };
-    let fail = |step: i32, errno: i32| -> libc::c_int {
-        child.step.store(step, Ordering::SeqCst);
-        child.error.store(errno.max(1), Ordering::SeqCst);
-        // SAFETY: ends this process at once, running nothing of Mandate's.
-        unsafe { libc::_exit(127) }
-    };
+    let fail = |step: i32, errno: i32| -> libc::c_int { child.fail(step, errno) };
     // SAFETY (whole block): system calls on data owned by `child` or this frame.
     unsafe {
         if let Err(errno) = ok(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as _) {
