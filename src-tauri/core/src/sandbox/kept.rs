@@ -66,8 +66,8 @@ fn session_arguments() -> Vec<String> {
         }
         let _ = fixed.next();
         args.extend(["--tmpfs", "/dev"].map(String::from));
-        for node in ["null", "zero", "full", "random", "urandom", "tty"] {
-            let path = format!("/dev/{node}");
+        for node in super::landlock_rules::DEVICES {
+            let path = node.to_string_lossy().into_owned();
             args.extend(["--dev-bind".to_string(), path.clone(), path]);
         }
         for (link, to) in [
@@ -233,7 +233,12 @@ impl Session {
                 kind,
                 source,
                 target: CString::new(path.as_os_str().as_bytes()).ok()?,
-                create: fresh.then(|| path.is_dir()),
+                // What `mounts` hid it knows to be a directory or a file.
+                create: fresh.then(|| match kind {
+                    Kind::HiddenDir => true,
+                    Kind::HiddenFile => false,
+                    _ => path.is_dir(),
+                }),
             });
         }
         Some(Plan {

@@ -16,12 +16,16 @@ fn bubblewrap_levels() -> Vec<Confinement> {
         .collect()
 }
 
-#[test]
-fn a_command_runs_in_the_kept_namespace_as_the_person_with_nothing_more() {
-    let Some(kept) = bubblewrap_levels()
+/// The level whose commands run in the namespace kept for the session, where bubblewrap works.
+fn kept_level() -> Option<Confinement> {
+    bubblewrap_levels()
         .into_iter()
         .find(|l| !l.bwrap_per_command)
-    else {
+}
+
+#[test]
+fn a_command_runs_in_the_kept_namespace_as_the_person_with_nothing_more() {
+    let Some(kept) = kept_level() else {
         return;
     };
     let Some(bwrap) = &kept.bwrap else { return };
@@ -198,10 +202,7 @@ fn a_symlink_planted_on_a_granted_path_after_the_plan_moves_no_mount() {
     // Another command with a wider grant could swap a directory the next command is granted
     // for a symbolic link to a place that command should not write, between the plan and the
     // start. The mount is refused and the command does not run.
-    let Some(kept) = bubblewrap_levels()
-        .into_iter()
-        .find(|l| !l.bwrap_per_command)
-    else {
+    let Some(kept) = kept_level() else {
         return;
     };
     let s = scratch();
@@ -234,21 +235,10 @@ fn nothing_is_writable_in_the_view_but_what_the_command_was_given() {
         let (code, out) = run(&sb, &level, "cat /proc/self/mountinfo");
         assert_eq!(code, Some(0), "{out}");
         // Device nodes are written through, whatever their mount says.
-        let mut allowed: Vec<String> = [
-            "/tmp",
-            "/run",
-            "/dev/shm",
-            "/dev/pts",
-            "/proc",
-            "/dev/null",
-            "/dev/zero",
-            "/dev/full",
-            "/dev/random",
-            "/dev/urandom",
-            "/dev/tty",
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut allowed: Vec<String> = ["/tmp", "/run", "/dev/shm", "/dev/pts", "/proc"]
+            .map(String::from)
+            .to_vec();
+        allowed.extend(super::landlock_rules::DEVICES.map(|d| d.to_string_lossy().into_owned()));
         allowed.extend(sb.writable.iter().map(|g| g.path.display().to_string()));
         allowed.push(sb.temp_dir.display().to_string());
         if level.bwrap_per_command {
@@ -304,10 +294,7 @@ fn a_filesystem_mounted_after_the_session_began_is_read_only_in_the_command() {
     if unsafe { libc::geteuid() } != 0 {
         return; // mounting on the machine needs root
     }
-    let Some(level) = bubblewrap_levels()
-        .into_iter()
-        .find(|l| !l.bwrap_per_command)
-    else {
+    let Some(level) = kept_level() else {
         return;
     };
     let sh = |line: &str| {

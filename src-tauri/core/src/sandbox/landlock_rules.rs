@@ -18,13 +18,13 @@ use super::{CommandSandbox, GrantKind, SandboxError};
 const TARGET: ABI = ABI::V9;
 
 /// Devices normal programs write (the command's own output is a pipe and needs no rule).
-const DEVICES: [&str; 6] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
+pub(super) const DEVICES: [&std::ffi::CStr; 6] = [
+    c"/dev/null",
+    c"/dev/zero",
+    c"/dev/full",
+    c"/dev/random",
+    c"/dev/urandom",
+    c"/dev/tty",
 ];
 
 /// What the ruleset restricts.
@@ -117,7 +117,7 @@ pub(super) fn prepare(
             }
         }
         for device in DEVICES {
-            if let Ok(fd) = open_path(Path::new(device), true) {
+            if let Ok(fd) = open_path(Path::new(device.to_str().unwrap_or_default()), true) {
                 rules.push((fd, file & !AccessFs::Execute));
             }
         }

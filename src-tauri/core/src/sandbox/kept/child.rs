@@ -266,14 +266,7 @@ unsafe fn make_view(plan: &Plan) -> Result<(), (i32, i32)> {
         // set-user-id or devices, but the device nodes of /dev.
         let shut = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         set_attributes(libc::AT_FDCWD, c"/", true, shut, 0).map_err(fixed)?;
-        for node in [
-            c"/dev/null",
-            c"/dev/zero",
-            c"/dev/full",
-            c"/dev/random",
-            c"/dev/urandom",
-            c"/dev/tty",
-        ] {
+        for node in crate::sandbox::landlock_rules::DEVICES {
             set_attributes(libc::AT_FDCWD, node, false, 0, MOUNT_ATTR_NODEV).map_err(fixed)?;
         }
         let host = libc::open(
