@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::runtime::Runtime;
+
 use mandate_core::checkpoint::CheckpointStore;
 use mandate_core::journal::{FileWrite, Journal};
 use mandate_core::orchestration::ledger::{ApprovalRecord, Ledger, TraceEntry};
@@ -36,69 +38,104 @@ fn entry(call: String) -> TraceEntry {
     }
 }
 
+/// A workspace of its own, with its store, journal and ledger.
+struct Bench {
+    ws: Workspace,
+    store: Arc<CheckpointStore>,
+    journal: Journal,
+    ledger: Arc<Ledger>,
+}
+
+impl Bench {
+    fn new(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir.join("ws/src")).expect("mkdir");
+        let ws = Workspace::new(&dir.join("ws")).expect("ws");
+        let store = Arc::new(CheckpointStore::new(&dir.join("data"), ws.root()));
+        Self {
+            journal: Journal::new(ws.root(), store.clone()),
+            ledger: Arc::new(Ledger::new(ws.root())),
+            ws,
+            store,
+        }
+    }
+
+    /// One governed write of `new` over the file's `base`, timed.
+    fn write(&self, rt: &Runtime, n: usize, rel: &str, base: Vec<u8>, new: Vec<u8>) -> Duration {
+        let path = self.ws.resolve(rel).expect("resolve");
+        let base = Some(base).filter(|_| path.abs.exists());
+        let write = FileWrite::new(path, base, new, entry(format!("c{n}")));
+        let ledger = self.ledger.clone();
+        let (t, done) = time(|| rt.block_on(self.journal.write(ledger, write, |_| None)));
+        done.expect("write");
+        t
+    }
+}
+
+/// The file's 170 lines of ~50 bytes with line `at` set to `text`.
+fn lines(at: usize, text: &str, others: &[String]) -> Vec<u8> {
+    let mut out = String::new();
+    for (l, line) in others.iter().enumerate() {
+        out.push_str(if l == at { text } else { line });
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
 pub fn figures(root: &Path) -> Vec<Row> {
-    let dir = root.join("undo");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("ws/src")).expect("mkdir");
-    let ws = Workspace::new(&dir.join("ws")).expect("ws");
-    let store = Arc::new(CheckpointStore::new(&dir.join("data"), ws.root()));
-    let journal = Journal::new(ws.root(), store.clone());
-    let ledger = Arc::new(Ledger::new(ws.root()));
+    // A directory of its own for each run, the earlier runs' removed only once this one is
+    // measured. On an ext4 without a journal (this machine's), the kernel does not give a new
+    // file an inode freed in the last minutes: each creation steps over every such inode of its
+    // block group (`recently_deleted`, a third of all samples under `perf` when the images were
+    // made among thousands of just-removed files). Removing files just before measuring would
+    // time that, not the images.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = root.join(format!("undo-{stamp}"));
     // The runtime the window and `mandate run` use.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let line = |n: usize, v: usize| {
-        format!(
-            "line {n:04} of the file, version {v:04} {}\n",
-            "x".repeat(20)
-        )
-    };
+    let line = |l: usize, v: &str| format!("line {l:04} of the file, {v:>16} {}", "x".repeat(20));
+    let first: Vec<String> = (0..170).map(|l| line(l, "version 0000")).collect();
+
     // 1,000 governed writes of ~10 KB over 200 files, in pairs: one whose before- and
-    // after-images are both stored anew (the before image is usually stored already, by the
-    // write that produced it), one whose images are both kept already (only looked for). What
-    // the images add is the difference of the two medians, as the write pays it: it stores them
-    // while the disk works on its journal entry and its bytes. Apart, what storing both takes
-    // alone, outside a write.
-    let objects = dir
-        .join("data/checkpoints")
-        .join(mandate_core::settings::workspace_key(ws.root()))
-        .join("objects");
-    let object = |hash: &str| objects.join(&hash[..2]).join(hash);
+    // after-images are both stored anew, one whose images are both kept already (only looked
+    // for). Before each, one line of the file is changed outside Mandate (as the person edits
+    // between the agent's changes), so its before-image is one no write stored; the agent's
+    // write changes another line. What the images add is the difference of the two medians,
+    // as the write pays it: it stores them while the disk works on its journal entry and its
+    // bytes. Apart, what storing one takes alone, outside a write.
+    let images = Bench::new(&dir.join("images"));
+    let mut files = vec![first.clone(); 200];
+    for f in 0..200 {
+        let abs = images.ws.root().join(format!("src/f{f:03}.txt"));
+        std::fs::write(abs, lines(usize::MAX, "", &first)).expect("a file of the workspace");
+    }
     let (mut anew, mut kept, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     for n in 0..1000 {
-        let rel = format!("src/f{:03}.txt", n % 200);
-        let path = ws.resolve(&rel).expect("resolve");
-        let base = std::fs::read(&path.abs).ok();
-        let new: String = (0..170)
-            .map(|l| line(l, if l == n % 170 { n } else { 0 }))
-            .collect();
-        let new = new.into_bytes();
-        let hashes = (
-            base.as_deref().map(mandate_core::fsutil::sha256_hex),
-            mandate_core::fsutil::sha256_hex(&new),
+        let (rel, file) = (format!("src/f{:03}.txt", n % 200), &mut files[n % 200]);
+        let base = lines(
+            (n + 85) % 170,
+            &line((n + 85) % 170, &format!("by hand {n:04}")),
+            file,
         );
-        let images = [
-            (hashes.0.as_deref(), base.as_deref()),
-            (Some(hashes.1.as_str()), Some(&new[..])),
-        ];
+        std::fs::write(images.ws.root().join(&rel), &base).expect("edit by hand");
+        file[(n + 85) % 170] = line((n + 85) % 170, &format!("by hand {n:04}"));
+        let new = lines(n % 170, &line(n % 170, &format!("version {n:04}")), file);
+        file[n % 170] = line(n % 170, &format!("version {n:04}"));
         let stored_anew = n % 2 == 0;
-        for (hash, bytes) in images {
-            let (Some(hash), Some(bytes)) = (hash, bytes) else {
-                continue;
-            };
-            let _ = std::fs::remove_file(object(hash));
-            if !stored_anew {
-                // Kept already; timed alone first, as the figure of storing them outside a write.
-                let (t, stored) = time(|| store.put_hashed(hash, bytes));
+        if !stored_anew {
+            // Kept already; timed alone first, as the figure of storing them outside a write.
+            for bytes in [&base, &new] {
+                let hash = mandate_core::fsutil::sha256_hex(bytes);
+                let (t, stored) = time(|| images.store.put_hashed(&hash, bytes));
                 stored.expect("put");
                 alone.push(t);
             }
         }
-        let write = FileWrite::new(path, base, new, entry(format!("c{n}")));
-        let (t, done) = time(|| rt.block_on(journal.write(ledger.clone(), write, |_| None)));
-        done.expect("write");
+        let t = images.write(&rt, n, &rel, base, new);
         if stored_anew {
             anew.push(t)
         } else {
@@ -117,18 +154,35 @@ pub fn figures(root: &Path) -> Vec<Row> {
         ms(without),
         ms(median(alone))
     );
+
+    // The preview: an intent's 1,000 writes over 200 files, each write over the one before.
+    let undo = Bench::new(&dir.join("undo"));
+    let mut files = vec![first; 200];
+    for n in 0..1000 {
+        let file = &mut files[n % 200];
+        let base = lines(usize::MAX, "", file);
+        file[n % 170] = line(n % 170, &format!("version {n:04}"));
+        let new = lines(usize::MAX, "", file);
+        undo.write(&rt, n, &format!("src/f{:03}.txt", n % 200), base, new);
+    }
     let selection = Selection {
         intent_id: Some("INT-1".into()),
         ..Selection::default()
     };
     let mut previews: Vec<Duration> = Vec::new();
     for _ in 0..5 {
-        let (t, p) = time(|| plan(ws.root(), &store, &selection).expect("plan"));
+        let (t, p) = time(|| plan(undo.ws.root(), &undo.store, &selection).expect("plan"));
         assert_eq!(p.records.len(), 1000);
         assert_eq!(p.files.len(), 200);
         previews.push(t);
     }
     let preview = median(previews);
+    for old in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = old.file_name().to_string_lossy().into_owned();
+        if (name == "undo" || name.starts_with("undo-")) && old.path() != dir {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
     vec![
         Row {
             figure: "checkpoint images in a governed 10 KB write",
