@@ -238,16 +238,6 @@ fn write_locked(
         before_mode: current_mode,
         after_mode: w.new.as_ref().and(w.mode.or(current_mode)),
     };
-    // The images for undo are stored on another thread while the disk works on the entry, the
-    // bytes and the record (started once the analysis is done, so as not to slow it); the
-    // write waits for them before it returns.
-    let missing = |hash: &Option<String>| hash.as_deref().is_some_and(|h| !checkpoints.contains(h));
-    let images_stored = (missing(&current_hash) || missing(&new_hash)).then(|| {
-        let (checkpoints, rel) = (checkpoints.clone(), rel.clone());
-        let before = current_hash.clone().zip(current.clone());
-        let after = new_hash.clone().zip(w.new.clone());
-        crate::fsutil::Background::start(move || store_images(&checkpoints, &rel, [before, after]))
-    });
     let (record, ranges, computed) = prepare_record(&w, &images, rev, record_id, analysis);
     let entry = Entry {
         format: 1,
@@ -277,6 +267,13 @@ fn write_locked(
     // are waited for.
     let slot_written = slot.write(&bytes);
     let prepared = ledger.prepare_append_at(record, Some(head));
+    // The images for undo: appended to the store's pack, a copy into the page cache, cheaper
+    // here than handing them to another thread.
+    let undo_images = [
+        current_hash.as_deref().zip(current.as_deref()),
+        new_hash.as_deref().zip(w.new.as_deref()),
+    ];
+    store_images(checkpoints, &rel, undo_images);
     let persisted = slot_written.and_then(|()| slot.sync());
     let staged = finish_staged(staged);
     let prepared = match prepared {
@@ -327,9 +324,6 @@ fn write_locked(
         }
     };
     done(slot);
-    if images_stored.is_some_and(|job| job.wait().is_err()) {
-        tracing::warn!(path = %rel, "checkpoint images not stored; this change cannot be undone");
-    }
     Ok(Written {
         record,
         ranges,
@@ -373,9 +367,9 @@ impl Current {
 
 /// Stores the file's bytes before and after as checkpoint objects. Undo reads these; a failure
 /// costs only the ability to undo this change (said in the log).
-fn store_images(checkpoints: &CheckpointStore, rel: &str, images: [Option<(String, Vec<u8>)>; 2]) {
+fn store_images(checkpoints: &CheckpointStore, rel: &str, images: [Option<(&str, &[u8])>; 2]) {
     let stored = images
-        .iter()
+        .into_iter()
         .flatten()
         .try_for_each(|(hash, bytes)| checkpoints.put_hashed(hash, bytes));
     if let Err(e) = stored {

@@ -1,0 +1,382 @@
+//! Packs: the store's objects appended one after the other to a few large files instead of one
+//! file each. Making a file costs the file system an inode (and on some, a search through the
+//! recently freed ones): two per governed write, one per file kept before a command. Appending
+//! to a file already open costs a copy into the page cache.
+//!
+//! Each process appends only to a pack it made and holds an exclusive `flock` on for as long as
+//! it writes there; the pack is named (renamed from a hidden name) only once locked, so a prune
+//! in another process never rewrites a pack someone still writes to. A record is
+//! `MCP1 | SHA-256 (32 bytes) | length (u64 LE) | written at (u64 LE, seconds) | bytes`. A
+//! process killed in the middle of one leaves a record cut short at its pack's end; readers stop
+//! there, and no one appends after it. What a record holds is checked against its hash on read,
+//! as a loose object's is.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Write as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const MAGIC: &[u8; 4] = b"MCP1";
+const HEADER: u64 = 4 + 32 + 8 + 8;
+/// A pack this large is closed and the next object goes to a new one.
+const ROTATE: u64 = 64 << 20;
+
+pub(super) type Hash = [u8; 32];
+
+pub(super) fn parse_hash(hex: &str) -> Option<Hash> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn hex(hash: &Hash) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where one object's bytes are.
+#[derive(Debug, Clone)]
+struct Loc {
+    pack: Arc<str>,
+    offset: u64,
+    len: u64,
+}
+
+/// One record as read from a pack.
+pub(super) struct Record {
+    pub hash: Hash,
+    pub len: u64,
+    pub at: SystemTime,
+    offset: u64,
+}
+
+/// The pack this process appends to.
+struct Own {
+    file: File,
+    name: Arc<str>,
+    len: u64,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: bool,
+    index: HashMap<Hash, Loc>,
+    /// How far each pack has been read.
+    scanned: HashMap<Arc<str>, u64>,
+    own: Option<Own>,
+}
+
+pub(super) struct Packs {
+    dir: PathBuf,
+    state: Mutex<State>,
+}
+
+impl Packs {
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.loaded {
+            self.refresh(&mut state);
+            state.loaded = true;
+        }
+        state
+    }
+
+    pub fn contains(&self, hash: &Hash) -> bool {
+        self.state().index.contains_key(hash)
+    }
+
+    /// Appends the object unless a pack already holds it.
+    pub fn put(&self, hash: &Hash, bytes: &[u8]) -> io::Result<()> {
+        self.put_at(hash, bytes, SystemTime::now())
+    }
+
+    pub(super) fn put_at(&self, hash: &Hash, bytes: &[u8], at: SystemTime) -> io::Result<()> {
+        let mut state = self.state();
+        if state.index.contains_key(hash) {
+            return Ok(());
+        }
+        if state.own.as_ref().is_none_or(|own| own.len >= ROTATE) {
+            state.own = Some(self.create()?);
+        }
+        let own = state.own.as_mut().expect("made above");
+        let len = bytes.len() as u64;
+        let seconds = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut record = Vec::with_capacity(HEADER as usize + bytes.len());
+        record.extend_from_slice(MAGIC);
+        record.extend_from_slice(hash);
+        record.extend_from_slice(&len.to_le_bytes());
+        record.extend_from_slice(&seconds.to_le_bytes());
+        record.extend_from_slice(bytes);
+        if let Err(e) = own.file.write_all(&record) {
+            // What was written of it stays cut short at the end; nothing goes after it.
+            state.own = None;
+            return Err(e);
+        }
+        let loc = Loc {
+            pack: own.name.clone(),
+            offset: own.len + HEADER,
+            len,
+        };
+        own.len += record.len() as u64;
+        let (name, end) = (own.name.clone(), own.len);
+        state.scanned.insert(name, end);
+        state.index.insert(*hash, loc);
+        Ok(())
+    }
+
+    /// A new pack, locked before it is named.
+    fn create(&self) -> io::Result<Own> {
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_millis();
+        let name = format!("{stamp}-{}.pack", uuid::Uuid::new_v4().simple());
+        let hidden = self.dir.join(format!(".{name}.new"));
+        let open = || {
+            fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&hidden)
+        };
+        let file = match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.dir)?;
+                open()?
+            }
+            other => other?,
+        };
+        let named = lock(&file, false).and_then(|()| fs::rename(&hidden, self.dir.join(&name)));
+        if let Err(e) = named {
+            let _ = fs::remove_file(&hidden);
+            return Err(e);
+        }
+        Ok(Own {
+            file,
+            name: name.into(),
+            len: 0,
+        })
+    }
+
+    /// The bytes of the object, `None` when no pack holds it.
+    pub fn get(&self, hash: &Hash) -> Option<io::Result<Vec<u8>>> {
+        for attempt in 0..2 {
+            let loc = {
+                let mut state = self.state();
+                if attempt > 0 || !state.index.contains_key(hash) {
+                    // Appended or moved by another process since this one last looked.
+                    self.refresh(&mut state);
+                }
+                state.index.get(hash).cloned()
+            }?;
+            match self.read(&loc) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempt == 0 => continue,
+                other => return Some(other),
+            }
+        }
+        None
+    }
+
+    fn read(&self, loc: &Loc) -> io::Result<Vec<u8>> {
+        let file = File::open(self.dir.join(&*loc.pack))?;
+        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, loc.offset)?;
+        Ok(bytes)
+    }
+
+    /// Reads what was appended since the last look, and forgets packs that are gone.
+    fn refresh(&self, state: &mut State) {
+        let names = self.names();
+        if state
+            .scanned
+            .keys()
+            .any(|n| !names.iter().any(|m| **n == **m))
+        {
+            state
+                .scanned
+                .retain(|n, _| names.iter().any(|m| **n == **m));
+            let scanned = &state.scanned;
+            state.index.retain(|_, loc| scanned.contains_key(&loc.pack));
+        }
+        for name in names {
+            let name: Arc<str> = state
+                .scanned
+                .get_key_value(name.as_str())
+                .map_or_else(|| name.into(), |(k, _)| k.clone());
+            let from = state.scanned.get(&name).copied().unwrap_or(0);
+            let Ok(file) = File::open(self.dir.join(&*name)) else {
+                continue;
+            };
+            let mut end = from;
+            for record in records(&file, from) {
+                let loc = Loc {
+                    pack: name.clone(),
+                    offset: record.offset,
+                    len: record.len,
+                };
+                state.index.entry(record.hash).or_insert(loc);
+                end = record.offset + record.len;
+            }
+            state.scanned.insert(name, end);
+        }
+    }
+
+    /// The packs' file names, oldest first.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".pack") && !n.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Closes this process's pack, so that a prune may rewrite it.
+    fn retire(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).own = None;
+    }
+
+    /// Every pack no process writes to, locked (and so kept from other prunes) while held.
+    pub fn idle(&self) -> Vec<Idle> {
+        self.retire();
+        let mut out = Vec::new();
+        for name in self.names() {
+            let path = self.dir.join(&name);
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            if lock(&file, true).is_err() {
+                continue;
+            }
+            let records = records(&file, 0).collect();
+            out.push(Idle {
+                path,
+                file,
+                records,
+            });
+        }
+        out
+    }
+
+    /// Bytes held by packs some process still writes to (counted, never pruned).
+    pub fn busy_bytes(&self, idle: &[Idle]) -> u64 {
+        self.names()
+            .iter()
+            .map(|n| self.dir.join(n))
+            .filter(|p| !idle.iter().any(|i| &i.path == p))
+            .filter_map(|p| File::open(p).ok())
+            .map(|f| records(&f, 0).map(|r| r.len).sum::<u64>())
+            .sum()
+    }
+
+    /// Writes `pack` again without the records at `drop` (offsets); removes it when none is
+    /// left. The new pack is synced before the old one goes: what is kept is what undo needs.
+    pub fn rewrite(&self, pack: &Idle, drop: &HashSet<u64>) -> io::Result<()> {
+        let kept: Vec<&Record> = pack
+            .records
+            .iter()
+            .filter(|r| !drop.contains(&r.offset))
+            .collect();
+        if !kept.is_empty() {
+            let mut new = self.create()?;
+            for record in kept {
+                let len = usize::try_from(record.len).map_err(io::Error::other)?;
+                let mut bytes = vec![0; len];
+                pack.file.read_exact_at(&mut bytes, record.offset)?;
+                let mut out = Vec::with_capacity(HEADER as usize + bytes.len());
+                out.extend_from_slice(MAGIC);
+                out.extend_from_slice(&record.hash);
+                out.extend_from_slice(&record.len.to_le_bytes());
+                let seconds = record
+                    .at
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                out.extend_from_slice(&seconds.to_le_bytes());
+                out.extend_from_slice(&bytes);
+                new.file.write_all(&out)?;
+            }
+            new.file.sync_all()?;
+        }
+        fs::remove_file(&pack.path)?;
+        // The index is read again at the next use.
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        *state = State::default();
+        Ok(())
+    }
+}
+
+/// A pack no process writes to, held locked.
+pub(super) struct Idle {
+    pub path: PathBuf,
+    file: File,
+    pub records: Vec<Record>,
+}
+
+fn lock(file: &File, wait_not: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    let flags = libc::LOCK_EX | if wait_not { libc::LOCK_NB } else { 0 };
+    // SAFETY: an open descriptor; flock touches nothing else.
+    if unsafe { libc::flock(file.as_raw_fd(), flags) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The whole records of a pack from `from`, stopping at the first that is cut short or not a
+/// record (a length past the end is never allocated).
+fn records(file: &File, from: u64) -> impl Iterator<Item = Record> + '_ {
+    let size = file.metadata().map_or(0, |m| m.len());
+    let mut at = from;
+    std::iter::from_fn(move || {
+        let mut header = [0u8; HEADER as usize];
+        if at.checked_add(HEADER)? > size || file.read_exact_at(&mut header, at).is_err() {
+            return None;
+        }
+        if &header[..4] != MAGIC {
+            return None;
+        }
+        let hash: Hash = header[4..36].try_into().ok()?;
+        let len = u64::from_le_bytes(header[36..44].try_into().ok()?);
+        let seconds = u64::from_le_bytes(header[44..52].try_into().ok()?);
+        let offset = at + HEADER;
+        let end = offset.checked_add(len)?;
+        if end > size {
+            return None;
+        }
+        at = end;
+        Some(Record {
+            hash,
+            len,
+            at: UNIX_EPOCH + Duration::from_secs(seconds),
+            offset,
+        })
+    })
+}
+
+impl Record {
+    pub fn hex(&self) -> String {
+        hex(&self.hash)
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
