@@ -113,14 +113,7 @@ impl Packs {
             state.own = Some(self.create()?);
         }
         let own = state.own.as_mut().expect("made above");
-        let len = bytes.len() as u64;
-        let seconds = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let mut record = Vec::with_capacity(HEADER as usize + bytes.len());
-        record.extend_from_slice(MAGIC);
-        record.extend_from_slice(hash);
-        record.extend_from_slice(&len.to_le_bytes());
-        record.extend_from_slice(&seconds.to_le_bytes());
-        record.extend_from_slice(bytes);
+        let record = encode(hash, at, bytes);
         if let Err(e) = own.file.write_all(&record) {
             // What was written of it stays cut short at the end; nothing goes after it.
             state.own = None;
@@ -129,7 +122,7 @@ impl Packs {
         let loc = Loc {
             pack: own.name.clone(),
             offset: own.len + HEADER,
-            len,
+            len: bytes.len() as u64,
         };
         own.len += record.len() as u64;
         let (name, end) = (own.name.clone(), own.len);
@@ -300,17 +293,8 @@ impl Packs {
                 let len = usize::try_from(record.len).map_err(io::Error::other)?;
                 let mut bytes = vec![0; len];
                 pack.file.read_exact_at(&mut bytes, record.offset)?;
-                let mut out = Vec::with_capacity(HEADER as usize + bytes.len());
-                out.extend_from_slice(MAGIC);
-                out.extend_from_slice(&record.hash);
-                out.extend_from_slice(&record.len.to_le_bytes());
-                let seconds = record
-                    .at
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
-                out.extend_from_slice(&seconds.to_le_bytes());
-                out.extend_from_slice(&bytes);
-                new.file.write_all(&out)?;
+                new.file
+                    .write_all(&encode(&record.hash, record.at, &bytes))?;
             }
             new.file.sync_all()?;
         }
@@ -320,6 +304,18 @@ impl Packs {
         *state = State::default();
         Ok(())
     }
+}
+
+/// One record: header and bytes.
+fn encode(hash: &Hash, at: SystemTime, bytes: &[u8]) -> Vec<u8> {
+    let seconds = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut record = Vec::with_capacity(HEADER as usize + bytes.len());
+    record.extend_from_slice(MAGIC);
+    record.extend_from_slice(hash);
+    record.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    record.extend_from_slice(&seconds.to_le_bytes());
+    record.extend_from_slice(bytes);
+    record
 }
 
 /// A pack no process writes to, held locked.
