@@ -87,7 +87,8 @@ impl CheckpointStore {
                 Err(damaged())
             }
         };
-        let packed = match self.packs.get(&parsed).map(|r| r.and_then(checked)) {
+        let intact = |bytes: &[u8]| sha256_hex(bytes) == hash;
+        let packed = match self.packs.get(&parsed, intact).map(|r| r.and_then(checked)) {
             Some(Ok(bytes)) => return Ok(bytes),
             other => other,
         };

@@ -22,7 +22,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const MAGIC: &[u8; 4] = b"MCP1";
 const HEADER: u64 = 4 + 32 + 8 + 8;
 /// A pack this large is closed and the next object goes to a new one.
+#[cfg(not(test))]
 const ROTATE: u64 = 64 << 20;
+#[cfg(test)]
+const ROTATE: u64 = 1 << 20;
 
 pub(super) type Hash = [u8; 32];
 
@@ -71,6 +74,9 @@ struct State {
     /// How far each pack has been read.
     scanned: HashMap<Arc<str>, u64>,
     own: Option<Own>,
+    /// Packs this process filled, still locked: what it stored there may not be in the ledger
+    /// yet (a file kept before a command is recorded after it). Released by its own prune.
+    full: Vec<File>,
 }
 
 pub(super) struct Packs {
@@ -96,7 +102,22 @@ impl Packs {
     }
 
     pub fn contains(&self, hash: &Hash) -> bool {
-        self.state().index.contains_key(hash)
+        let mut state = self.state();
+        self.present(&mut state, hash)
+    }
+
+    /// Whether the index holds `hash` in a pack that still exists (a prune elsewhere removes
+    /// packs; names are never reused, so a pack that exists still holds what was indexed).
+    fn present(&self, state: &mut State, hash: &Hash) -> bool {
+        let Some(loc) = state.index.get(hash) else {
+            return false;
+        };
+        let own = state.own.as_ref().is_some_and(|o| o.name == loc.pack);
+        if own || self.dir.join(&*loc.pack).exists() {
+            return true;
+        }
+        self.refresh(state);
+        state.index.contains_key(hash)
     }
 
     /// Appends the object unless a pack already holds it.
@@ -106,11 +127,14 @@ impl Packs {
 
     pub(super) fn put_at(&self, hash: &Hash, bytes: &[u8], at: SystemTime) -> io::Result<()> {
         let mut state = self.state();
-        if state.index.contains_key(hash) {
+        if self.present(&mut state, hash) {
             return Ok(());
         }
         if state.own.as_ref().is_none_or(|own| own.len >= ROTATE) {
-            state.own = Some(self.create()?);
+            let new = self.create()?;
+            if let Some(full) = state.own.replace(new) {
+                state.full.push(full.file);
+            }
         }
         let own = state.own.as_mut().expect("made above");
         let record = encode(hash, at, bytes);
@@ -164,8 +188,9 @@ impl Packs {
         })
     }
 
-    /// The bytes of the object, `None` when no pack holds it.
-    pub fn get(&self, hash: &Hash) -> Option<io::Result<Vec<u8>>> {
+    /// The bytes of the object, `None` when no pack holds it. A copy that is not `intact` is
+    /// passed over for another one, if a pack holds one.
+    pub fn get(&self, hash: &Hash, intact: impl Fn(&[u8]) -> bool) -> Option<io::Result<Vec<u8>>> {
         for attempt in 0..2 {
             let loc = {
                 let mut state = self.state();
@@ -177,7 +202,41 @@ impl Packs {
             }?;
             match self.read(&loc) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound && attempt == 0 => continue,
+                Ok(bytes) if !intact(&bytes) => {
+                    return Some(Ok(self.other_copy(hash, &loc, &intact).unwrap_or(bytes)))
+                }
                 other => return Some(other),
+            }
+        }
+        None
+    }
+
+    /// Another intact copy of a damaged object, looked for in every pack (it is then the one
+    /// indexed).
+    fn other_copy(
+        &self,
+        hash: &Hash,
+        damaged: &Loc,
+        intact: impl Fn(&[u8]) -> bool,
+    ) -> Option<Vec<u8>> {
+        for name in self.names() {
+            let Ok(file) = File::open(self.dir.join(&name)) else {
+                continue;
+            };
+            let name: Arc<str> = name.into();
+            for record in records(&file, 0).filter(|r| r.hash == *hash) {
+                let loc = Loc {
+                    pack: name.clone(),
+                    offset: record.offset,
+                    len: record.len,
+                };
+                if loc.pack == damaged.pack && loc.offset == damaged.offset {
+                    continue;
+                }
+                if let Some(bytes) = self.read(&loc).ok().filter(|b| intact(b)) {
+                    self.state().index.insert(*hash, loc);
+                    return Some(bytes);
+                }
             }
         }
         None
@@ -185,10 +244,7 @@ impl Packs {
 
     fn read(&self, loc: &Loc) -> io::Result<Vec<u8>> {
         let file = File::open(self.dir.join(&*loc.pack))?;
-        let len = usize::try_from(loc.len).map_err(io::Error::other)?;
-        let mut bytes = vec![0; len];
-        file.read_exact_at(&mut bytes, loc.offset)?;
-        Ok(bytes)
+        read_at(&file, loc.offset, loc.len)
     }
 
     /// Reads what was appended since the last look, and forgets packs that are gone.
@@ -199,11 +255,9 @@ impl Packs {
             .keys()
             .any(|n| !names.iter().any(|m| **n == **m))
         {
-            state
-                .scanned
-                .retain(|n, _| names.iter().any(|m| **n == **m));
-            let scanned = &state.scanned;
-            state.index.retain(|_, loc| scanned.contains_key(&loc.pack));
+            // Another copy of a dropped entry may be in a pack already scanned: read all again.
+            state.scanned.clear();
+            state.index.clear();
         }
         for name in names {
             let name: Arc<str> = state
@@ -243,7 +297,9 @@ impl Packs {
 
     /// Closes this process's pack, so that a prune may rewrite it.
     fn retire(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).own = None;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.own = None;
+        state.full.clear();
     }
 
     /// Every pack no process writes to, locked (and so kept from other prunes) while held.
@@ -252,10 +308,13 @@ impl Packs {
         let mut out = Vec::new();
         for name in self.names() {
             let path = self.dir.join(&name);
-            let Ok(file) = File::open(&path) else {
+            // Opened for writing too: where `flock` is emulated with byte-range locks (NFS), an
+            // exclusive lock needs it.
+            let Ok(file) = fs::OpenOptions::new().read(true).write(true).open(&path) else {
                 continue;
             };
-            if lock(&file, true).is_err() {
+            if lock(&file, true).is_err() || !same_file(&file, &path) {
+                // Written to, or rewritten and removed by another prune since it was listed.
                 continue;
             }
             let records = records(&file, 0).collect();
@@ -288,20 +347,31 @@ impl Packs {
             .filter(|r| !drop.contains(&r.offset))
             .collect();
         if !kept.is_empty() {
-            let mut new = self.create()?;
-            for record in kept {
-                let len = usize::try_from(record.len).map_err(io::Error::other)?;
-                let mut bytes = vec![0; len];
-                pack.file.read_exact_at(&mut bytes, record.offset)?;
-                new.file
-                    .write_all(&encode(&record.hash, record.at, &bytes))?;
+            let new = self.create()?;
+            let written = (|| {
+                let mut file = &new.file;
+                for record in kept {
+                    let bytes = read_at(&pack.file, record.offset, record.len)?;
+                    file.write_all(&encode(&record.hash, record.at, &bytes))?;
+                }
+                file.sync_all()?;
+                // The new name on disk before the old pack goes.
+                File::open(&self.dir)?.sync_all()
+            })();
+            if let Err(e) = written {
+                let _ = fs::remove_file(self.dir.join(&*new.name));
+                return Err(e);
             }
-            new.file.sync_all()?;
         }
         fs::remove_file(&pack.path)?;
-        // The index is read again at the next use.
+        // The index is read again at the next use; the packs this process writes stay its own.
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        *state = State::default();
+        let (own, full) = (state.own.take(), std::mem::take(&mut state.full));
+        *state = State {
+            own,
+            full,
+            ..State::default()
+        };
         Ok(())
     }
 }
@@ -323,6 +393,25 @@ pub(super) struct Idle {
     pub path: PathBuf,
     file: File,
     pub records: Vec<Record>,
+}
+
+/// `len` bytes at `offset`, the room asked for first (a length read from a pack can be any).
+fn read_at(file: &File, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+    let len = usize::try_from(len).map_err(io::Error::other)?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(io::Error::other)?;
+    bytes.resize(len, 0);
+    file.read_exact_at(&mut bytes, offset)?;
+    Ok(bytes)
+}
+
+/// Whether `file` is still the one at `path`.
+fn same_file(file: &File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 fn lock(file: &File, wait_not: bool) -> io::Result<()> {
@@ -361,7 +450,9 @@ fn records(file: &File, from: u64) -> impl Iterator<Item = Record> + '_ {
         Some(Record {
             hash,
             len,
-            at: UNIX_EPOCH + Duration::from_secs(seconds),
+            at: UNIX_EPOCH
+                .checked_add(Duration::from_secs(seconds))
+                .unwrap_or(UNIX_EPOCH),
             offset,
         })
     })
