@@ -80,22 +80,17 @@ impl CheckpointStore {
                 format!("checkpoint `{hash}` is damaged (its bytes no longer hash to its name)"),
             )
         };
-        let checked = |bytes: Vec<u8>| {
-            if sha256_hex(&bytes) == hash {
-                Ok(bytes)
-            } else {
-                Err(damaged())
-            }
-        };
         let intact = |bytes: &[u8]| sha256_hex(bytes) == hash;
-        let packed = match self.packs.get(&parsed, intact).map(|r| r.and_then(checked)) {
+        let packed = match self.packs.get(&parsed, intact) {
             Some(Ok(bytes)) => return Ok(bytes),
+            Some(Err(e)) if e.kind() == io::ErrorKind::InvalidData => Some(Err(damaged())),
             other => other,
         };
         // Not in a pack (or damaged there): a loose object from before packs.
         let loose = self.object(hash).ok_or_else(not_found)?;
         match (fs::read(loose), packed) {
-            (Ok(bytes), _) => checked(bytes),
+            (Ok(bytes), _) if intact(&bytes) => Ok(bytes),
+            (Ok(_), _) => Err(damaged()),
             (Err(_), Some(Err(e))) => Err(e),
             // No store yet, or something else where its directory would be.
             (Err(e), _) if e.kind() == io::ErrorKind::NotADirectory => Err(not_found()),

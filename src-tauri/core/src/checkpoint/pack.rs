@@ -189,7 +189,7 @@ impl Packs {
     }
 
     /// The bytes of the object, `None` when no pack holds it. A copy that is not `intact` is
-    /// passed over for another one, if a pack holds one.
+    /// passed over for another one; `InvalidData` when no pack holds an intact one.
     pub fn get(&self, hash: &Hash, intact: impl Fn(&[u8]) -> bool) -> Option<io::Result<Vec<u8>>> {
         for attempt in 0..2 {
             let loc = {
@@ -203,7 +203,8 @@ impl Packs {
             match self.read(&loc) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound && attempt == 0 => continue,
                 Ok(bytes) if !intact(&bytes) => {
-                    return Some(Ok(self.other_copy(hash, &loc, &intact).unwrap_or(bytes)))
+                    let damaged = || io::Error::from(io::ErrorKind::InvalidData);
+                    return Some(self.other_copy(hash, &loc, &intact).ok_or_else(damaged));
                 }
                 other => return Some(other),
             }
