@@ -66,7 +66,27 @@ impl CheckpointStore {
         if self.packs.contains(&parsed) || self.object(hash).is_some_and(|p| p.exists()) {
             return Ok(());
         }
-        self.packs.put(&parsed, bytes)
+        self.packs.put(&parsed, bytes).or_else(|e| {
+            // A file of its own where no pack can be written to (no `flock` on some network
+            // file systems, something else where the packs' directory goes): the change can
+            // still be undone.
+            self.put_loose(hash, bytes).map_err(|_| e)
+        })
+    }
+
+    /// Writes a loose object so that it appears whole or not at all.
+    fn put_loose(&self, hash: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self
+            .object(hash)
+            .ok_or_else(|| io::Error::other("not a hash"))?;
+        let dir = path.parent().unwrap_or(&self.objects);
+        fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".{hash}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let written = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
     }
 
     /// The bytes of an object; `NotFound` when it was never stored or was pruned.

@@ -401,3 +401,21 @@ fn a_pack_this_process_filled_is_not_pruned_by_another_while_it_lives() {
     assert_eq!(writer.prune(0, &HashSet::new()).removed, 12);
     assert!(packs(tmp.path()).is_empty());
 }
+
+#[test]
+fn where_no_pack_can_be_written_a_version_is_kept_in_a_file_of_its_own() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    fs::create_dir_all(store_dir(tmp.path())).expect("mkdir");
+    fs::write(store_dir(tmp.path()).join("packs"), b"not a directory").expect("file");
+    let store = open(tmp.path());
+    let hash = store.put(b"still undoable").expect("put");
+    assert!(store.contains(&hash));
+    assert_eq!(open(tmp.path()).get(&hash).expect("get"), b"still undoable");
+    let shard = store_dir(tmp.path()).join("objects").join(&hash[..2]);
+    let names: Vec<String> = fs::read_dir(shard)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [hash], "no temporary file is left");
+}
