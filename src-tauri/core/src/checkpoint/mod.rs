@@ -79,14 +79,7 @@ impl CheckpointStore {
         let path = self
             .object(hash)
             .ok_or_else(|| io::Error::other("not a hash"))?;
-        let dir = path.parent().unwrap_or(&self.objects);
-        fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".{hash}.{}.tmp", uuid::Uuid::new_v4().simple()));
-        let written = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written
+        crate::fsutil::write_replace(&path, bytes)
     }
 
     /// The bytes of an object; `NotFound` when it was never stored or was pruned.

@@ -29,19 +29,10 @@ const ROTATE: u64 = 1 << 20;
 
 pub(super) type Hash = [u8; 32];
 
-pub(super) fn parse_hash(hex: &str) -> Option<Hash> {
-    if hex.len() != 64 {
-        return None;
-    }
+pub(super) fn parse_hash(text: &str) -> Option<Hash> {
     let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
+    hex::decode_to_slice(text, &mut out).ok()?;
     Some(out)
-}
-
-fn hex(hash: &Hash) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where one object's bytes are.
@@ -357,7 +348,7 @@ impl Packs {
                 }
                 file.sync_all()?;
                 // The new name on disk before the old pack goes.
-                File::open(&self.dir)?.sync_all()
+                crate::fsutil::sync_dir(&self.dir)
             })();
             if let Err(e) = written {
                 let _ = fs::remove_file(self.dir.join(&*new.name));
@@ -461,7 +452,7 @@ fn records(file: &File, from: u64) -> impl Iterator<Item = Record> + '_ {
 
 impl Record {
     pub fn hex(&self) -> String {
-        hex(&self.hash)
+        hex::encode(self.hash)
     }
 
     pub fn offset(&self) -> u64 {
